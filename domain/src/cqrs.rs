@@ -1,0 +1,40 @@
+//! cqrs-es's aggregate model for the aggregates here: the store loads and folds streams through
+//! these traits, and decides through `handle`.
+
+use cqrs_es::{Aggregate, DomainEvent, EventSink};
+
+use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
+
+impl DomainEvent for RelationEvent {
+    fn event_type(&self) -> String {
+        RelationEvent::event_type(self).to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        RelationEvent::event_version(self).to_owned()
+    }
+}
+
+impl Aggregate for RelationPair {
+    const TYPE: &'static str = RelationPair::TYPE;
+    type Command = RelationCommand;
+    type Event = RelationEvent;
+    type Error = RelationError;
+    type Services = FollowBudget;
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        budget: &Self::Services,
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        for event in self.decide(command, *budget)? {
+            sink.write(event, self).await;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        RelationPair::apply(self, event);
+    }
+}

@@ -1,0 +1,178 @@
+//! Identifiers: parsed once at the edge, trusted everywhere after.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a value is not a valid user id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UserIdError {
+    /// Zero or negative.
+    #[error("a user id is a positive integer, got {0}")]
+    NotPositive(i64),
+    /// Not a decimal integer, or larger than 2^63 - 1.
+    #[error("a user id is a positive integer below 2^63, got {0:?}")]
+    Malformed(String),
+}
+
+/// A user: a positive 64-bit integer that fits PostgreSQL's `bigint` (1 ..= 2^63 - 1).
+///
+/// The service does not own profiles; a user exists as soon as an id is named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "i64", into = "i64")]
+pub struct UserId(i64);
+
+impl UserId {
+    /// The id as PostgreSQL stores it.
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl TryFrom<i64> for UserId {
+    type Error = UserIdError;
+
+    fn try_from(value: i64) -> Result<Self, Self::Error> {
+        if value > 0 {
+            Ok(Self(value))
+        } else {
+            Err(UserIdError::NotPositive(value))
+        }
+    }
+}
+
+impl From<UserId> for i64 {
+    fn from(id: UserId) -> Self {
+        id.0
+    }
+}
+
+impl FromStr for UserId {
+    type Err = UserIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // Only plain decimal digits: no sign, no whitespace, no leading '+'.
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(UserIdError::Malformed(s.to_owned()));
+        }
+        let value: i64 = s
+            .parse()
+            .map_err(|_| UserIdError::Malformed(s.to_owned()))?;
+        Self::try_from(value)
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Two distinct users, unordered: the identity of the stream that holds every follow and
+/// block fact between them. `low < high` always.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PairId {
+    low: UserId,
+    high: UserId,
+}
+
+/// A relation between a user and themselves was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a user has no relation with themselves")]
+pub struct SelfRelation;
+
+impl PairId {
+    /// The pair of `a` and `b`, in either order; `a == b` is refused (rule 1).
+    pub fn new(a: UserId, b: UserId) -> Result<Self, SelfRelation> {
+        match a.cmp(&b) {
+            std::cmp::Ordering::Less => Ok(Self { low: a, high: b }),
+            std::cmp::Ordering::Greater => Ok(Self { low: b, high: a }),
+            std::cmp::Ordering::Equal => Err(SelfRelation),
+        }
+    }
+
+    /// The smaller id.
+    pub fn low(self) -> UserId {
+        self.low
+    }
+
+    /// The larger id.
+    pub fn high(self) -> UserId {
+        self.high
+    }
+
+    /// The stream id in the event store: `"{low}:{high}"`.
+    pub fn stream_id(self) -> String {
+        format!("{}:{}", self.low, self.high)
+    }
+}
+
+impl FromStr for PairId {
+    type Err = UserIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (a, b) = s
+            .split_once(':')
+            .ok_or_else(|| UserIdError::Malformed(s.to_owned()))?;
+        let (a, b) = (a.parse()?, b.parse()?);
+        PairId::new(a, b).map_err(|_| UserIdError::Malformed(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_ids_are_positive_and_fit_bigint() {
+        assert_eq!(UserId::try_from(1).unwrap().get(), 1);
+        assert_eq!(UserId::try_from(0), Err(UserIdError::NotPositive(0)));
+        assert_eq!(UserId::try_from(-7), Err(UserIdError::NotPositive(-7)));
+        assert_eq!(
+            "9223372036854775807".parse::<UserId>().unwrap().get(),
+            i64::MAX
+        );
+        for bad in [
+            "",
+            "0",
+            "-1",
+            "+1",
+            " 1",
+            "1.0",
+            "9223372036854775808",
+            "abc",
+        ] {
+            assert!(bad.parse::<UserId>().is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn user_ids_deserialize_only_from_positive_json_integers() {
+        assert_eq!(
+            serde_json::from_str::<UserId>("42").unwrap(),
+            UserId::try_from(42).unwrap()
+        );
+        for bad in [
+            "0",
+            "-1",
+            "1.5",
+            "\"42\"",
+            "18446744073709551616",
+            "null",
+            "1e3",
+        ] {
+            assert!(serde_json::from_str::<UserId>(bad).is_err(), "{bad} parsed");
+        }
+    }
+
+    #[test]
+    fn a_pair_is_unordered_and_never_self() {
+        let (a, b) = (UserId(3), UserId(9));
+        assert_eq!(PairId::new(a, b), PairId::new(b, a));
+        assert_eq!(PairId::new(a, b).unwrap().stream_id(), "3:9");
+        assert_eq!(PairId::new(a, a), Err(SelfRelation));
+        assert_eq!("3:9".parse::<PairId>().unwrap(), PairId::new(a, b).unwrap());
+        assert!("3:3".parse::<PairId>().is_err());
+    }
+}

@@ -1,0 +1,20 @@
+//! The relations service's domain: who follows and blocks whom, and what a command may change.
+//!
+//! Aggregates take commands, decide, and emit past-tense events; `apply` only folds events.
+//! Everything here is pure and synchronous. This crate must not depend on an async runtime, a
+//! database, a cache or a web framework; the optional `cqrs` feature implements cqrs-es's traits
+//! for the store, which brings tokio in through cqrs-es, and stays off for the domain's own use.
+
+pub mod ids;
+pub mod pair;
+pub mod relation;
+
+#[cfg(feature = "cqrs")]
+mod cqrs;
+
+pub use ids::{PairId, SelfRelation, UserId, UserIdError};
+pub use pair::{
+    following_deltas, guarded_users, FollowBudget, RelationCommand, RelationError, RelationEvent,
+    RelationPair, UnfollowCause,
+};
+pub use relation::{Facts, Relation, RelationState};

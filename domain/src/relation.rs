@@ -1,0 +1,192 @@
+//! The relation of one user to another, as SPEC.md's `Relation` shape names it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::UserId;
+
+/// The one-word summary of a relation, from `from`'s side (seed 002's enumeration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelationState {
+    /// No follow and no block either way.
+    None,
+    /// `from` follows `to`, not the other way.
+    Following,
+    /// `to` follows `from`, not the other way.
+    FollowedBy,
+    /// Both follow each other.
+    Friends,
+    /// `from` blocks `to`, not the other way.
+    Blocking,
+    /// `to` blocks `from`, not the other way.
+    BlockedBy,
+    /// Both block each other.
+    MutualBlock,
+    /// `from` and `to` are the same user (queries only).
+    #[serde(rename = "self")]
+    Myself,
+}
+
+/// The four directed facts between two users, seen from `from`'s side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Facts {
+    /// follows(from, to)
+    pub following: bool,
+    /// follows(to, from)
+    pub followed_by: bool,
+    /// blocks(from, to)
+    pub blocking: bool,
+    /// blocks(to, from)
+    pub blocked_by: bool,
+}
+
+impl Facts {
+    /// The same facts seen from the other side.
+    pub fn reversed(self) -> Self {
+        Self {
+            following: self.followed_by,
+            followed_by: self.following,
+            blocking: self.blocked_by,
+            blocked_by: self.blocking,
+        }
+    }
+}
+
+/// SPEC.md's `Relation`: `from`'s relation to `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Relation {
+    /// The user whose side this is.
+    pub from: UserId,
+    /// The other user.
+    pub to: UserId,
+    /// The one-word summary.
+    pub state: RelationState,
+    /// follows(from, to)
+    pub following: bool,
+    /// follows(to, from)
+    pub followed_by: bool,
+    /// Both follow each other.
+    pub friends: bool,
+    /// blocks(from, to)
+    pub blocking: bool,
+    /// blocks(to, from)
+    pub blocked_by: bool,
+}
+
+impl Relation {
+    /// The relation that `facts` describe. `from == to` answers `self` with every flag false.
+    pub fn new(from: UserId, to: UserId, facts: Facts) -> Self {
+        if from == to {
+            return Self {
+                from,
+                to,
+                state: RelationState::Myself,
+                following: false,
+                followed_by: false,
+                friends: false,
+                blocking: false,
+                blocked_by: false,
+            };
+        }
+        let friends = facts.following && facts.followed_by;
+        let state = match facts {
+            Facts {
+                blocking: true,
+                blocked_by: true,
+                ..
+            } => RelationState::MutualBlock,
+            Facts { blocking: true, .. } => RelationState::Blocking,
+            Facts {
+                blocked_by: true, ..
+            } => RelationState::BlockedBy,
+            _ if friends => RelationState::Friends,
+            Facts {
+                following: true, ..
+            } => RelationState::Following,
+            Facts {
+                followed_by: true, ..
+            } => RelationState::FollowedBy,
+            _ => RelationState::None,
+        };
+        Self {
+            from,
+            to,
+            state,
+            following: facts.following,
+            followed_by: facts.followed_by,
+            friends,
+            blocking: facts.blocking,
+            blocked_by: facts.blocked_by,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(id: i64) -> UserId {
+        UserId::try_from(id).unwrap()
+    }
+
+    fn state(
+        following: bool,
+        followed_by: bool,
+        blocking: bool,
+        blocked_by: bool,
+    ) -> RelationState {
+        let facts = Facts {
+            following,
+            followed_by,
+            blocking,
+            blocked_by,
+        };
+        Relation::new(user(1), user(2), facts).state
+    }
+
+    #[test]
+    fn the_one_word_state_follows_the_enumeration() {
+        assert_eq!(state(false, false, false, false), RelationState::None);
+        assert_eq!(state(true, false, false, false), RelationState::Following);
+        assert_eq!(state(false, true, false, false), RelationState::FollowedBy);
+        assert_eq!(state(true, true, false, false), RelationState::Friends);
+        assert_eq!(state(false, false, true, false), RelationState::Blocking);
+        assert_eq!(state(false, false, false, true), RelationState::BlockedBy);
+        assert_eq!(state(false, false, true, true), RelationState::MutualBlock);
+    }
+
+    #[test]
+    fn a_user_and_themselves_is_self_with_every_flag_false() {
+        let facts = Facts {
+            following: true,
+            ..Facts::default()
+        };
+        let relation = Relation::new(user(5), user(5), facts);
+        assert_eq!(relation.state, RelationState::Myself);
+        assert!(!relation.following && !relation.friends);
+        assert_eq!(
+            serde_json::to_value(relation).unwrap()["state"],
+            serde_json::json!("self")
+        );
+    }
+
+    #[test]
+    fn serialises_as_the_contract_says() {
+        let relation = Relation::new(
+            user(1),
+            user(2),
+            Facts {
+                following: true,
+                followed_by: true,
+                ..Facts::default()
+            },
+        );
+        assert_eq!(
+            serde_json::to_value(relation).unwrap(),
+            serde_json::json!({
+                "from": 1, "to": 2, "state": "friends", "following": true,
+                "followed_by": true, "friends": true, "blocking": false, "blocked_by": false
+            })
+        );
+    }
+}
