@@ -1,7 +1,8 @@
 //! cqrs-es's aggregate model for the aggregates here: the store loads and folds streams through
 //! these traits, and decides through `handle`.
 
-use cqrs_es::{Aggregate, DomainEvent, EventSink};
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
 
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
 

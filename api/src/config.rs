@@ -1,0 +1,123 @@
+//! Configuration, read once from the environment (SPEC.md's table) with typed defaults.
+//!
+//! Each group is a clap `Args` so that every subcommand takes only what it needs: `token`
+//! needs the JWT secret, not a database.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+use relations_domain::UserId;
+
+/// Where PostgreSQL is.
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseConfig {
+    /// PostgreSQL: event store and read models.
+    #[arg(long = "database-url", env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+    /// Upper bound on the shared pool's connections.
+    #[arg(long, env = "RELATIONS_DB_MAX_CONNECTIONS", default_value_t = 32)]
+    pub db_max_connections: u32,
+}
+
+/// The HS256 key that signs and checks tokens.
+#[derive(Clone, Args)]
+pub struct JwtConfig {
+    /// HS256 key. Never printed.
+    #[arg(
+        long = "jwt-secret",
+        env = "RELATIONS_JWT_SECRET",
+        hide_env_values = true
+    )]
+    pub jwt_secret: String,
+}
+
+impl std::fmt::Debug for JwtConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JwtConfig { jwt_secret: <redacted> }")
+    }
+}
+
+/// Everything `serve` needs.
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// PostgreSQL.
+    #[command(flatten)]
+    pub database: DatabaseConfig,
+    /// Token signing.
+    #[command(flatten)]
+    pub jwt: JwtConfig,
+    /// Redis: rate limiter and caches.
+    #[arg(long = "redis-url", env = "REDIS_URL", hide_env_values = true)]
+    pub redis_url: String,
+    /// Prefix of every Redis key this instance writes (lets deployments and tests share a Redis).
+    #[arg(long, env = "RELATIONS_REDIS_PREFIX", default_value = "relations:")]
+    pub redis_prefix: String,
+    /// Kafka brokers the event log is published to; unset, no relay runs.
+    #[arg(long, env = "KAFKA_BROKERS")]
+    pub kafka_brokers: Option<String>,
+    /// The topic the log is published to.
+    #[arg(long, env = "KAFKA_TOPIC", default_value = "relations.events")]
+    pub kafka_topic: String,
+    /// Listen address.
+    #[arg(long, env = "RELATIONS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
+    pub http_addr: SocketAddr,
+    /// Rule 3: how many users one user may follow.
+    #[arg(long, env = "RELATIONS_FOLLOW_LIMIT", default_value_t = 1000)]
+    pub follow_limit: u32,
+    /// Rule 7: token bucket size per user.
+    #[arg(long, env = "RELATIONS_RATE_CAPACITY", default_value_t = 100)]
+    pub rate_capacity: u32,
+    /// Rule 7: tokens added per second (a decimal).
+    #[arg(long, env = "RELATIONS_RATE_REFILL_PER_SEC", default_value_t = 1.0)]
+    pub rate_refill_per_sec: f64,
+    /// Authors with at least this many followers are pulled, not pushed.
+    #[arg(long, env = "RELATIONS_BIG_V_THRESHOLD", default_value_t = 5000)]
+    pub big_v_threshold: u32,
+    /// Entries kept per pushed inbox.
+    #[arg(long, env = "RELATIONS_FEED_INBOX_CAP", default_value_t = 1000)]
+    pub feed_inbox_cap: u32,
+    /// Comma-separated ids whose posts make the recommended feed.
+    #[arg(
+        long,
+        env = "RELATIONS_RECOMMENDED_AUTHORS",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    pub recommended_authors: Vec<RecommendedAuthor>,
+    /// How long a request may take before it is answered 503.
+    #[arg(long, env = "RELATIONS_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
+    pub request_timeout_ms: u64,
+}
+
+impl Config {
+    /// The request deadline.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// The recommended authors' ids.
+    pub fn recommended(&self) -> Vec<UserId> {
+        self.recommended_authors
+            .iter()
+            .filter_map(|a| a.0)
+            .collect()
+    }
+}
+
+/// One entry of `RELATIONS_RECOMMENDED_AUTHORS` (empty entries are ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecommendedAuthor(pub Option<UserId>);
+
+impl std::str::FromStr for RecommendedAuthor {
+    type Err = relations_domain::UserIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.is_empty() {
+            Ok(Self(None))
+        } else {
+            s.parse().map(|id| Self(Some(id)))
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The one error type every handler returns, and how it becomes SPEC.md's error body:
+//! `{"error": {"code": "SNAKE_CASE_CODE", "message": "..."}}`. 5xx bodies are opaque; their
+//! cause is logged once, here.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use relations_domain::RelationError;
+use relations_store::StoreError;
+use serde_json::json;
+
+/// Why a request was not answered with success.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed or a value is out of range.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// 400: rule 1.
+    #[error("a user has no relation with themselves")]
+    SelfRelation,
+    /// 401: no valid token.
+    #[error("{0}")]
+    Unauthenticated(&'static str),
+    /// 403 with a code.
+    #[error("{message}")]
+    Forbidden {
+        /// The error code.
+        code: &'static str,
+        /// What to tell the client.
+        message: String,
+    },
+    /// 404.
+    #[error("not found")]
+    NotFound,
+    /// 409 with a code.
+    #[error("{message}")]
+    Conflict {
+        /// The error code.
+        code: &'static str,
+        /// What to tell the client.
+        message: String,
+    },
+    /// 413.
+    #[error("request body larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    /// 415.
+    #[error("expected Content-Type: application/json")]
+    UnsupportedMediaType,
+    /// 422: an Idempotency-Key reused with another request.
+    #[error("this Idempotency-Key was used with another request")]
+    IdempotencyKeyReused,
+    /// 429: rule 7.
+    #[error("too many commands; retry after {retry_after_secs} s")]
+    RateLimited {
+        /// Seconds until a token is available.
+        retry_after_secs: u64,
+    },
+    /// 503: a dependency is down or overloaded, or the request ran out of time.
+    #[error("{0}")]
+    Unavailable(&'static str),
+    /// 503: `min_position` was not reached in time.
+    #[error("the read models have not caught up with that position yet")]
+    NotCaughtUp,
+    /// 500: a bug or an unexpected failure; the client learns nothing more.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    /// The status and code the client sees.
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "INVALID_INPUT"),
+            ApiError::SelfRelation => (StatusCode::BAD_REQUEST, "SELF_RELATION"),
+            ApiError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
+            ApiError::Forbidden { code, .. } => (StatusCode::FORBIDDEN, code),
+            ApiError::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
+            ApiError::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE")
+            }
+            ApiError::IdempotencyKeyReused => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED")
+            }
+            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
+            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+            ApiError::NotCaughtUp => (StatusCode::SERVICE_UNAVAILABLE, "NOT_CAUGHT_UP"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = match &self {
+            ApiError::Internal(error) => {
+                tracing::error!(error = format!("{error:#}"), "request failed");
+                "internal error".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let retry_after = match &self {
+            ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
+            ApiError::Unavailable(_) | ApiError::NotCaughtUp => Some(1),
+            _ => None,
+        };
+        let mut response = (
+            status,
+            Json(json!({"error": {"code": code, "message": message}})),
+        )
+            .into_response();
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        }
+        response
+    }
+}
+
+impl From<RelationError> for ApiError {
+    fn from(error: RelationError) -> Self {
+        let message = error.to_string();
+        match error {
+            RelationError::SelfRelation => ApiError::SelfRelation,
+            RelationError::Blocked => ApiError::Forbidden {
+                code: "BLOCKED",
+                message,
+            },
+            RelationError::BlockingTarget => ApiError::Conflict {
+                code: "BLOCKING_TARGET",
+                message,
+            },
+            RelationError::FollowLimitReached { .. } => ApiError::Conflict {
+                code: "FOLLOW_LIMIT_REACHED",
+                message,
+            },
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Rejected(rejection) => rejection.into(),
+            StoreError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,
+            unavailable if unavailable.is_unavailable() => {
+                tracing::warn!(error = %unavailable, "store unavailable");
+                ApiError::Unavailable("the event store is unavailable; retry shortly")
+            }
+            other => ApiError::Internal(anyhow::Error::new(other).context("event store")),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(error: sqlx::Error) -> Self {
+        StoreError::from(error).into()
+    }
+}

@@ -1,0 +1,91 @@
+//! Extractors whose rejections speak SPEC.md's error format.
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use relations_store::{Idempotency, IdempotencyKey};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tower_http::request_id::RequestId;
+
+use crate::error::ApiError;
+
+/// The largest request body accepted (SPEC.md: over 64 KiB gets 413).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// `axum::Json`, rejecting with 400/413/415 in our format.
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(Self(value)),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::UnsupportedMediaType),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES))
+            }
+            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::InvalidInput(e.body_text())),
+            Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::InvalidInput(e.body_text())),
+            Err(rejection) => Err(ApiError::InvalidInput(rejection.body_text())),
+        }
+    }
+}
+
+/// `axum::extract::Query`, rejecting with 400 in our format.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Self(q.0))
+            .map_err(|e: QueryRejection| ApiError::InvalidInput(e.body_text()))
+    }
+}
+
+/// The request's id, as set by the request-id layer (a client's `x-request-id`, or a new UUID).
+pub struct ReqId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ReqId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let id = parts
+            .extensions
+            .get::<RequestId>()
+            .and_then(|id| id.header_value().to_str().ok())
+            .unwrap_or("unknown");
+        Ok(Self(id.to_owned()))
+    }
+}
+
+/// The optional `Idempotency-Key` header, checked.
+pub struct IdempotencyHeader(pub Option<IdempotencyKey>);
+
+impl IdempotencyHeader {
+    /// Binds the key to the request it came with.
+    pub fn bind(self, operation: &str, request: &impl Serialize) -> Option<Idempotency> {
+        self.0.map(|key| Idempotency::new(key, operation, request))
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyHeader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let Some(value) = parts.headers.get("idempotency-key") else {
+            return Ok(Self(None));
+        };
+        let bad =
+            || ApiError::InvalidInput("Idempotency-Key: 1 to 255 visible ASCII characters".into());
+        let value = value.to_str().map_err(|_| bad())?;
+        IdempotencyKey::parse(value)
+            .map(|k| Self(Some(k)))
+            .map_err(|_| bad())
+    }
+}

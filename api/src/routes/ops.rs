@@ -1,0 +1,54 @@
+//! Operations: liveness, readiness and metrics.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::state::AppState;
+
+/// `/healthz`, `/readyz`, `/metrics`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+}
+
+/// The process is alive.
+async fn healthz() -> impl IntoResponse {
+    Json(json!({"status": "ok"}))
+}
+
+/// The process can do its work: PostgreSQL answers. Redis is reported, not required (the
+/// service degrades without it).
+async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+    let database = tokio::time::timeout(
+        Duration::from_secs(1),
+        sqlx::query("SELECT 1").execute(&state.pool),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok());
+    let redis = state.redis.ping().await;
+    let status = if database {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({"ready": database, "checks": {"database": database, "redis": redis}})),
+    )
+}
+
+/// Prometheus text format.
+async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [("content-type", "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+}

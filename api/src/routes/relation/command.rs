@@ -1,0 +1,75 @@
+//! `POST /api/v1/relation/{follow,unfollow,block,unblock}` with `{"target": <user id>}`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use relations_domain::{RelationCommand, UserId};
+use relations_store::{EventMetadata, Executed};
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Actor;
+use crate::error::ApiError;
+use crate::extract::{ApiJson, IdempotencyHeader, ReqId};
+use crate::rate_limit::Decision;
+use crate::state::AppState;
+
+/// Which command a route carries (a const parameter, so one handler serves all four).
+pub struct Verb;
+
+impl Verb {
+    pub const FOLLOW: u8 = 0;
+    pub const UNFOLLOW: u8 = 1;
+    pub const BLOCK: u8 = 2;
+    pub const UNBLOCK: u8 = 3;
+
+    fn command(verb: u8, actor: UserId, target: UserId) -> RelationCommand {
+        match verb {
+            Verb::FOLLOW => RelationCommand::Follow { actor, target },
+            Verb::UNFOLLOW => RelationCommand::Unfollow { actor, target },
+            Verb::BLOCK => RelationCommand::Block { actor, target },
+            _ => RelationCommand::Unblock { actor, target },
+        }
+    }
+}
+
+/// The request body.
+#[derive(Debug, Deserialize, Serialize)]
+pub struct TargetBody {
+    /// The other user.
+    pub target: UserId,
+}
+
+/// Authenticates, parses, rate-limits, then decides and appends.
+pub async fn handle<const VERB: u8>(
+    State(state): State<AppState>,
+    actor: Actor,
+    ReqId(request_id): ReqId,
+    idempotency: IdempotencyHeader,
+    ApiJson(body): ApiJson<TargetBody>,
+) -> Result<Response, ApiError> {
+    let command = Verb::command(VERB, actor.user, body.target);
+    if command.pair().is_err() {
+        return Err(ApiError::SelfRelation);
+    }
+    if let Decision::Limited { retry_after_secs } = state.limiter.check(actor.user).await {
+        return Err(ApiError::RateLimited { retry_after_secs });
+    }
+    let idempotency = idempotency.bind(command.name(), &body);
+    let metadata = EventMetadata {
+        request_id,
+        actor: actor.user,
+    };
+    let executed = state
+        .relations
+        .execute(command, &metadata, idempotency.as_ref())
+        .await?;
+    metrics::counter!("relations_commands_total", "command" => command.name()).increment(1);
+    Ok(match executed {
+        Executed::Fresh(outcome) => Json(outcome).into_response(),
+        Executed::Replayed(answer) => {
+            let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+            (status, [("idempotent-replayed", "true")], Json(answer.body)).into_response()
+        }
+    })
+}

@@ -1,0 +1,30 @@
+//! `/api/v1/relation/*`: the four relation commands.
+
+mod command;
+
+use axum::routing::post;
+use axum::Router;
+
+use crate::state::AppState;
+use command::Verb;
+
+/// The relation routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/relation/follow",
+            post(command::handle::<{ Verb::FOLLOW }>),
+        )
+        .route(
+            "/api/v1/relation/unfollow",
+            post(command::handle::<{ Verb::UNFOLLOW }>),
+        )
+        .route(
+            "/api/v1/relation/block",
+            post(command::handle::<{ Verb::BLOCK }>),
+        )
+        .route(
+            "/api/v1/relation/unblock",
+            post(command::handle::<{ Verb::UNBLOCK }>),
+        )
+}

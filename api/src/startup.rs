@@ -1,0 +1,104 @@
+//! Building the application and running it under one shutdown signal.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use relations_store::db::{self, PoolSettings};
+use relations_store::RelationStore;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::JwtKeys;
+use crate::config::Config;
+use crate::rate_limit::RateLimiter;
+use crate::redis_conn::Redis;
+use crate::routes;
+use crate::state::AppState;
+
+/// A built application: connected, migrated, bound, not yet serving.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+}
+
+impl Application {
+    /// Connects to PostgreSQL, applies migrations, and binds the listen address (port 0 picks a
+    /// free port).
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let settings = PoolSettings {
+            max_connections: config.database.db_max_connections,
+            ..PoolSettings::default()
+        };
+        let pool = db::connect(&config.database.database_url, &settings)
+            .await
+            .context("connecting to PostgreSQL (DATABASE_URL)")?;
+        db::migrate(&pool).await.context("applying migrations")?;
+        let redis = Redis::new(&config.redis_url, &config.redis_prefix).context("REDIS_URL")?;
+        let listener = TcpListener::bind(config.http_addr)
+            .await
+            .with_context(|| format!("binding {}", config.http_addr))?;
+        let state = AppState {
+            relations: RelationStore::new(pool.clone(), config.follow_limit),
+            jwt: JwtKeys::new(&config.jwt.jwt_secret),
+            limiter: RateLimiter::new(
+                redis.clone(),
+                config.rate_capacity,
+                config.rate_refill_per_sec,
+            ),
+            redis,
+            metrics: crate::metrics::handle(),
+            pool,
+            config: Arc::new(config),
+        };
+        Ok(Self { listener, state })
+    }
+
+    /// The port actually bound.
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// The shared state (tests use it to reach the database).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` is cancelled, then drains in-flight requests.
+    pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let addr = self.listener.local_addr()?;
+        tracing::info!(%addr, "serving");
+        let app = routes::app(self.state.clone());
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+            .context("http server")?;
+        self.state.pool.close().await;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// Cancels `token` on SIGINT or SIGTERM.
+pub async fn cancel_on_signal(token: CancellationToken) {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutdown signal received; draining");
+    token.cancel();
+}

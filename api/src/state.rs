@@ -1,0 +1,31 @@
+//! The state every handler shares.
+
+use std::sync::Arc;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use relations_store::RelationStore;
+use sqlx::PgPool;
+
+use crate::auth::JwtKeys;
+use crate::config::Config;
+use crate::rate_limit::RateLimiter;
+use crate::redis_conn::Redis;
+
+/// What handlers need, cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The one PostgreSQL pool: event store and read models.
+    pub pool: PgPool,
+    /// The write path: relation commands.
+    pub relations: RelationStore,
+    /// Token verification (and issuing, for the CLI).
+    pub jwt: JwtKeys,
+    /// Redis: rate-limit buckets and caches.
+    pub redis: Redis,
+    /// Rule 7's per-user limiter.
+    pub limiter: RateLimiter,
+    /// Renders `/metrics`.
+    pub metrics: PrometheusHandle,
+    /// The configuration the service started with.
+    pub config: Arc<Config>,
+}

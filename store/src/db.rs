@@ -1,0 +1,47 @@
+//! The one PostgreSQL pool and the schema migrations.
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+
+/// The migrations in `migrations/`, embedded in the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// How the pool is sized and how its sessions behave.
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    /// Upper bound on open connections.
+    pub max_connections: u32,
+    /// How long a request waits for a free connection before it fails.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: 32,
+            acquire_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Opens the shared pool. Every session gets `idle_in_transaction_session_timeout`: a
+/// transaction left open would hold back the log readers' horizon for everyone.
+pub async fn connect(database_url: &str, settings: &PoolSettings) -> Result<PgPool, sqlx::Error> {
+    let options: PgConnectOptions = database_url.parse()?;
+    let options = options.application_name("relations").options([
+        ("idle_in_transaction_session_timeout", "10s"),
+        ("statement_timeout", "30s"),
+    ]);
+    PgPoolOptions::new()
+        .max_connections(settings.max_connections)
+        .acquire_timeout(settings.acquire_timeout)
+        .connect_with(options)
+        .await
+}
+
+/// Applies every pending migration; safe to run from several processes at once.
+pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
+    MIGRATOR.run(pool).await
+}

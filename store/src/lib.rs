@@ -1,0 +1,19 @@
+//! The relations service's event store on PostgreSQL.
+//!
+//! Holds the write path (commands decided on cqrs-es aggregates, appended atomically with the
+//! rows that guard their rules), the log's positions, and the database pool and migrations.
+//! Depends on the domain, sqlx and cqrs-es; never on a web framework or on the read models.
+
+mod append;
+pub mod db;
+pub mod error;
+pub mod idempotency;
+pub mod metadata;
+pub mod position;
+pub mod relations;
+
+pub use error::StoreError;
+pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
+pub use metadata::EventMetadata;
+pub use position::{BadPosition, LogPosition};
+pub use relations::{Executed, RelationOutcome, RelationStore};
