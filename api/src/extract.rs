@@ -14,15 +14,20 @@ use crate::error::ApiError;
 /// The largest request body accepted (SPEC.md: over 64 KiB gets 413).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-/// `axum::Json`, rejecting with 400/413/415 in our format.
+/// `axum::Json`, rejecting with 400/413/415 in our format. Every request body of this API is a
+/// JSON object: serde would also read a struct from an array (`[2]`), so that is refused first.
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(Self(value)),
+        match axum::Json::<serde_json::Map<String, serde_json::Value>>::from_request(req, state)
+            .await
+        {
+            Ok(axum::Json(object)) => serde_json::from_value(serde_json::Value::Object(object))
+                .map(Self)
+                .map_err(|e| ApiError::InvalidInput(format!("invalid request body: {e}"))),
             Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::UnsupportedMediaType),
             Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES))

@@ -1,0 +1,238 @@
+//! Every 401 case and the bad-input matrix: each answers 4xx with an error code and appends
+//! nothing.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::{EncodingKey, Header};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{code, read, spawn_app, SECRET};
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn sign(claims: serde_json::Value, secret: &str) -> String {
+    jsonwebtoken::encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn commands_without_a_valid_token_are_401() {
+    let app = spawn_app().await;
+    let cases = [
+        ("missing", None),
+        ("empty", Some(String::new())),
+        ("malformed", Some("not.a.jwt".to_owned())),
+        ("garbage", Some("abc".to_owned())),
+        (
+            "wrong signature",
+            Some(sign(
+                json!({"sub": "1", "exp": now() + 600}),
+                "another-secret",
+            )),
+        ),
+        (
+            "expired",
+            Some(sign(json!({"sub": "1", "exp": now() - 3600}), SECRET)),
+        ),
+        ("no exp", Some(sign(json!({"sub": "1"}), SECRET))),
+        (
+            "sub not a user id",
+            Some(sign(json!({"sub": "alice", "exp": now() + 600}), SECRET)),
+        ),
+        (
+            "sub zero",
+            Some(sign(json!({"sub": "0", "exp": now() + 600}), SECRET)),
+        ),
+        (
+            "sub a number, not a string",
+            Some(sign(json!({"sub": 1, "exp": now() + 600}), SECRET)),
+        ),
+        (
+            "alg none",
+            Some(
+                "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiIxIiwiZXhwIjo5OTk5OTk5OTk5fQ."
+                    .to_owned(),
+            ),
+        ),
+    ];
+    for (case, token) in cases {
+        let (status, body) = app
+            .command_raw("follow", token.as_deref(), json!({"target": 2}))
+            .await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
+            "{case}"
+        );
+    }
+    // Not a Bearer scheme.
+    let response = app
+        .client
+        .post(format!("{}/api/v1/relation/follow", app.base))
+        .header("authorization", format!("Basic {}", app.token(1)))
+        .json(&json!({"target": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(app.event_count().await, 0);
+}
+
+#[tokio::test]
+async fn bad_bodies_are_4xx_with_a_code_and_append_nothing() {
+    let app = spawn_app().await;
+    let token = app.token(1);
+    let post = |body: String, content_type: Option<&'static str>| {
+        let mut request = app
+            .client
+            .post(format!("{}/api/v1/relation/follow", app.base))
+            .bearer_auth(&token)
+            .body(body);
+        if let Some(ct) = content_type {
+            request = request.header("content-type", ct);
+        }
+        async move { read(request.send().await.unwrap()).await }
+    };
+    let json_ct = Some("application/json");
+    let cases: Vec<(&str, String, Option<&'static str>, StatusCode, &str)> = vec![
+        (
+            "zero",
+            r#"{"target": 0}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "negative",
+            r#"{"target": -5}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "fraction",
+            r#"{"target": 1.5}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "string",
+            r#"{"target": "2"}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "null",
+            r#"{"target": null}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "past i64",
+            r#"{"target": 9223372036854775808}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "past u64",
+            r#"{"target": 18446744073709551616}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "exponent",
+            r#"{"target": 1e400}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "missing field",
+            r#"{}"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "array",
+            r#"[2]"#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "malformed",
+            r#"{"target": "#.into(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "empty",
+            String::new(),
+            json_ct,
+            StatusCode::BAD_REQUEST,
+            "INVALID_INPUT",
+        ),
+        (
+            "not json content",
+            r#"{"target": 2}"#.into(),
+            Some("text/plain"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
+        (
+            "no content type",
+            r#"{"target": 2}"#.into(),
+            None,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
+        (
+            "oversized",
+            format!(r#"{{"target": 2, "pad": "{}"}}"#, "x".repeat(70 * 1024)),
+            json_ct,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+        ),
+    ];
+    for (case, body, content_type, status, error) in cases {
+        let (got, body) = post(body, content_type).await;
+        assert_eq!((got, code(&body)), (status, error), "{case}: {body}");
+    }
+    assert_eq!(app.event_count().await, 0);
+    let guards: i64 = sqlx::query_scalar("SELECT count(*) FROM follow_guard")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(guards, 0);
+}
+
+#[tokio::test]
+async fn the_actor_comes_from_the_token_never_the_body() {
+    let app = spawn_app().await;
+    let (status, body) = app
+        .command_raw(
+            "follow",
+            Some(&app.token(3)),
+            json!({"target": 4, "actor": 99, "from": 99}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["relation"]["from"], json!(3));
+}

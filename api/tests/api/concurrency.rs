@@ -1,0 +1,160 @@
+//! Rules 3 and 5 under concurrency: real requests raced against the real database.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::future::join_all;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{code, spawn_with, test_config};
+
+#[tokio::test]
+async fn fifty_concurrent_follows_by_one_user_end_with_exactly_the_limit() {
+    let mut config = test_config().await;
+    config.follow_limit = 10;
+    let app = spawn_with(config).await;
+    let results = join_all((100..150).map(|target| app.command("follow", 1, target))).await;
+    let accepted = results.iter().filter(|(s, _)| *s == StatusCode::OK).count();
+    let refused = results
+        .iter()
+        .filter(|(s, b)| *s == StatusCode::CONFLICT && code(b) == "FOLLOW_LIMIT_REACHED")
+        .count();
+    assert_eq!((accepted, refused), (10, 40), "{results:?}");
+    let followed: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM events WHERE event_type = 'Followed'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(followed, 10);
+    let guard: i32 = sqlx::query_scalar("SELECT following FROM follow_guard WHERE user_id = 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(guard, 10);
+}
+
+#[tokio::test]
+async fn follows_racing_unfollows_and_blocks_never_pass_the_limit() {
+    let mut config = test_config().await;
+    config.follow_limit = 5;
+    let app = spawn_with(config).await;
+    // User 1 follows, unfollows and gets blocked, all at once, over 30 targets.
+    let mut requests = Vec::new();
+    for target in 200..230 {
+        requests.push(app.command("follow", 1, target));
+        if target % 3 == 0 {
+            requests.push(app.command("unfollow", 1, target));
+        }
+        if target % 4 == 0 {
+            requests.push(app.command("block", target, 1));
+        }
+    }
+    for (status, body) in join_all(requests).await {
+        assert!(
+            status == StatusCode::OK || status.is_client_error(),
+            "{status} {body}"
+        );
+    }
+    // Replay the log in commit order: the count never passes 5 at any transaction boundary.
+    let rows: Vec<(i64, String, Value)> = sqlx::query_as(
+        "SELECT transaction_id::text::bigint, event_type, payload::jsonb FROM events
+          ORDER BY transaction_id, global_position",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let mut following: BTreeSet<i64> = BTreeSet::new();
+    for (i, (tx, kind, payload)) in rows.iter().enumerate() {
+        let inner = &payload[kind.as_str()];
+        if inner["follower"] == json!(1) {
+            let followee = inner["followee"].as_i64().unwrap();
+            match kind.as_str() {
+                "Followed" => assert!(following.insert(followee)),
+                "Unfollowed" => assert!(following.remove(&followee)),
+                _ => {}
+            }
+        }
+        let end_of_tx = rows.get(i + 1).is_none_or(|next| next.0 != *tx);
+        if end_of_tx {
+            assert!(
+                following.len() <= 5,
+                "{} followings after tx {tx}",
+                following.len()
+            );
+        }
+    }
+    let guard: i32 = sqlx::query_scalar("SELECT following FROM follow_guard WHERE user_id = 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(guard as usize, following.len());
+}
+
+#[tokio::test]
+async fn concurrent_follows_and_blocks_on_a_pair_never_leave_a_follow_beside_a_block() {
+    let app = spawn_with(test_config().await).await;
+    let mut requests = Vec::new();
+    for round in 0..3 {
+        for a in (1..=40).step_by(2) {
+            let b = a + 1;
+            requests.push(app.command("follow", a, b));
+            requests.push(app.command("follow", b, a));
+            requests.push(app.command(if round % 2 == 0 { "block" } else { "unblock" }, a, b));
+            requests.push(app.command("follow", a, b));
+        }
+    }
+    for (status, body) in join_all(requests).await {
+        assert!(
+            status == StatusCode::OK || ["BLOCKED", "BLOCKING_TARGET"].contains(&code(&body)),
+            "{status} {body}"
+        );
+    }
+    // Fold each pair's stream transaction by transaction: never a follow beside a block.
+    let rows: Vec<(String, i64, String, Value)> = sqlx::query_as(
+        "SELECT aggregate_id, transaction_id::text::bigint, event_type, payload::jsonb FROM events
+          ORDER BY aggregate_id, sequence",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let mut pairs: BTreeMap<String, (BTreeSet<(i64, i64)>, BTreeSet<(i64, i64)>)> = BTreeMap::new();
+    for (i, (stream, tx, kind, payload)) in rows.iter().enumerate() {
+        let (follows, blocks) = pairs.entry(stream.clone()).or_default();
+        let inner = &payload[kind.as_str()];
+        let edge = |a: &str, b: &str| (inner[a].as_i64().unwrap(), inner[b].as_i64().unwrap());
+        match kind.as_str() {
+            "Followed" => assert!(follows.insert(edge("follower", "followee"))),
+            "Unfollowed" => assert!(follows.remove(&edge("follower", "followee"))),
+            "Blocked" => assert!(blocks.insert(edge("blocker", "blocked"))),
+            "Unblocked" => assert!(blocks.remove(&edge("blocker", "blocked"))),
+            other => panic!("unexpected {other}"),
+        }
+        let end_of_tx = rows
+            .get(i + 1)
+            .is_none_or(|next| next.0 != *stream || next.1 != *tx);
+        if end_of_tx {
+            assert!(
+                follows.is_empty() || blocks.is_empty(),
+                "{stream} after tx {tx}: follows {follows:?} beside blocks {blocks:?}"
+            );
+        }
+    }
+    assert_eq!(pairs.len(), 20);
+}
+
+#[tokio::test]
+async fn both_users_following_each_other_at_once_both_succeed() {
+    let app = spawn_with(test_config().await).await;
+    let mut requests = Vec::new();
+    for a in (1..=60).step_by(2) {
+        requests.push(app.command("follow", a, a + 1));
+        requests.push(app.command("follow", a + 1, a));
+    }
+    for (status, body) in join_all(requests).await {
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["changed"], json!(true));
+    }
+    assert_eq!(app.event_count().await, 60);
+    let (_, body) = app.command("follow", 1, 2).await;
+    assert_eq!(body["relation"]["state"], json!("friends"));
+}

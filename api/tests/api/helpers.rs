@@ -1,0 +1,195 @@
+//! Test helpers: each test gets its own database, its own Redis key prefix and its own port,
+//! and talks to the running server over real HTTP.
+
+use std::time::Duration;
+
+use relations_api::auth::JwtKeys;
+use relations_api::config::{Config, DatabaseConfig, JwtConfig};
+use relations_api::Application;
+use relations_domain::UserId;
+use reqwest::StatusCode;
+use serde_json::Value;
+use sqlx::{Connection, PgConnection, PgPool};
+use tokio_util::sync::CancellationToken;
+
+pub const SECRET: &str = "test-secret-do-not-use";
+
+/// The server under test.
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub pool: PgPool,
+    pub jwt: JwtKeys,
+    pub config: Config,
+    shutdown: CancellationToken,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+fn admin_url() -> String {
+    std::env::var("TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+fn redis_url() -> String {
+    std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// A fresh, empty database; returns its URL.
+pub async fn fresh_database() -> String {
+    let admin = admin_url();
+    let name = format!("relations_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = PgConnection::connect(&admin)
+        .await
+        .expect("PostgreSQL is reachable");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create test database");
+    let (base, _) = admin
+        .rsplit_once('/')
+        .expect("a database URL ends in /dbname");
+    format!("{base}/{name}")
+}
+
+/// A configuration for a test: fresh database, own Redis prefix, port 0, generous limits.
+pub async fn test_config() -> Config {
+    Config {
+        database: DatabaseConfig {
+            database_url: fresh_database().await,
+            db_max_connections: 20,
+        },
+        jwt: JwtConfig {
+            jwt_secret: SECRET.to_owned(),
+        },
+        redis_url: redis_url(),
+        redis_prefix: format!("test:{}:", uuid::Uuid::new_v4().simple()),
+        kafka_brokers: None,
+        kafka_topic: "relations.events".to_owned(),
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        follow_limit: 1000,
+        rate_capacity: 10_000,
+        rate_refill_per_sec: 1000.0,
+        big_v_threshold: 5000,
+        feed_inbox_cap: 1000,
+        recommended_authors: vec![],
+        request_timeout_ms: 10_000,
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_with(test_config().await).await
+}
+
+pub async fn spawn_with(config: Config) -> TestApp {
+    let app = Application::build(config.clone())
+        .await
+        .expect("app builds");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let pool = app.state().pool.clone();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(app.run(shutdown.clone()));
+    TestApp {
+        base,
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap(),
+        pool,
+        jwt: JwtKeys::new(SECRET),
+        config,
+        shutdown,
+        server,
+    }
+}
+
+pub fn user(id: i64) -> UserId {
+    UserId::try_from(id).unwrap()
+}
+
+impl TestApp {
+    /// Stops the server and waits for it to drain.
+    pub async fn stop(self) -> Config {
+        self.shutdown.cancel();
+        self.server.await.unwrap().unwrap();
+        self.config
+    }
+
+    pub fn token(&self, id: i64) -> String {
+        self.jwt
+            .issue(user(id), false, Duration::from_secs(600))
+            .unwrap()
+    }
+
+    pub fn admin_token(&self, id: i64) -> String {
+        self.jwt
+            .issue(user(id), true, Duration::from_secs(600))
+            .unwrap()
+    }
+
+    /// POSTs a relation command as `actor`.
+    pub async fn command(&self, verb: &str, actor: i64, target: i64) -> (StatusCode, Value) {
+        self.command_raw(
+            verb,
+            Some(&self.token(actor)),
+            serde_json::json!({ "target": target }),
+        )
+        .await
+    }
+
+    pub async fn command_raw(
+        &self,
+        verb: &str,
+        token: Option<&str>,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        let mut request = self
+            .client
+            .post(format!("{}/api/v1/relation/{verb}", self.base))
+            .json(&body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("request sent");
+        read(response).await
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        read(
+            self.client
+                .get(format!("{}{path}", self.base))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Every event in log order: (event_type, payload).
+    pub async fn events(&self) -> Vec<(String, Value)> {
+        sqlx::query_as::<_, (String, Value)>(
+            "SELECT event_type, payload::jsonb FROM events ORDER BY transaction_id, global_position",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .unwrap()
+    }
+
+    pub async fn event_count(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM events")
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+}
+
+/// Status and JSON body (Null when the body is not JSON).
+pub async fn read(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// The error code of an error body.
+pub fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or("<no code>")
+}

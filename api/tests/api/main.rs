@@ -1,0 +1,10 @@
+//! Black-box tests of the `relations` service against real PostgreSQL and Redis.
+
+#[allow(dead_code)]
+mod helpers;
+
+mod auth_and_input;
+mod concurrency;
+mod idempotency;
+mod rate_limit;
+mod rules;

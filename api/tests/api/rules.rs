@@ -1,0 +1,212 @@
+//! SPEC.md's rules 1 to 6, over HTTP, each with the events it leaves.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{code, spawn_app};
+
+#[tokio::test]
+async fn follow_answers_the_relation_and_a_position_and_appends_followed() {
+    let app = spawn_app().await;
+    let (status, body) = app.command("follow", 1, 2).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["changed"], json!(true));
+    assert_eq!(
+        body["relation"],
+        json!({"from": 1, "to": 2, "state": "following", "following": true, "followed_by": false,
+               "friends": false, "blocking": false, "blocked_by": false})
+    );
+    assert!(body["position"].is_string());
+    assert_eq!(
+        app.events().await,
+        vec![(
+            "Followed".to_owned(),
+            json!({"Followed": {"follower": 1, "followee": 2}})
+        )]
+    );
+}
+
+#[tokio::test]
+async fn following_again_or_unfollowing_a_stranger_changes_nothing() {
+    let app = spawn_app().await;
+    app.command("follow", 1, 2).await;
+    let (status, body) = app.command("follow", 1, 2).await;
+    assert_eq!(
+        (status, &body["changed"], &body["position"]),
+        (StatusCode::OK, &json!(false), &json!(null))
+    );
+    let (status, body) = app.command("unfollow", 3, 2).await;
+    assert_eq!((status, &body["changed"]), (StatusCode::OK, &json!(false)));
+    assert_eq!(body["relation"]["state"], json!("none"));
+    assert_eq!(app.event_count().await, 1);
+}
+
+#[tokio::test]
+async fn following_back_makes_friends_and_unfollow_undoes_it() {
+    let app = spawn_app().await;
+    app.command("follow", 2, 1).await;
+    let (_, body) = app.command("follow", 1, 2).await;
+    assert_eq!(body["relation"]["state"], json!("friends"));
+    assert_eq!(body["relation"]["friends"], json!(true));
+    let (_, body) = app.command("unfollow", 1, 2).await;
+    assert_eq!(body["changed"], json!(true));
+    assert_eq!(body["relation"]["state"], json!("followed_by"));
+}
+
+#[tokio::test]
+async fn no_relation_with_oneself() {
+    let app = spawn_app().await;
+    for verb in ["follow", "unfollow", "block", "unblock"] {
+        let (status, body) = app.command(verb, 5, 5).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::BAD_REQUEST, "SELF_RELATION"),
+            "{verb}"
+        );
+    }
+    assert_eq!(app.event_count().await, 0);
+}
+
+#[tokio::test]
+async fn follow_is_refused_when_blocked_either_way() {
+    let app = spawn_app().await;
+    app.command("block", 2, 1).await;
+    let (status, body) = app.command("follow", 1, 2).await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "BLOCKED"));
+    let (status, body) = app.command("follow", 2, 1).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "BLOCKING_TARGET")
+    );
+    assert_eq!(app.event_count().await, 1);
+}
+
+#[tokio::test]
+async fn block_removes_both_follows_in_the_same_transaction() {
+    let app = spawn_app().await;
+    app.command("follow", 1, 2).await;
+    app.command("follow", 2, 1).await;
+    let (status, body) = app.command("block", 1, 2).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["relation"]["state"], json!("blocking"));
+    assert_eq!(body["relation"]["following"], json!(false));
+    assert_eq!(body["relation"]["followed_by"], json!(false));
+    let block_tx: Vec<(String,)> = sqlx::query_as(
+        "SELECT event_type FROM events
+          WHERE transaction_id = (SELECT transaction_id FROM events WHERE event_type = 'Blocked')
+          ORDER BY global_position",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let types: Vec<&str> = block_tx.iter().map(|(t,)| t.as_str()).collect();
+    assert_eq!(types, ["Unfollowed", "Unfollowed", "Blocked"]);
+    // Both users' guard counts went back to zero with the block.
+    let guards: Vec<(i64, i32)> =
+        sqlx::query_as("SELECT user_id, following FROM follow_guard ORDER BY user_id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(guards, vec![(1, 0), (2, 0)]);
+}
+
+#[tokio::test]
+async fn unblock_restores_no_follow_and_blocking_back_is_mutual() {
+    let app = spawn_app().await;
+    app.command("follow", 1, 2).await;
+    app.command("block", 1, 2).await;
+    let (_, body) = app.command("block", 2, 1).await;
+    assert_eq!(body["relation"]["state"], json!("mutual_block"));
+    let (_, body) = app.command("unblock", 1, 2).await;
+    assert_eq!(body["changed"], json!(true));
+    assert_eq!(body["relation"]["state"], json!("blocked_by"));
+    let (_, body) = app.command("unblock", 2, 1).await;
+    assert_eq!(body["relation"]["state"], json!("none"));
+    let (_, body) = app.command("unblock", 2, 1).await;
+    assert_eq!(body["changed"], json!(false));
+}
+
+#[tokio::test]
+async fn the_follow_limit_refuses_the_next_follow_and_counts_unfollows() {
+    let mut config = crate::helpers::test_config().await;
+    config.follow_limit = 2;
+    let app = crate::helpers::spawn_with(config).await;
+    app.command("follow", 1, 2).await;
+    app.command("follow", 1, 3).await;
+    let (status, body) = app.command("follow", 1, 4).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "FOLLOW_LIMIT_REACHED")
+    );
+    // Already following at the limit: success, unchanged.
+    let (status, body) = app.command("follow", 1, 2).await;
+    assert_eq!((status, &body["changed"]), (StatusCode::OK, &json!(false)));
+    // A block by the followee frees a slot too.
+    app.command("block", 3, 1).await;
+    let (status, _) = app.command("follow", 1, 4).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app.command("follow", 1, 5).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn events_carry_the_request_id_and_the_actor() {
+    let app = spawn_app().await;
+    let response = app
+        .client
+        .post(format!("{}/api/v1/relation/follow", app.base))
+        .bearer_auth(app.token(7))
+        .header("x-request-id", "req-abc-123")
+        .json(&json!({"target": 8}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "req-abc-123");
+    let (metadata, event_id): (serde_json::Value, uuid::Uuid) =
+        sqlx::query_as("SELECT metadata::jsonb, event_id FROM events")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(metadata, json!({"request_id": "req-abc-123", "actor": "7"}));
+    assert!(!event_id.is_nil());
+}
+
+#[tokio::test]
+async fn the_log_refuses_updates_and_deletes() {
+    let app = spawn_app().await;
+    app.command("follow", 1, 2).await;
+    assert!(sqlx::query("UPDATE events SET event_type = 'X'")
+        .execute(&app.pool)
+        .await
+        .is_err());
+    assert!(sqlx::query("DELETE FROM events")
+        .execute(&app.pool)
+        .await
+        .is_err());
+    assert_eq!(app.event_count().await, 1);
+}
+
+#[tokio::test]
+async fn operations_endpoints_answer() {
+    let app = spawn_app().await;
+    assert_eq!(app.get("/healthz").await.0, StatusCode::OK);
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["checks"]["database"], json!(true));
+    app.command("follow", 1, 2).await;
+    let metrics = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("relations_http_requests_total"),
+        "{metrics}"
+    );
+    let (status, body) = app.get("/no/such/route").await;
+    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+}
