@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 
 use crate::helpers::{code, spawn_with, test_config};
 
+/// Directed edges (from, to).
+type Edges = BTreeSet<(i64, i64)>;
+
 #[tokio::test]
 async fn fifty_concurrent_follows_by_one_user_end_with_exactly_the_limit() {
     let mut config = test_config().await;
@@ -117,7 +120,7 @@ async fn concurrent_follows_and_blocks_on_a_pair_never_leave_a_follow_beside_a_b
     .fetch_all(&app.pool)
     .await
     .unwrap();
-    let mut pairs: BTreeMap<String, (BTreeSet<(i64, i64)>, BTreeSet<(i64, i64)>)> = BTreeMap::new();
+    let mut pairs: BTreeMap<String, (Edges, Edges)> = BTreeMap::new();
     for (i, (stream, tx, kind, payload)) in rows.iter().enumerate() {
         let (follows, blocks) = pairs.entry(stream.clone()).or_default();
         let inner = &payload[kind.as_str()];

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the service on 127.0.0.1:8080 against a local database `relations_dev`, plays a short
+# demo against it (follow, friends, block, a refused follow), then keeps serving until
+# Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/services.sh
+
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/relations_dev}"
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
+export RELATIONS_JWT_SECRET="${RELATIONS_JWT_SECRET:-dev-only-secret}"
+export RELATIONS_HTTP_ADDR="${RELATIONS_HTTP_ADDR:-127.0.0.1:8080}"
+
+admin_url="${DATABASE_URL%/*}/postgres"
+db="${DATABASE_URL##*/}"
+if ! psql "$admin_url" -Atqc "select 1 from pg_database where datname = '$db'" | grep -q 1; then
+  psql "$admin_url" -qc "create database \"$db\""
+fi
+
+cargo build --release --bin relations
+bin=target/release/relations
+"$bin" serve &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT INT TERM
+
+base="http://$RELATIONS_HTTP_ADDR"
+for _ in $(seq 1 50); do curl -fs "$base/readyz" >/dev/null && break; sleep 0.2; done
+
+alice=$("$bin" token --user 1001)
+bob=$("$bin" token --user 1002)
+cmd() { # cmd NAME TOKEN VERB TARGET
+  printf '\n$ %s %s %s\n' "$1" "$3" "$4"
+  curl -s -X POST "$base/api/v1/relation/$3" -H "authorization: Bearer $2" \
+    -H 'content-type: application/json' -d "{\"target\": $4}"
+  echo
+}
+echo "== demo: alice (1001) and bob (1002)"
+cmd alice "$alice" follow 1002
+cmd bob "$bob" follow 1001     # friends now
+cmd alice "$alice" block 1002  # removes both follows in the same transaction
+cmd bob "$bob" follow 1001     # 403 BLOCKED
+echo
+echo "== serving on $base (Ctrl-C stops). A token: $bin token --user N"
+wait $server
