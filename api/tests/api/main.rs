@@ -4,6 +4,7 @@
 mod helpers;
 
 mod auth_and_input;
+mod cli;
 mod concurrency;
 mod idempotency;
 mod rate_limit;
