@@ -85,6 +85,12 @@ pub struct Config {
         default_value = ""
     )]
     pub recommended_authors: Vec<RecommendedAuthor>,
+    /// Run the projectors inside `serve` (turn off when `relations project` runs them).
+    #[arg(long, env = "RELATIONS_RUN_PROJECTORS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub run_projectors: bool,
+    /// How long a query with `min_position` waits for the read models before 503 `NOT_CAUGHT_UP`.
+    #[arg(long, env = "RELATIONS_CATCH_UP_WAIT_MS", default_value_t = 3_000)]
+    pub catch_up_wait_ms: u64,
     /// How long a request may take before it is answered 503.
     #[arg(long, env = "RELATIONS_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
+use relations_projections::{Runner, Wakeup};
 use relations_store::db::{self, PoolSettings};
 use relations_store::RelationStore;
 use tokio::net::TcpListener;
@@ -19,6 +20,7 @@ use crate::state::AppState;
 pub struct Application {
     listener: TcpListener,
     state: AppState,
+    runners: Vec<Runner>,
 }
 
 impl Application {
@@ -37,7 +39,26 @@ impl Application {
         let listener = TcpListener::bind(config.http_addr)
             .await
             .with_context(|| format!("binding {}", config.http_addr))?;
+        let runners: Vec<Runner> = if config.run_projectors {
+            relations_projections::all()
+                .into_iter()
+                .map(|p| Runner::new(pool.clone(), p))
+                .collect()
+        } else {
+            vec![]
+        };
+        let projectors = relations_projections::all()
+            .iter()
+            .map(|p| {
+                let health = runners
+                    .iter()
+                    .find(|r| r.name() == p.name())
+                    .map(Runner::health);
+                (p.name(), health)
+            })
+            .collect();
         let state = AppState {
+            projectors: Arc::new(projectors),
             relations: RelationStore::new(pool.clone(), config.follow_limit),
             jwt: JwtKeys::new(&config.jwt.jwt_secret),
             limiter: RateLimiter::new(
@@ -50,7 +71,11 @@ impl Application {
             pool,
             config: Arc::new(config),
         };
-        Ok(Self { listener, state })
+        Ok(Self {
+            listener,
+            state,
+            runners,
+        })
     }
 
     /// The port actually bound.
@@ -68,14 +93,34 @@ impl Application {
         let addr = self.listener.local_addr()?;
         tracing::info!(%addr, "serving");
         let app = routes::app(self.state.clone());
+        let projectors = spawn_projectors(&self.state.pool, self.runners, shutdown.clone());
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
             .context("http server")?;
+        for projector in projectors {
+            let _ = projector.await;
+        }
         self.state.pool.close().await;
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// Starts the wake-up listener and one task per runner; they stop when `shutdown` is cancelled.
+pub fn spawn_projectors(
+    pool: &sqlx::PgPool,
+    runners: Vec<Runner>,
+    shutdown: CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    if runners.is_empty() {
+        return vec![];
+    }
+    let wakeup = Wakeup::listen(pool.clone(), shutdown.clone());
+    runners
+        .into_iter()
+        .map(|runner| tokio::spawn(runner.run(wakeup.clone(), shutdown.clone())))
+        .collect()
 }
 
 /// Cancels `token` on SIGINT or SIGTERM.

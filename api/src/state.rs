@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
+use relations_projections::runner::Health;
 use relations_store::RelationStore;
 use sqlx::PgPool;
 
@@ -10,6 +11,9 @@ use crate::auth::JwtKeys;
 use crate::config::Config;
 use crate::rate_limit::RateLimiter;
 use crate::redis_conn::Redis;
+
+/// A projector's name, and its runner's health when this process runs it.
+pub type ProjectorHealth = (&'static str, Option<Arc<Health>>);
 
 /// What handlers need, cheap to clone.
 #[derive(Clone)]
@@ -26,6 +30,8 @@ pub struct AppState {
     pub limiter: RateLimiter,
     /// Renders `/metrics`.
     pub metrics: PrometheusHandle,
+    /// Every projector by name, with this process's runner health when it runs that projector.
+    pub projectors: Arc<Vec<ProjectorHealth>>,
     /// The configuration the service started with.
     pub config: Arc<Config>,
 }

@@ -8,6 +8,7 @@ mod append;
 pub mod db;
 pub mod error;
 pub mod idempotency;
+pub mod log;
 pub mod metadata;
 pub mod position;
 pub mod relations;

@@ -1,8 +1,12 @@
 //! The HTTP API: each resource's module owns its `router()`; [`app`] merges them and adds the
 //! cross-cutting layers.
 
+mod admin;
+mod me;
 mod ops;
+pub mod query;
 mod relation;
+mod users;
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
@@ -23,6 +27,9 @@ pub fn app(state: AppState) -> Router {
     let timeout = state.config.request_timeout();
     Router::new()
         .merge(relation::router())
+        .merge(users::router())
+        .merge(me::router())
+        .merge(admin::router())
         .merge(ops::router())
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(crate::metrics::track))

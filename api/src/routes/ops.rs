@@ -24,8 +24,11 @@ async fn healthz() -> impl IntoResponse {
     Json(json!({"status": "ok"}))
 }
 
-/// The process can do its work: PostgreSQL answers. Redis is reported, not required (the
-/// service degrades without it).
+/// A projector failing this long makes the instance unready.
+const STUCK_AFTER: Duration = Duration::from_secs(30);
+
+/// The process can do its work: PostgreSQL answers and no projector it runs is stuck. Redis is
+/// reported, not required (the service degrades without it).
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let database = tokio::time::timeout(
         Duration::from_secs(1),
@@ -34,14 +37,29 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     .await
     .is_ok_and(|r| r.is_ok());
     let redis = state.redis.ping().await;
-    let status = if database {
+    let stuck: Vec<&str> = state
+        .projectors
+        .iter()
+        .filter(|(_, health)| {
+            health
+                .as_ref()
+                .and_then(|h| h.failing_for())
+                .is_some_and(|d| d > STUCK_AFTER)
+        })
+        .map(|(name, _)| *name)
+        .collect();
+    let ready = database && stuck.is_empty();
+    let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (
         status,
-        Json(json!({"ready": database, "checks": {"database": database, "redis": redis}})),
+        Json(json!({
+            "ready": ready,
+            "checks": {"database": database, "redis": redis, "stuck_projectors": stuck}
+        })),
     )
 }
 

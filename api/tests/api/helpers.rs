@@ -72,6 +72,8 @@ pub async fn test_config() -> Config {
         big_v_threshold: 5000,
         feed_inbox_cap: 1000,
         recommended_authors: vec![],
+        run_projectors: true,
+        catch_up_wait_ms: 5_000,
         request_timeout_ms: 10_000,
     }
 }

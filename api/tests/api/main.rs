@@ -7,5 +7,6 @@ mod auth_and_input;
 mod cli;
 mod concurrency;
 mod idempotency;
+mod queries;
 mod rate_limit;
 mod rules;

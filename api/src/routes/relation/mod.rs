@@ -1,8 +1,9 @@
-//! `/api/v1/relation/*`: the four relation commands.
+//! `/api/v1/relation/*`: the four relation commands, and the status and batch queries.
 
 mod command;
+mod status;
 
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 
 use crate::state::AppState;
@@ -27,4 +28,6 @@ pub fn router() -> Router<AppState> {
             "/api/v1/relation/unblock",
             post(command::handle::<{ Verb::UNBLOCK }>),
         )
+        .route("/api/v1/relation/status", get(status::status))
+        .route("/api/v1/relation/batch", get(status::batch))
 }

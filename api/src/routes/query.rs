@@ -1,0 +1,131 @@
+//! What every query shares: paging limits, cursors, `min_position`, viewer annotation.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use relations_domain::{Relation, UserId};
+use relations_projections::read::{self, Edge};
+use relations_store::LogPosition;
+use serde::Serialize;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// `limit`: default 20, 1 to 100.
+pub fn limit(limit: Option<i64>) -> Result<i64, ApiError> {
+    match limit {
+        None => Ok(20),
+        Some(n) if (1..=100).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::InvalidInput(format!(
+            "limit must be 1 to 100, got {n}"
+        ))),
+    }
+}
+
+/// `offset`: default 0, not negative, at most 100 000 (deeper pages use cursors).
+pub fn offset(offset: Option<i64>) -> Result<i64, ApiError> {
+    match offset {
+        None => Ok(0),
+        Some(n) if (0..=100_000).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::InvalidInput(format!(
+            "offset must be 0 to 100000, got {n}"
+        ))),
+    }
+}
+
+/// Waits until the read models reflect `min_position`, when one is given.
+pub async fn catch_up(state: &AppState, min_position: Option<&str>) -> Result<(), ApiError> {
+    let Some(raw) = min_position else {
+        return Ok(());
+    };
+    let position: LogPosition = raw
+        .parse()
+        .map_err(|e: relations_store::BadPosition| ApiError::InvalidInput(e.to_string()))?;
+    let wait = Duration::from_millis(state.config.catch_up_wait_ms);
+    let names: Vec<&str> = state.projectors.iter().map(|p| p.0).collect();
+    if relations_projections::wait_for(&state.pool, &names, position, wait).await? {
+        Ok(())
+    } else {
+        Err(ApiError::NotCaughtUp)
+    }
+}
+
+/// A search-after cursor over `(since, id)`, newest first: `"{since µs}.{id}"`, opaque to clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    /// The last item's time.
+    pub since: DateTime<Utc>,
+    /// The last item's id.
+    pub id: i64,
+}
+
+impl Cursor {
+    /// The cursor after `edge`.
+    pub fn after(edge: &Edge) -> Self {
+        Self {
+            since: edge.since,
+            id: edge.user.get(),
+        }
+    }
+
+    /// Parses a client's cursor.
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        let bad = || ApiError::InvalidInput("malformed cursor".into());
+        let (micros, id) = raw.split_once('.').ok_or_else(bad)?;
+        let micros: i64 = micros.parse().map_err(|_| bad())?;
+        let id: i64 = id.parse().map_err(|_| bad())?;
+        let since = DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(bad)?;
+        Ok(Self { since, id })
+    }
+
+    /// The key the read model pages on.
+    pub fn key(self) -> (DateTime<Utc>, i64) {
+        (self.since, self.id)
+    }
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.since.timestamp_micros(), self.id)
+    }
+}
+
+/// One item of a user list.
+#[derive(Debug, Serialize)]
+pub struct ListItem {
+    /// The listed user.
+    pub user: UserId,
+    /// Since when (RFC 3339).
+    pub since: DateTime<Utc>,
+    /// The viewer's relation to `user`, when a viewer was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relation: Option<Relation>,
+}
+
+/// Turns a page of edges into items, annotated for `viewer` with one query for the whole page.
+pub async fn items(
+    state: &AppState,
+    page: &[Edge],
+    viewer: Option<UserId>,
+) -> Result<Vec<ListItem>, ApiError> {
+    let relations = match viewer {
+        Some(viewer) => {
+            let users: Vec<UserId> = page.iter().map(|e| e.user).collect();
+            read::relations(&state.pool, viewer, &users)
+                .await?
+                .into_iter()
+                .map(Some)
+                .collect()
+        }
+        None => vec![None; page.len()],
+    };
+    Ok(page
+        .iter()
+        .zip(relations)
+        .map(|(edge, relation)| ListItem {
+            user: edge.user,
+            since: edge.since,
+            relation,
+        })
+        .collect())
+}

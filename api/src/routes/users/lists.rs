@@ -1,0 +1,128 @@
+//! A user's lists and counters, read from projector `following`'s read models.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use relations_domain::UserId;
+use relations_projections::read;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+use crate::extract::ApiQuery;
+use crate::routes::query::{catch_up, items, limit, offset, Cursor};
+use crate::state::AppState;
+
+/// The `{id}` path segment.
+fn user(raw: &str) -> Result<UserId, ApiError> {
+    raw.parse().map_err(|_| ApiError::NotFound)
+}
+
+/// Offset-paged list parameters.
+#[derive(Debug, Deserialize)]
+pub struct OffsetParams {
+    offset: Option<i64>,
+    limit: Option<i64>,
+    viewer: Option<UserId>,
+    min_position: Option<String>,
+}
+
+/// Whom the user follows, newest first: `{items, total, next_offset}`.
+pub async fn following(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<OffsetParams>,
+) -> Result<Json<Value>, ApiError> {
+    let (user, offset, limit) = (user(&id)?, offset(p.offset)?, limit(p.limit)?);
+    catch_up(&state, p.min_position.as_deref()).await?;
+    let page = read::following(&state.pool, user, offset, limit).await?;
+    let total = read::counts(&state.pool, user).await?.following;
+    offset_page(&state, &page, p.viewer, offset, total).await
+}
+
+/// The user's friends, newest friendship first: `{items, total, next_offset}`.
+pub async fn friends(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<OffsetParams>,
+) -> Result<Json<Value>, ApiError> {
+    let (user, offset, limit) = (user(&id)?, offset(p.offset)?, limit(p.limit)?);
+    catch_up(&state, p.min_position.as_deref()).await?;
+    let page = read::friends(&state.pool, user, offset, limit).await?;
+    let total = read::counts(&state.pool, user).await?.friends;
+    offset_page(&state, &page, p.viewer, offset, total).await
+}
+
+async fn offset_page(
+    state: &AppState,
+    page: &[read::Edge],
+    viewer: Option<UserId>,
+    offset: i64,
+    total: i64,
+) -> Result<Json<Value>, ApiError> {
+    let next = offset + page.len() as i64;
+    let next_offset = (next < total && !page.is_empty()).then_some(next);
+    Ok(Json(json!({
+        "items": items(state, page, viewer).await?,
+        "total": total,
+        "next_offset": next_offset,
+    })))
+}
+
+/// Cursor-paged list parameters.
+#[derive(Debug, Deserialize)]
+pub struct CursorParams {
+    cursor: Option<String>,
+    limit: Option<i64>,
+    viewer: Option<UserId>,
+    min_position: Option<String>,
+}
+
+/// Who follows the user, newest first, search-after cursor: `{items, next_cursor}`.
+pub async fn followers(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<CursorParams>,
+) -> Result<Json<Value>, ApiError> {
+    let (user, limit) = (user(&id)?, limit(p.limit)?);
+    let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
+    catch_up(&state, p.min_position.as_deref()).await?;
+    let mut page = read::followers(&state.pool, user, after.map(Cursor::key), limit + 1).await?;
+    cursor_page(&state, &mut page, p.viewer, limit).await
+}
+
+/// Turns `limit + 1` rows into a page and the cursor after it.
+pub async fn cursor_page(
+    state: &AppState,
+    page: &mut Vec<read::Edge>,
+    viewer: Option<UserId>,
+    limit: i64,
+) -> Result<Json<Value>, ApiError> {
+    let more = page.len() as i64 > limit;
+    page.truncate(limit as usize);
+    let next_cursor = if more {
+        page.last().map(|e| Cursor::after(e).to_string())
+    } else {
+        None
+    };
+    Ok(Json(json!({
+        "items": items(state, page, viewer).await?,
+        "next_cursor": next_cursor,
+    })))
+}
+
+/// Counts parameters.
+#[derive(Debug, Deserialize)]
+pub struct CountsParams {
+    min_position: Option<String>,
+}
+
+/// `{following, followers, friends, posts}`.
+pub async fn counts(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<CountsParams>,
+) -> Result<Json<read::Counts>, ApiError> {
+    let user = user(&id)?;
+    catch_up(&state, p.min_position.as_deref()).await?;
+    Ok(Json(read::counts(&state.pool, user).await?))
+}

@@ -1,0 +1,19 @@
+//! `/api/v1/users/{id}/*`: following, followers, friends, counts.
+
+mod lists;
+
+pub use lists::cursor_page;
+
+use axum::routing::get;
+use axum::Router;
+
+use crate::state::AppState;
+
+/// The user routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/users/{id}/following", get(lists::following))
+        .route("/api/v1/users/{id}/followers", get(lists::followers))
+        .route("/api/v1/users/{id}/friends", get(lists::friends))
+        .route("/api/v1/users/{id}/counts", get(lists::counts))
+}

@@ -1,0 +1,19 @@
+//! What can stop a projector.
+
+/// Why a batch was not applied. The checkpoint does not move; the runner retries with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectionError {
+    /// PostgreSQL failed.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// An event this projector handles could not be decoded.
+    #[error("event {event_id} ({event_type}) unreadable: {error}")]
+    Decode {
+        /// The event.
+        event_id: uuid::Uuid,
+        /// Its type.
+        event_type: String,
+        /// The decoder's complaint.
+        error: String,
+    },
+}

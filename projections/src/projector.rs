@@ -1,0 +1,36 @@
+//! The contract a read model implements.
+
+use async_trait::async_trait;
+use relations_store::log::RecordedEvent;
+use serde::de::DeserializeOwned;
+use sqlx::PgConnection;
+
+use crate::error::ProjectionError;
+
+/// A fold of the log into tables. `apply` runs inside the runner's transaction, which also
+/// advances the checkpoint; it must be deterministic and idempotent on its rows (an event is
+/// applied once per checkpoint, but a rebuild folds everything again into fresh tables).
+#[async_trait]
+pub trait Projector: Send + Sync {
+    /// The name `relations rebuild NAME` and the admin endpoint use.
+    fn name(&self) -> &'static str;
+
+    /// The tables this projector owns (rebuilt together, swapped together).
+    fn tables(&self) -> &'static [&'static str];
+
+    /// Folds one event into the read model.
+    async fn apply(
+        &self,
+        conn: &mut PgConnection,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError>;
+}
+
+/// Decodes an event's payload, naming the event on failure.
+pub fn decode<E: DeserializeOwned>(event: &RecordedEvent) -> Result<E, ProjectionError> {
+    event.decode().map_err(|e| ProjectionError::Decode {
+        event_id: event.event_id,
+        event_type: event.event_type.clone(),
+        error: e.to_string(),
+    })
+}

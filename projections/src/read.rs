@@ -1,0 +1,178 @@
+//! Queries on the read models of projector `following`. Each runs as one statement, so it sees
+//! one snapshot: never a follow beside a block.
+
+use chrono::{DateTime, Utc};
+use relations_domain::{Facts, Relation, UserId};
+use sqlx::{PgPool, Row};
+
+/// `from`'s relation to each of `to`, in the order asked.
+pub async fn relations(
+    pool: &PgPool,
+    from: UserId,
+    to: &[UserId],
+) -> Result<Vec<Relation>, sqlx::Error> {
+    let ids: Vec<i64> = to.iter().map(|u| u.get()).collect();
+    let rows = sqlx::query(
+        "SELECT t.id,
+                EXISTS (SELECT 1 FROM rm_follows WHERE follower = $1 AND followee = t.id) AS following,
+                EXISTS (SELECT 1 FROM rm_follows WHERE follower = t.id AND followee = $1) AS followed_by,
+                EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = $1 AND blocked = t.id) AS blocking,
+                EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = t.id AND blocked = $1) AS blocked_by
+           FROM unnest($2::bigint[]) WITH ORDINALITY AS t(id, ord)
+          ORDER BY t.ord",
+    )
+    .bind(from.get())
+    .bind(&ids)
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .zip(to)
+        .map(|(row, &to)| {
+            let facts = Facts {
+                following: row.try_get("following")?,
+                followed_by: row.try_get("followed_by")?,
+                blocking: row.try_get("blocking")?,
+                blocked_by: row.try_get("blocked_by")?,
+            };
+            Ok(Relation::new(from, to, facts))
+        })
+        .collect()
+}
+
+/// One edge of a list: the other user and since when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edge {
+    /// The listed user.
+    pub user: UserId,
+    /// When the edge appeared.
+    pub since: DateTime<Utc>,
+}
+
+fn edges(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<Edge>, sqlx::Error> {
+    rows.iter()
+        .map(|row| {
+            let id: i64 = row.try_get("id")?;
+            Ok(Edge {
+                user: UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+                since: row.try_get("since")?,
+            })
+        })
+        .collect()
+}
+
+/// Whom `user` follows, newest first, by offset.
+pub async fn following(
+    pool: &PgPool,
+    user: UserId,
+    offset: i64,
+    limit: i64,
+) -> Result<Vec<Edge>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT followee AS id, since FROM rm_follows WHERE follower = $1
+          ORDER BY since DESC, followee DESC OFFSET $2 LIMIT $3",
+    )
+    .bind(user.get())
+    .bind(offset)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    edges(rows)
+}
+
+/// Who follows `user`, newest first, strictly after the search-after key `(since, id)`.
+pub async fn followers(
+    pool: &PgPool,
+    user: UserId,
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+) -> Result<Vec<Edge>, sqlx::Error> {
+    let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
+    let rows = sqlx::query(
+        "SELECT follower AS id, since FROM rm_follows
+          WHERE followee = $1 AND (since, follower) < ($2, $3)
+          ORDER BY since DESC, follower DESC LIMIT $4",
+    )
+    .bind(user.get())
+    .bind(since)
+    .bind(id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    edges(rows)
+}
+
+/// `user`'s friends (both follow each other), newest friendship first, by offset.
+pub async fn friends(
+    pool: &PgPool,
+    user: UserId,
+    offset: i64,
+    limit: i64,
+) -> Result<Vec<Edge>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT f.followee AS id, greatest(f.since, b.since) AS since
+           FROM rm_follows f
+           JOIN rm_follows b ON b.follower = f.followee AND b.followee = f.follower
+          WHERE f.follower = $1
+          ORDER BY 2 DESC, 1 DESC OFFSET $2 LIMIT $3",
+    )
+    .bind(user.get())
+    .bind(offset)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    edges(rows)
+}
+
+/// Whom `user` blocks, newest first, strictly after the search-after key `(since, id)`.
+pub async fn blocks(
+    pool: &PgPool,
+    user: UserId,
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+) -> Result<Vec<Edge>, sqlx::Error> {
+    let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
+    let rows = sqlx::query(
+        "SELECT blocked AS id, since FROM rm_blocks
+          WHERE blocker = $1 AND (since, blocked) < ($2, $3)
+          ORDER BY since DESC, blocked DESC LIMIT $4",
+    )
+    .bind(user.get())
+    .bind(since)
+    .bind(id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    edges(rows)
+}
+
+/// A user's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    /// Users they follow.
+    pub following: i64,
+    /// Users who follow them.
+    pub followers: i64,
+    /// Users both ways.
+    pub friends: i64,
+    /// Their live posts.
+    pub posts: i64,
+}
+
+/// `user`'s counters (all zero for a user never seen).
+pub async fn counts(pool: &PgPool, user: UserId) -> Result<Counts, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT following, followers, friends FROM rm_follow_counts WHERE user_id = $1",
+    )
+    .bind(user.get())
+    .fetch_optional(pool)
+    .await?;
+    Ok(match row {
+        Some(row) => Counts {
+            following: row.try_get("following")?,
+            followers: row.try_get("followers")?,
+            friends: row.try_get("friends")?,
+            posts: 0,
+        },
+        None => Counts::default(),
+    })
+}

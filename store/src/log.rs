@@ -1,0 +1,153 @@
+//! The global log, read in commit order without ever skipping an event.
+//!
+//! Events are visited in `(transaction_id, global_position)` order, and only below the oldest
+//! transaction still open (`pg_snapshot_xmin`): an event whose transaction has not committed
+//! yet may carry a lower `global_position` than events already visible, and reading past it
+//! would skip it for good. Every transaction below the horizon has committed or aborted, so
+//! what is read there never changes.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, PgExecutor, Row};
+
+use crate::position::LogPosition;
+
+/// One event as the log holds it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordedEvent {
+    /// Unique id; consumers de-duplicate by it.
+    pub event_id: uuid::Uuid,
+    /// The event's place in the log.
+    pub position: LogPosition,
+    /// The aggregate type (`relation`, ...).
+    pub stream_type: String,
+    /// The stream within the type (`"3:9"` for a relation pair).
+    pub stream_id: String,
+    /// 1-based version within the stream.
+    pub stream_version: i64,
+    /// `Followed`, `Unfollowed`, ...
+    pub event_type: String,
+    /// Payload schema version.
+    pub event_version: String,
+    /// When the command was decided.
+    pub occurred_at: DateTime<Utc>,
+    /// cqrs-es's externally tagged payload: `{"<event_type>": {...}}`.
+    pub payload: serde_json::Value,
+    /// `{"request_id", "actor"}`.
+    pub metadata: serde_json::Value,
+}
+
+const COLUMNS: &str = "event_id, transaction_id::text::bigint AS transaction_id, global_position, \
+    aggregate_type, aggregate_id, sequence, event_type, event_version, occurred_at, \
+    payload::jsonb AS payload, metadata::jsonb AS metadata";
+
+impl RecordedEvent {
+    fn from_row(row: &PgRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            event_id: row.try_get("event_id")?,
+            position: LogPosition {
+                transaction_id: row.try_get("transaction_id")?,
+                global_position: row.try_get("global_position")?,
+            },
+            stream_type: row.try_get("aggregate_type")?,
+            stream_id: row.try_get("aggregate_id")?,
+            stream_version: row.try_get("sequence")?,
+            event_type: row.try_get("event_type")?,
+            event_version: row.try_get("event_version")?,
+            occurred_at: row.try_get("occurred_at")?,
+            payload: row.try_get("payload")?,
+            metadata: row.try_get("metadata")?,
+        })
+    }
+
+    /// The payload's inner object (`payload[event_type]`).
+    pub fn data(&self) -> &serde_json::Value {
+        &self.payload[self.event_type.as_str()]
+    }
+
+    /// Decodes the payload as an aggregate's event type.
+    pub fn decode<E: serde::de::DeserializeOwned>(&self) -> Result<E, serde_json::Error> {
+        E::deserialize(&self.payload)
+    }
+}
+
+/// Up to `limit` events after `after`, in commit order, all below the horizon, extended to
+/// whole transactions: a batch never ends in the middle of one, so a projector that commits per
+/// batch never shows a reader half of a command (a block without its unfollows).
+pub async fn read_after(
+    conn: &mut PgConnection,
+    after: LogPosition,
+    limit: i64,
+) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM events
+          WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
+            AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY transaction_id, global_position
+          LIMIT $3"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(after.transaction_id.to_string())
+        .bind(after.global_position)
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut events = rows
+        .iter()
+        .map(RecordedEvent::from_row)
+        .collect::<Result<Vec<_>, _>>()?;
+    if events.len() as i64 == limit {
+        if let Some(last) = events.last().map(|e| e.position) {
+            // The rest of the last transaction (committed: it is below the horizon).
+            let sql = format!(
+                "SELECT {COLUMNS} FROM events
+                  WHERE transaction_id = $1::text::xid8 AND global_position > $2
+                  ORDER BY global_position"
+            );
+            let rest = sqlx::query(&sql)
+                .bind(last.transaction_id.to_string())
+                .bind(last.global_position)
+                .fetch_all(&mut *conn)
+                .await?;
+            for row in &rest {
+                events.push(RecordedEvent::from_row(row)?);
+            }
+        }
+    }
+    Ok(events)
+}
+
+/// The position of the last event below the horizon: how far a reader could get now.
+pub async fn head<'e>(executor: impl PgExecutor<'e>) -> Result<LogPosition, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT transaction_id::text::bigint AS transaction_id, global_position FROM events
+          WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY transaction_id DESC, global_position DESC LIMIT 1",
+    )
+    .fetch_optional(executor)
+    .await?;
+    match row {
+        Some(row) => Ok(LogPosition {
+            transaction_id: row.try_get("transaction_id")?,
+            global_position: row.try_get("global_position")?,
+        }),
+        None => Ok(LogPosition::START),
+    }
+}
+
+/// How many events lie between `after` and the horizon.
+pub async fn count_after<'e>(
+    executor: impl PgExecutor<'e>,
+    after: LogPosition,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM events
+          WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
+            AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())",
+    )
+    .bind(after.transaction_id.to_string())
+    .bind(after.global_position)
+    .fetch_one(executor)
+    .await
+}
