@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::JwtKeys;
 use crate::config::{Config, DatabaseConfig, JwtConfig};
-use crate::startup::{cancel_on_signal, Application};
+use crate::startup::{cancel_on_signal, spawn_projectors, Application};
+use relations_store::LogPosition;
 
 /// relations: an event-sourced service for follows, blocks and the follow feed.
 #[derive(Debug, Parser)]
@@ -27,6 +28,18 @@ enum Command {
     Serve(Box<Config>),
     /// Apply pending database migrations and exit.
     Migrate(DatabaseConfig),
+    /// Run the projectors alone (no HTTP), until SIGTERM.
+    Project {
+        /// Run only this projector.
+        #[arg(long)]
+        only: Option<String>,
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
+    /// Print the event log as JSON lines (the versioned envelope), in commit order.
+    Replay(ReplayArgs),
+    /// Fold the log afresh and compare every read model row by row; exit 1 on a difference.
+    Verify(DatabaseConfig),
     /// Print a development JWT for a user.
     Token {
         /// The user id (`sub`).
@@ -41,6 +54,31 @@ enum Command {
         #[command(flatten)]
         jwt: JwtConfig,
     },
+}
+
+/// `relations replay` filters; all optional, all combined.
+#[derive(Debug, clap::Args)]
+struct ReplayArgs {
+    /// Only events of this type (repeatable): Followed, Unfollowed, Blocked, Unblocked, ...
+    #[arg(long = "type")]
+    types: Vec<String>,
+    /// Only events whose data names this user.
+    #[arg(long)]
+    user: Option<i64>,
+    /// Only events that occurred at or after this time (RFC 3339).
+    #[arg(long)]
+    since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Only events that occurred before this time (RFC 3339).
+    #[arg(long)]
+    until: Option<chrono::DateTime<chrono::Utc>>,
+    /// Only events after this position (exclusive).
+    #[arg(long)]
+    after: Option<LogPosition>,
+    /// Only events up to this position (inclusive).
+    #[arg(long)]
+    up_to: Option<LogPosition>,
+    #[command(flatten)]
+    database: DatabaseConfig,
 }
 
 /// Parses the command line and runs the command; errors are logged and turn into exit code 1.
@@ -66,12 +104,47 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             app.run(shutdown).await
         }
         Command::Migrate(database) => {
-            let pool = db::connect(&database.database_url, &PoolSettings::default())
-                .await
-                .context("connecting to PostgreSQL")?;
+            let pool = connect(&database).await?;
             db::migrate(&pool).await.context("applying migrations")?;
             tracing::info!("migrations applied");
             Ok(())
+        }
+        Command::Project { only, database } => {
+            let pool = connect(&database).await?;
+            let projectors: Vec<_> = relations_projections::all()
+                .into_iter()
+                .filter(|p| only.as_deref().is_none_or(|name| p.name() == name))
+                .collect();
+            if projectors.is_empty() {
+                anyhow::bail!("no projector named {:?}", only.unwrap_or_default());
+            }
+            let runners = projectors
+                .into_iter()
+                .map(|p| relations_projections::Runner::new(pool.clone(), p))
+                .collect();
+            let shutdown = CancellationToken::new();
+            tokio::spawn(cancel_on_signal(shutdown.clone()));
+            for task in spawn_projectors(&pool, runners, shutdown) {
+                task.await?;
+            }
+            Ok(())
+        }
+        Command::Replay(args) => replay(args).await,
+        Command::Verify(database) => {
+            let pool = connect(&database).await?;
+            let differences = relations_projections::verify::verify(&pool).await?;
+            if differences.is_empty() {
+                println!("read models agree with the log");
+                Ok(())
+            } else {
+                for difference in &differences {
+                    println!("{difference}");
+                }
+                anyhow::bail!(
+                    "{} differences between the read models and the log",
+                    differences.len()
+                )
+            }
         }
         Command::Token {
             user,
@@ -85,4 +158,46 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+async fn connect(database: &DatabaseConfig) -> anyhow::Result<sqlx::PgPool> {
+    let settings = PoolSettings {
+        max_connections: database.db_max_connections,
+        ..PoolSettings::default()
+    };
+    db::connect(&database.database_url, &settings)
+        .await
+        .context("connecting to PostgreSQL (DATABASE_URL)")
+}
+
+async fn replay(args: ReplayArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let pool = connect(&args.database).await?;
+    let mut conn = pool.acquire().await?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut after = args.after.unwrap_or(LogPosition::START);
+    let mut written = 0u64;
+    'log: loop {
+        let batch = relations_store::log::read_after(&mut conn, after, 5_000).await?;
+        let Some(last) = batch.last() else { break };
+        after = last.position;
+        for event in &batch {
+            if args.up_to.is_some_and(|end| event.position > end) {
+                break 'log;
+            }
+            let keep = (args.types.is_empty() || args.types.contains(&event.event_type))
+                && args.user.is_none_or(|u| event.mentions(u))
+                && args.since.is_none_or(|t| event.occurred_at >= t)
+                && args.until.is_none_or(|t| event.occurred_at < t);
+            if keep {
+                serde_json::to_writer(&mut out, &event.envelope())?;
+                out.write_all(b"\n")?;
+                written += 1;
+            }
+        }
+    }
+    out.flush()?;
+    tracing::info!(events = written, "replayed");
+    Ok(())
 }

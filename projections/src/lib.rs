@@ -10,6 +10,7 @@ pub mod following;
 pub mod projector;
 pub mod read;
 pub mod runner;
+pub mod verify;
 
 use std::sync::Arc;
 

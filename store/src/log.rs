@@ -151,3 +151,32 @@ pub async fn count_after<'e>(
     .fetch_one(executor)
     .await
 }
+
+/// The schema name of the public event envelope (`relations replay`, Kafka).
+pub const ENVELOPE_SCHEMA: &str = "relations.event/1";
+
+impl RecordedEvent {
+    /// The versioned JSON envelope analysts and Kafka consumers read:
+    /// `{schema, event_id, position, stream: {type, id, version}, type, version, occurred_at,
+    /// metadata, data}` where `data` is the payload's inner object.
+    pub fn envelope(&self) -> serde_json::Value {
+        serde_json::json!({
+            "schema": ENVELOPE_SCHEMA,
+            "event_id": self.event_id,
+            "position": self.position,
+            "stream": {"type": self.stream_type, "id": self.stream_id, "version": self.stream_version},
+            "type": self.event_type,
+            "version": self.event_version,
+            "occurred_at": self.occurred_at,
+            "metadata": self.metadata,
+            "data": self.data(),
+        })
+    }
+
+    /// Whether `user` appears in the event's data (as any user field).
+    pub fn mentions(&self, user: i64) -> bool {
+        self.data()
+            .as_object()
+            .is_some_and(|o| o.values().any(|v| v.as_i64() == Some(user)))
+    }
+}

@@ -10,3 +10,4 @@ mod idempotency;
 mod queries;
 mod rate_limit;
 mod rules;
+mod tools;
