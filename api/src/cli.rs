@@ -36,6 +36,14 @@ enum Command {
         #[command(flatten)]
         database: DatabaseConfig,
     },
+    /// Rebuild a projector's read model from the start of the log into shadow tables, while the
+    /// live one keeps serving, then swap atomically.
+    Rebuild {
+        /// The projector (`following`, ...).
+        name: String,
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
     /// Print the event log as JSON lines (the versioned envelope), in commit order.
     Replay(ReplayArgs),
     /// Fold the log afresh and compare every read model row by row; exit 1 on a difference.
@@ -130,6 +138,30 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Replay(args) => replay(args).await,
+        Command::Rebuild { name, database } => {
+            let projector = relations_projections::by_name(&name).with_context(|| {
+                let names: Vec<_> = relations_projections::all()
+                    .iter()
+                    .map(|p| p.name())
+                    .collect();
+                format!("no projector named {name:?}; there are {names:?}")
+            })?;
+            let pool = connect(&database).await?;
+            let bar = indicatif::ProgressBar::new(0)
+                .with_style(indicatif::ProgressStyle::with_template(
+                "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
+            )?);
+            bar.set_message(format!("rebuilding {name}"));
+            let report =
+                relations_projections::rebuild::rebuild(&pool, projector, |done, total| {
+                    bar.set_length(total);
+                    bar.set_position(done);
+                })
+                .await?;
+            bar.finish();
+            tracing::info!(projector = %name, events = report.events, position = %report.position, "rebuilt and swapped in");
+            Ok(())
+        }
         Command::Verify(database) => {
             let pool = connect(&database).await?;
             let differences = relations_projections::verify::verify(&pool).await?;

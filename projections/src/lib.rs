@@ -9,6 +9,7 @@ pub mod error;
 pub mod following;
 pub mod projector;
 pub mod read;
+pub mod rebuild;
 pub mod runner;
 pub mod verify;
 

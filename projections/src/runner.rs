@@ -12,7 +12,7 @@ use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
 use serde::Serialize;
 use sqlx::postgres::PgListener;
-use sqlx::{PgPool, Row};
+use sqlx::{PgConnection, PgPool, Row};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -178,30 +178,16 @@ impl Runner {
             transaction_id: row.try_get("transaction_id")?,
             global_position: row.try_get("global_position")?,
         };
-        let events = log::read_after(&mut tx, after, self.batch_size).await?;
-        let Some(last) = events.last().map(|e: &RecordedEvent| e.position) else {
+        let Some(applied) =
+            apply_batch(&mut tx, self.projector.as_ref(), after, self.batch_size).await?
+        else {
             return Ok(Step::CaughtUp);
         };
-        for event in &events {
-            self.projector.apply(&mut tx, event).await?;
-        }
-        sqlx::query(
-            "UPDATE projector_checkpoints
-                SET transaction_id = $2, global_position = $3,
-                    events_applied = events_applied + $4, updated_at = now()
-              WHERE name = $1",
-        )
-        .bind(name)
-        .bind(last.transaction_id)
-        .bind(last.global_position)
-        .bind(events.len() as i64)
-        .execute(&mut *tx)
-        .await?;
         tx.commit().await?;
-        tracing::Span::current().record("events", events.len());
+        tracing::Span::current().record("events", applied);
         metrics::counter!("relations_projector_events_total", "projector" => name)
-            .increment(events.len() as u64);
-        Ok(Step::Applied(events.len()))
+            .increment(applied as u64);
+        Ok(Step::Applied(applied))
     }
 
     /// Steps until `shutdown`: straight on while there is work, otherwise waiting for a
@@ -243,6 +229,38 @@ impl Runner {
         }
         tracing::info!(projector = name, "projector stopped");
     }
+}
+
+/// Reads the batch after `after`, applies it and advances the checkpoint, all on `conn` (the
+/// caller's transaction, which holds the checkpoint row). Table names are unqualified, so a
+/// rebuild's `search_path` points the same code at its shadow tables. `None` when caught up;
+/// otherwise how many events were applied.
+pub(crate) async fn apply_batch(
+    conn: &mut PgConnection,
+    projector: &dyn Projector,
+    after: LogPosition,
+    batch_size: i64,
+) -> Result<Option<usize>, ProjectionError> {
+    let events = log::read_after(conn, after, batch_size).await?;
+    let Some(last) = events.last().map(|e: &RecordedEvent| e.position) else {
+        return Ok(None);
+    };
+    for event in &events {
+        projector.apply(conn, event).await?;
+    }
+    sqlx::query(
+        "UPDATE projector_checkpoints
+            SET transaction_id = $2, global_position = $3,
+                events_applied = events_applied + $4, updated_at = now()
+          WHERE name = $1",
+    )
+    .bind(projector.name())
+    .bind(last.transaction_id)
+    .bind(last.global_position)
+    .bind(events.len() as i64)
+    .execute(&mut *conn)
+    .await?;
+    Ok(Some(events.len()))
 }
 
 /// A projector's progress as the admin endpoint reports it.

@@ -168,3 +168,109 @@ async fn a_standalone_projector_killed_under_load_resumes_and_matches_a_fresh_fo
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+#[tokio::test]
+async fn rebuild_while_serving_swaps_in_an_equal_read_model() {
+    let app = spawn_app().await;
+    let mut last = String::new();
+    for i in 0..60 {
+        let (a, b) = (1 + i % 9, 10 + (i * 7) % 13);
+        let verb = ["follow", "follow", "block", "unfollow"][i as usize % 4];
+        let (_, body) = app.command(verb, a, b).await;
+        if let Some(p) = body["position"].as_str() {
+            last = p.to_owned();
+        }
+    }
+    settle(&app, &last).await;
+    let before = app.get("/api/v1/users/1/following?limit=100").await.1;
+
+    let stop = tokio_util::sync::CancellationToken::new();
+    let load = {
+        let (stop, client, base, token) = (
+            stop.clone(),
+            app.client.clone(),
+            app.base.clone(),
+            app.token(50),
+        );
+        tokio::spawn(async move {
+            let mut failures = Vec::new();
+            let mut queries = 0;
+            let mut target = 100;
+            while !stop.is_cancelled() {
+                for path in [
+                    "/api/v1/users/1/following",
+                    "/api/v1/relation/status?from=1&to=10",
+                    "/api/v1/users/10/counts",
+                ] {
+                    let status = client
+                        .get(format!("{base}{path}"))
+                        .send()
+                        .await
+                        .unwrap()
+                        .status();
+                    queries += 1;
+                    if status != StatusCode::OK {
+                        failures.push(format!("{path}: {status}"));
+                    }
+                }
+                let status = client
+                    .post(format!("{base}/api/v1/relation/follow"))
+                    .bearer_auth(&token)
+                    .json(&serde_json::json!({"target": target}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status();
+                target += 1;
+                if status != StatusCode::OK {
+                    failures.push(format!("follow: {status}"));
+                }
+            }
+            (queries, failures)
+        })
+    };
+    let database_url = app.config.database.database_url.clone();
+    let rebuild = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(["rebuild", "following"])
+            .env("DATABASE_URL", database_url)
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.cancel();
+    let (queries, failures) = load.await.unwrap();
+    assert!(
+        rebuild.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuild.stderr)
+    );
+    assert!(queries > 0);
+    assert!(failures.is_empty(), "{failures:?}");
+
+    // The new model serves, keeps up with new writes, and equals a fresh fold.
+    let after = app.get("/api/v1/users/1/following?limit=100").await.1;
+    assert_eq!(before, after);
+    let (_, body) = app.command("follow", 1, 99).await;
+    settle(&app, body["position"].as_str().unwrap()).await;
+    let (_, following) = app.get("/api/v1/relation/status?from=1&to=99").await;
+    assert_eq!(following["following"], serde_json::json!(true));
+    let verify = relations(&app, &["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let tables: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'rebuild_%'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(tables, 0, "the shadow schema is gone");
+
+    let unknown = relations(&app, &["rebuild", "nope"]);
+    assert!(!unknown.status.success());
+}

@@ -1,0 +1,145 @@
+//! `relations rebuild NAME`: fold the whole log into shadow tables while the live read model
+//! keeps serving, then swap them in atomically.
+//!
+//! The shadow tables live in a schema of their own (`rebuild_<name>`), created `LIKE` the live
+//! ones with every index, beside a shadow checkpoint. The rebuild connection puts that schema
+//! first on its `search_path`, so the projector's own code, with unqualified table names, writes
+//! the shadows. Once caught up, one transaction locks the live checkpoint (the live runner waits),
+//! applies the last events, drops the live tables, moves the shadows in, and takes over the
+//! checkpoint. Readers see the old model or the new one, never a mix.
+
+use std::sync::Arc;
+
+use relations_store::LogPosition;
+use sqlx::{Connection, PgConnection, PgPool, Row};
+
+use crate::error::ProjectionError;
+use crate::projector::Projector;
+use crate::runner::apply_batch;
+
+/// Events per batch while rebuilding.
+const BATCH: i64 = 5_000;
+
+/// What a finished rebuild did.
+#[derive(Debug, Clone, Copy)]
+pub struct RebuildReport {
+    /// Events folded.
+    pub events: u64,
+    /// The checkpoint the new read model took over.
+    pub position: LogPosition,
+}
+
+async fn shadow_checkpoint(
+    conn: &mut PgConnection,
+    name: &str,
+) -> Result<LogPosition, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT transaction_id, global_position FROM projector_checkpoints WHERE name = $1",
+    )
+    .bind(name)
+    .fetch_one(conn)
+    .await?;
+    Ok(LogPosition {
+        transaction_id: row.try_get(0)?,
+        global_position: row.try_get(1)?,
+    })
+}
+
+/// Rebuilds `projector`'s read model; `progress(applied, total)` is called after each batch.
+pub async fn rebuild(
+    pool: &PgPool,
+    projector: Arc<dyn Projector>,
+    progress: impl Fn(u64, u64),
+) -> Result<RebuildReport, ProjectionError> {
+    let name = projector.name();
+    let schema = format!("rebuild_{name}");
+    let mut conn = pool.acquire().await?.detach();
+    sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .execute(&mut conn)
+        .await?;
+    sqlx::query(&format!("CREATE SCHEMA {schema}"))
+        .execute(&mut conn)
+        .await?;
+    for table in projector.tables().iter().chain(&["projector_checkpoints"]) {
+        sqlx::query(&format!(
+            "CREATE TABLE {schema}.{table} (LIKE public.{table} INCLUDING ALL)"
+        ))
+        .execute(&mut conn)
+        .await?;
+    }
+    sqlx::query(&format!("SET search_path = {schema}, public"))
+        .execute(&mut conn)
+        .await?;
+    sqlx::query("INSERT INTO projector_checkpoints (name) VALUES ($1)")
+        .bind(name)
+        .execute(&mut conn)
+        .await?;
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(&mut conn)
+        .await?;
+    let total = total as u64;
+    let mut applied = 0u64;
+    progress(0, total);
+    loop {
+        let mut tx = conn.begin().await?;
+        let after = shadow_checkpoint(&mut tx, name).await?;
+        let batch = apply_batch(&mut tx, projector.as_ref(), after, BATCH).await?;
+        tx.commit().await?;
+        match batch {
+            Some(n) => {
+                applied += n as u64;
+                progress(applied, total.max(applied));
+            }
+            None => break,
+        }
+    }
+
+    // The swap: hold the live checkpoint so the live runner waits, finish, move the shadows in.
+    let mut tx = conn.begin().await?;
+    sqlx::query(
+        "INSERT INTO public.projector_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING",
+    )
+    .bind(name)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("SELECT 1 FROM public.projector_checkpoints WHERE name = $1 FOR UPDATE")
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    loop {
+        let after = shadow_checkpoint(&mut tx, name).await?;
+        match apply_batch(&mut tx, projector.as_ref(), after, BATCH).await? {
+            Some(n) => applied += n as u64,
+            None => break,
+        }
+    }
+    let position = shadow_checkpoint(&mut tx, name).await?;
+    for table in projector.tables() {
+        sqlx::query(&format!("DROP TABLE public.{table}"))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(&format!("ALTER TABLE {schema}.{table} SET SCHEMA public"))
+            .execute(&mut *tx)
+            .await?;
+    }
+    sqlx::query(&format!(
+        "UPDATE public.projector_checkpoints AS live
+            SET transaction_id = s.transaction_id, global_position = s.global_position,
+                events_applied = s.events_applied, updated_at = now()
+           FROM {schema}.projector_checkpoints AS s
+          WHERE live.name = $1 AND s.name = $1"
+    ))
+    .bind(name)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    progress(applied, applied);
+    conn.close().await?;
+    Ok(RebuildReport {
+        events: applied,
+        position,
+    })
+}

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The event log as JSON lines on stdout, for analysts; every `relations replay` filter passes
+# through:  scripts/replay.sh --type Blocked --since 2026-11-01T00:00:00Z > blocks.jsonl
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/relations_dev}"
+exec cargo run --quiet --release --bin relations -- replay "$@"
