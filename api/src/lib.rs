@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod metrics;
+pub mod openapi;
 pub mod rate_limit;
 pub mod redis_conn;
 pub mod routes;

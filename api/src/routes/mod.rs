@@ -30,6 +30,7 @@ pub fn app(state: AppState) -> Router {
         .merge(users::router())
         .merge(me::router())
         .merge(admin::router())
+        .merge(crate::openapi::router())
         .merge(ops::router())
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(crate::metrics::track))

@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
+use relations_projections::ProjectorStatus;
 use serde_json::json;
 
 use crate::state::AppState;
@@ -63,8 +64,24 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     )
 }
 
-/// Prometheus text format.
+/// Prometheus text format. Projector positions and lags are read at scrape time, so they are
+/// as fresh as the scrape.
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    for (name, health) in state.projectors.iter() {
+        match ProjectorStatus::read(&state.pool, name, health.as_deref()).await {
+            Ok(status) => {
+                let labels = [("projector", status.name.clone())];
+                metrics::gauge!("relations_projector_position", &labels)
+                    .set(status.position.global_position as f64);
+                metrics::gauge!("relations_projector_lag_events", &labels)
+                    .set(status.lag_events as f64);
+                metrics::gauge!("relations_projector_lag_seconds", &labels).set(status.lag_seconds);
+                metrics::gauge!("relations_projector_failing", &labels)
+                    .set(if status.state == "failing" { 1.0 } else { 0.0 });
+            }
+            Err(error) => tracing::warn!(projector = name, %error, "cannot read projector status"),
+        }
+    }
     (
         [("content-type", "text/plain; version=0.0.4")],
         state.metrics.render(),

@@ -210,3 +210,49 @@ async fn operations_endpoints_answer() {
     let (status, body) = app.get("/no/such/route").await;
     assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
 }
+
+#[tokio::test]
+async fn openapi_describes_every_endpoint() {
+    let app = spawn_app().await;
+    let (status, doc) = app.get("/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let routes = [
+        ("post", "/api/v1/relation/follow"),
+        ("post", "/api/v1/relation/unfollow"),
+        ("post", "/api/v1/relation/block"),
+        ("post", "/api/v1/relation/unblock"),
+        ("get", "/api/v1/relation/status"),
+        ("get", "/api/v1/relation/batch"),
+        ("get", "/api/v1/users/{id}/following"),
+        ("get", "/api/v1/users/{id}/followers"),
+        ("get", "/api/v1/users/{id}/friends"),
+        ("get", "/api/v1/users/{id}/counts"),
+        ("get", "/api/v1/me/blocks"),
+        ("get", "/api/v1/admin/projections"),
+        ("get", "/healthz"),
+        ("get", "/readyz"),
+        ("get", "/metrics"),
+    ];
+    for (method, path) in routes {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} undocumented"
+        );
+        // And the route is really served (not 404 from the fallback).
+        let url = format!("{}{}", app.base, path.replace("{id}", "1"));
+        let response = app
+            .client
+            .request(method.to_uppercase().parse().unwrap(), url)
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(response.status(), StatusCode::NOT_FOUND, "{method} {path}");
+        assert_ne!(
+            response.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {path}"
+        );
+    }
+    assert_eq!(doc["paths"].as_object().unwrap().len(), routes.len());
+}
