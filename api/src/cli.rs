@@ -33,6 +33,12 @@ enum Command {
         /// Run only this projector.
         #[arg(long)]
         only: Option<String>,
+        /// Redis, for projector `cache` (left out when unset).
+        #[arg(long = "redis-url", env = "REDIS_URL", hide_env_values = true)]
+        redis_url: Option<String>,
+        /// Prefix of every Redis key.
+        #[arg(long, env = "RELATIONS_REDIS_PREFIX", default_value = "relations:")]
+        redis_prefix: String,
         #[command(flatten)]
         database: DatabaseConfig,
     },
@@ -117,9 +123,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!("migrations applied");
             Ok(())
         }
-        Command::Project { only, database } => {
+        Command::Project {
+            only,
+            redis_url,
+            redis_prefix,
+            database,
+        } => {
             let pool = connect(&database).await?;
-            let projectors: Vec<_> = relations_projections::all()
+            let cache = match redis_url {
+                Some(url) => Some(relations_projections::cache::Cache::new(
+                    crate::redis_conn::Redis::new(&url, &redis_prefix)?,
+                )),
+                None => None,
+            };
+            let projectors: Vec<_> = relations_projections::all(cache)
                 .into_iter()
                 .filter(|p| only.as_deref().is_none_or(|name| p.name() == name))
                 .collect();
@@ -140,7 +157,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(args) => replay(args).await,
         Command::Rebuild { name, database } => {
             let projector = relations_projections::by_name(&name).with_context(|| {
-                let names: Vec<_> = relations_projections::all()
+                let names: Vec<_> = relations_projections::all(None)
                     .iter()
                     .map(|p| p.name())
                     .collect();

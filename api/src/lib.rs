@@ -12,11 +12,11 @@ pub mod extract;
 pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;
-pub mod redis_conn;
 pub mod routes;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
 
+pub use relations_projections::redis_conn;
 pub use routes::app;
 pub use startup::Application;

@@ -14,7 +14,8 @@ use crate::config::Config;
 use crate::rate_limit::RateLimiter;
 use crate::redis_conn::Redis;
 use crate::routes;
-use crate::state::AppState;
+use crate::state::{AppState, ProjectorEntry};
+use relations_projections::cache::Cache;
 
 /// A built application: connected, migrated, bound, not yet serving.
 pub struct Application {
@@ -39,26 +40,31 @@ impl Application {
         let listener = TcpListener::bind(config.http_addr)
             .await
             .with_context(|| format!("binding {}", config.http_addr))?;
+        let cache = Cache::new(redis.clone());
+        let projectors = relations_projections::all(Some(cache.clone()));
         let runners: Vec<Runner> = if config.run_projectors {
-            relations_projections::all()
-                .into_iter()
+            projectors
+                .iter()
+                .cloned()
                 .map(|p| Runner::new(pool.clone(), p))
                 .collect()
         } else {
             vec![]
         };
-        let projectors = relations_projections::all()
+        let projectors = projectors
             .iter()
-            .map(|p| {
-                let health = runners
+            .map(|p| ProjectorEntry {
+                name: p.name(),
+                essential: p.essential(),
+                health: runners
                     .iter()
                     .find(|r| r.name() == p.name())
-                    .map(Runner::health);
-                (p.name(), health)
+                    .map(Runner::health),
             })
             .collect();
         let state = AppState {
             projectors: Arc::new(projectors),
+            cache,
             relations: RelationStore::new(pool.clone(), config.follow_limit),
             jwt: JwtKeys::new(&config.jwt.jwt_secret),
             limiter: RateLimiter::new(

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
+use relations_projections::cache::Cache;
 use relations_projections::runner::Health;
 use relations_store::RelationStore;
 use sqlx::PgPool;
@@ -12,8 +13,16 @@ use crate::config::Config;
 use crate::rate_limit::RateLimiter;
 use crate::redis_conn::Redis;
 
-/// A projector's name, and its runner's health when this process runs it.
-pub type ProjectorHealth = (&'static str, Option<Arc<Health>>);
+/// A projector as this process knows it.
+#[derive(Clone)]
+pub struct ProjectorEntry {
+    /// Its name.
+    pub name: &'static str,
+    /// Whether `/readyz` fails while it is stuck, and `min_position` waits for it.
+    pub essential: bool,
+    /// Its runner's health, when this process runs it.
+    pub health: Option<Arc<Health>>,
+}
 
 /// What handlers need, cheap to clone.
 #[derive(Clone)]
@@ -31,7 +40,9 @@ pub struct AppState {
     /// Renders `/metrics`.
     pub metrics: PrometheusHandle,
     /// Every projector by name, with this process's runner health when it runs that projector.
-    pub projectors: Arc<Vec<ProjectorHealth>>,
+    pub projectors: Arc<Vec<ProjectorEntry>>,
+    /// Cached hot reads.
+    pub cache: Cache,
     /// The configuration the service started with.
     pub config: Arc<Config>,
 }

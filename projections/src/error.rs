@@ -6,6 +6,9 @@ pub enum ProjectionError {
     /// PostgreSQL failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
+    /// Redis refused or timed out (projector `cache`).
+    #[error("cache: {0}")]
+    Cache(String),
     /// An event this projector handles could not be decoded.
     #[error("event {event_id} ({event_type}) unreadable: {error}")]
     Decode {

@@ -18,6 +18,17 @@ pub trait Projector: Send + Sync {
     /// The tables this projector owns (rebuilt together, swapped together).
     fn tables(&self) -> &'static [&'static str];
 
+    /// A projector whose read model this one stands for: this one never passes that one's
+    /// checkpoint (a cache must not run ahead of the table it caches).
+    fn upstream(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether the service is unready while this projector is stuck.
+    fn essential(&self) -> bool {
+        true
+    }
+
     /// Folds one event into the read model.
     async fn apply(
         &self,

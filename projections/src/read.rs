@@ -146,7 +146,7 @@ pub async fn blocks(
 }
 
 /// A user's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Users they follow.
     pub following: i64,

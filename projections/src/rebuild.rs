@@ -83,7 +83,7 @@ pub async fn rebuild(
     loop {
         let mut tx = conn.begin().await?;
         let after = shadow_checkpoint(&mut tx, name).await?;
-        let batch = apply_batch(&mut tx, projector.as_ref(), after, BATCH).await?;
+        let batch = apply_batch(&mut tx, projector.as_ref(), after, None, BATCH).await?;
         tx.commit().await?;
         match batch {
             Some(n) => {
@@ -108,7 +108,7 @@ pub async fn rebuild(
         .await?;
     loop {
         let after = shadow_checkpoint(&mut tx, name).await?;
-        match apply_batch(&mut tx, projector.as_ref(), after, BATCH).await? {
+        match apply_batch(&mut tx, projector.as_ref(), after, None, BATCH).await? {
             Some(n) => applied += n as u64,
             None => break,
         }

@@ -178,8 +178,18 @@ impl Runner {
             transaction_id: row.try_get("transaction_id")?,
             global_position: row.try_get("global_position")?,
         };
-        let Some(applied) =
-            apply_batch(&mut tx, self.projector.as_ref(), after, self.batch_size).await?
+        let until = match self.projector.upstream() {
+            Some(upstream) => Some(checkpoint(&mut *tx, upstream).await?),
+            None => None,
+        };
+        let Some(applied) = apply_batch(
+            &mut tx,
+            self.projector.as_ref(),
+            after,
+            until,
+            self.batch_size,
+        )
+        .await?
         else {
             return Ok(Step::CaughtUp);
         };
@@ -239,9 +249,14 @@ pub(crate) async fn apply_batch(
     conn: &mut PgConnection,
     projector: &dyn Projector,
     after: LogPosition,
+    until: Option<LogPosition>,
     batch_size: i64,
 ) -> Result<Option<usize>, ProjectionError> {
-    let events = log::read_after(conn, after, batch_size).await?;
+    let mut events = log::read_after(conn, after, batch_size).await?;
+    if let Some(until) = until {
+        // Checkpoints sit at transaction boundaries, so this never splits a transaction.
+        events.retain(|e| e.position <= until);
+    }
     let Some(last) = events.last().map(|e: &RecordedEvent| e.position) else {
         return Ok(None);
     };
@@ -320,7 +335,10 @@ impl ProjectorStatus {
 }
 
 /// A projector's checkpoint (the start of the log when it never ran).
-pub async fn checkpoint(pool: &PgPool, name: &str) -> Result<LogPosition, sqlx::Error> {
+pub async fn checkpoint<'e>(
+    pool: impl sqlx::PgExecutor<'e>,
+    name: &str,
+) -> Result<LogPosition, sqlx::Error> {
     let row = sqlx::query(
         "SELECT transaction_id, global_position FROM projector_checkpoints WHERE name = $1",
     )

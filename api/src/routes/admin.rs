@@ -18,8 +18,8 @@ pub fn router() -> Router<AppState> {
 /// Every projector's position, lag and state.
 async fn projections(State(state): State<AppState>, _: Admin) -> Result<Json<Value>, ApiError> {
     let mut projections = Vec::new();
-    for (name, health) in state.projectors.iter() {
-        projections.push(ProjectorStatus::read(&state.pool, name, health.as_deref()).await?);
+    for p in state.projectors.iter() {
+        projections.push(ProjectorStatus::read(&state.pool, p.name, p.health.as_deref()).await?);
     }
     Ok(Json(json!({ "projections": projections })))
 }

@@ -37,5 +37,5 @@ async fn blocks(
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
     catch_up(&state, p.min_position.as_deref()).await?;
     let mut page = read::blocks(&state.pool, actor.user, after.map(Cursor::key), limit + 1).await?;
-    cursor_page(&state, &mut page, None, limit).await
+    cursor_page(&state, &mut page, None, limit).await.map(Json)
 }

@@ -41,13 +41,14 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let stuck: Vec<&str> = state
         .projectors
         .iter()
-        .filter(|(_, health)| {
-            health
-                .as_ref()
-                .and_then(|h| h.failing_for())
-                .is_some_and(|d| d > STUCK_AFTER)
+        .filter(|p| {
+            p.essential
+                && p.health
+                    .as_ref()
+                    .and_then(|h| h.failing_for())
+                    .is_some_and(|d| d > STUCK_AFTER)
         })
-        .map(|(name, _)| *name)
+        .map(|p| p.name)
         .collect();
     let ready = database && stuck.is_empty();
     let status = if ready {
@@ -67,8 +68,9 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// Prometheus text format. Projector positions and lags are read at scrape time, so they are
 /// as fresh as the scrape.
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    for (name, health) in state.projectors.iter() {
-        match ProjectorStatus::read(&state.pool, name, health.as_deref()).await {
+    for projector in state.projectors.iter() {
+        let name = projector.name;
+        match ProjectorStatus::read(&state.pool, name, projector.health.as_deref()).await {
             Ok(status) => {
                 let labels = [("projector", status.name.clone())];
                 metrics::gauge!("relations_projector_position", &labels)

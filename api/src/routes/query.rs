@@ -42,7 +42,12 @@ pub async fn catch_up(state: &AppState, min_position: Option<&str>) -> Result<()
         .parse()
         .map_err(|e: relations_store::BadPosition| ApiError::InvalidInput(e.to_string()))?;
     let wait = Duration::from_millis(state.config.catch_up_wait_ms);
-    let names: Vec<&str> = state.projectors.iter().map(|p| p.0).collect();
+    let names: Vec<&str> = state
+        .projectors
+        .iter()
+        .filter(|p| p.essential)
+        .map(|p| p.name)
+        .collect();
     if relations_projections::wait_for(&state.pool, &names, position, wait).await? {
         Ok(())
     } else {

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod auth_and_input;
+mod cache;
 mod cli;
 mod concurrency;
 mod idempotency;

@@ -11,6 +11,7 @@ use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::query::{catch_up, items, limit, offset, Cursor};
 use crate::state::AppState;
+use relations_projections::cache::Entry;
 
 /// The `{id}` path segment.
 fn user(raw: &str) -> Result<UserId, ApiError> {
@@ -34,9 +35,20 @@ pub async fn following(
 ) -> Result<Json<Value>, ApiError> {
     let (user, offset, limit) = (user(&id)?, offset(p.offset)?, limit(p.limit)?);
     catch_up(&state, p.min_position.as_deref()).await?;
-    let page = read::following(&state.pool, user, offset, limit).await?;
-    let total = read::counts(&state.pool, user).await?.following;
-    offset_page(&state, &page, p.viewer, offset, total).await
+    let load = async {
+        let page = read::following(&state.pool, user, offset, limit).await?;
+        let total = read::counts(&state.pool, user).await?.following;
+        offset_page(&state, &page, p.viewer, offset, total).await
+    };
+    if p.is_first_plain_page() {
+        state
+            .cache
+            .get_or_load(user.get(), Entry::FirstFollowing, load)
+            .await
+            .map(Json)
+    } else {
+        load.await.map(Json)
+    }
 }
 
 /// The user's friends, newest friendship first: `{items, total, next_offset}`.
@@ -47,9 +59,20 @@ pub async fn friends(
 ) -> Result<Json<Value>, ApiError> {
     let (user, offset, limit) = (user(&id)?, offset(p.offset)?, limit(p.limit)?);
     catch_up(&state, p.min_position.as_deref()).await?;
-    let page = read::friends(&state.pool, user, offset, limit).await?;
-    let total = read::counts(&state.pool, user).await?.friends;
-    offset_page(&state, &page, p.viewer, offset, total).await
+    let load = async {
+        let page = read::friends(&state.pool, user, offset, limit).await?;
+        let total = read::counts(&state.pool, user).await?.friends;
+        offset_page(&state, &page, p.viewer, offset, total).await
+    };
+    if p.is_first_plain_page() {
+        state
+            .cache
+            .get_or_load(user.get(), Entry::FirstFriends, load)
+            .await
+            .map(Json)
+    } else {
+        load.await.map(Json)
+    }
 }
 
 async fn offset_page(
@@ -58,14 +81,24 @@ async fn offset_page(
     viewer: Option<UserId>,
     offset: i64,
     total: i64,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Value, ApiError> {
     let next = offset + page.len() as i64;
     let next_offset = (next < total && !page.is_empty()).then_some(next);
-    Ok(Json(json!({
+    Ok(json!({
         "items": items(state, page, viewer).await?,
         "total": total,
         "next_offset": next_offset,
-    })))
+    }))
+}
+
+impl OffsetParams {
+    /// The page hot lists are asked for most: cached.
+    fn is_first_plain_page(&self) -> bool {
+        self.offset.unwrap_or(0) == 0
+            && self.limit.is_none()
+            && self.viewer.is_none()
+            && self.min_position.is_none()
+    }
 }
 
 /// Cursor-paged list parameters.
@@ -86,8 +119,22 @@ pub async fn followers(
     let (user, limit) = (user(&id)?, limit(p.limit)?);
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
     catch_up(&state, p.min_position.as_deref()).await?;
-    let mut page = read::followers(&state.pool, user, after.map(Cursor::key), limit + 1).await?;
-    cursor_page(&state, &mut page, p.viewer, limit).await
+    let load = async {
+        let mut page =
+            read::followers(&state.pool, user, after.map(Cursor::key), limit + 1).await?;
+        cursor_page(&state, &mut page, p.viewer, limit).await
+    };
+    let plain =
+        p.cursor.is_none() && p.limit.is_none() && p.viewer.is_none() && p.min_position.is_none();
+    if plain {
+        state
+            .cache
+            .get_or_load(user.get(), Entry::FirstFollowers, load)
+            .await
+            .map(Json)
+    } else {
+        load.await.map(Json)
+    }
 }
 
 /// Turns `limit + 1` rows into a page and the cursor after it.
@@ -96,7 +143,7 @@ pub async fn cursor_page(
     page: &mut Vec<read::Edge>,
     viewer: Option<UserId>,
     limit: i64,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Value, ApiError> {
     let more = page.len() as i64 > limit;
     page.truncate(limit as usize);
     let next_cursor = if more {
@@ -104,10 +151,10 @@ pub async fn cursor_page(
     } else {
         None
     };
-    Ok(Json(json!({
+    Ok(json!({
         "items": items(state, page, viewer).await?,
         "next_cursor": next_cursor,
-    })))
+    }))
 }
 
 /// Counts parameters.
@@ -123,6 +170,15 @@ pub async fn counts(
     ApiQuery(p): ApiQuery<CountsParams>,
 ) -> Result<Json<read::Counts>, ApiError> {
     let user = user(&id)?;
-    catch_up(&state, p.min_position.as_deref()).await?;
-    Ok(Json(read::counts(&state.pool, user).await?))
+    if p.min_position.is_some() {
+        catch_up(&state, p.min_position.as_deref()).await?;
+        return Ok(Json(read::counts(&state.pool, user).await?));
+    }
+    let load = async { Ok::<_, ApiError>(read::counts(&state.pool, user).await?) };
+    Ok(Json(
+        state
+            .cache
+            .get_or_load(user.get(), Entry::Counts, load)
+            .await?,
+    ))
 }
