@@ -197,6 +197,6 @@ impl Projector for CacheInvalidator {
         self.cache
             .invalidate(&users)
             .await
-            .map_err(|error| ProjectionError::Cache(error))
+            .map_err(ProjectionError::Cache)
     }
 }
