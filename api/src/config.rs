@@ -91,6 +91,9 @@ pub struct Config {
     /// How long a query with `min_position` waits for the read models before 503 `NOT_CAUGHT_UP`.
     #[arg(long, env = "RELATIONS_CATCH_UP_WAIT_MS", default_value_t = 3_000)]
     pub catch_up_wait_ms: u64,
+    /// How long an essential projector may keep failing before `/readyz` answers 503.
+    #[arg(long, env = "RELATIONS_STUCK_AFTER_MS", default_value_t = 30_000)]
+    pub stuck_after_ms: u64,
     /// How long a request may take before it is answered 503.
     #[arg(long, env = "RELATIONS_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,

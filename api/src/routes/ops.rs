@@ -25,9 +25,6 @@ async fn healthz() -> impl IntoResponse {
     Json(json!({"status": "ok"}))
 }
 
-/// A projector failing this long makes the instance unready.
-const STUCK_AFTER: Duration = Duration::from_secs(30);
-
 /// The process can do its work: PostgreSQL answers and no projector it runs is stuck. Redis is
 /// reported, not required (the service degrades without it).
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
@@ -38,6 +35,7 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     .await
     .is_ok_and(|r| r.is_ok());
     let redis = state.redis.ping().await;
+    let stuck_after = Duration::from_millis(state.config.stuck_after_ms);
     let stuck: Vec<&str> = state
         .projectors
         .iter()
@@ -46,7 +44,7 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
                 && p.health
                     .as_ref()
                     .and_then(|h| h.failing_for())
-                    .is_some_and(|d| d > STUCK_AFTER)
+                    .is_some_and(|d| d > stuck_after)
         })
         .map(|p| p.name)
         .collect();

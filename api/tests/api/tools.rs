@@ -274,3 +274,102 @@ async fn rebuild_while_serving_swaps_in_an_equal_read_model() {
     let unknown = relations(&app, &["rebuild", "nope"]);
     assert!(!unknown.status.success());
 }
+
+#[tokio::test]
+async fn a_failing_projector_is_reported_retried_and_recovers_without_skipping() {
+    let mut config = test_config().await;
+    config.stuck_after_ms = 200;
+    let app = spawn_with(config).await;
+    // Break the read model under the projector: the next block cannot be applied.
+    sqlx::query("ALTER TABLE rm_blocks RENAME TO rm_blocks_away")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (_, body) = app.command("block", 1, 2).await;
+    let position = body["position"].as_str().unwrap().to_owned();
+    let mut unready = false;
+    for _ in 0..50 {
+        let (status, body) = app.get("/readyz").await;
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(
+                body["checks"]["stuck_projectors"],
+                serde_json::json!(["following"])
+            );
+            unready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(unready, "a stuck projector must make the instance unready");
+    let url = format!("{}/api/v1/admin/projections", app.base);
+    let (_, admin) = crate::helpers::read(
+        app.client
+            .get(&url)
+            .bearer_auth(app.admin_token(1))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(admin["projections"][0]["state"], "failing");
+    assert!(admin["projections"][0]["last_error"]
+        .as_str()
+        .unwrap()
+        .contains("rm_blocks"));
+    assert_eq!(admin["projections"][0]["lag_events"], 1);
+
+    sqlx::query("ALTER TABLE rm_blocks_away RENAME TO rm_blocks")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    settle(&app, &position).await;
+    let (_, status) = app.get("/api/v1/relation/status?from=1&to=2").await;
+    assert_eq!(status["state"], "blocking");
+    assert_eq!(app.get("/readyz").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn two_projector_processes_never_both_apply() {
+    let mut config = test_config().await;
+    config.run_projectors = false;
+    let app = spawn_with(config).await;
+    let start = || {
+        Command::new(BIN)
+            .args(["project", "--only", "following"])
+            .env("DATABASE_URL", &app.config.database.database_url)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut first, mut second) = (start(), start());
+    let requests = (0..120).map(|i| app.command("follow", 1 + i % 17, 100 + i));
+    join_all(requests).await;
+    let events = app.event_count().await;
+    let mut applied = 0;
+    for _ in 0..100 {
+        applied = sqlx::query_scalar::<_, i64>(
+            "SELECT events_applied FROM projector_checkpoints WHERE name = 'following'",
+        )
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap()
+        .unwrap_or(0);
+        if applied >= events {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for child in [&mut first, &mut second] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    // Each event applied exactly once across both processes.
+    assert_eq!(applied, events);
+    let verify = relations(&app, &["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
