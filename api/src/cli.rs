@@ -227,9 +227,34 @@ async fn replay(args: ReplayArgs) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut after = args.after.unwrap_or(LogPosition::START);
     let mut written = 0u64;
+    // Everything committed when replay starts is printed: when the horizon (held back by any
+    // open writer in the cluster) stops short of it, wait for it to move, up to a minute.
+    let committed: Option<i64> = sqlx::query_scalar("SELECT max(global_position) FROM events")
+        .fetch_one(&mut *conn)
+        .await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     'log: loop {
         let batch = relations_store::log::read_after(&mut conn, after, 5_000).await?;
-        let Some(last) = batch.last() else { break };
+        let Some(last) = batch.last() else {
+            let behind: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM events
+                  WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
+                    AND global_position <= $3)",
+            )
+            .bind(after.transaction_id.to_string())
+            .bind(after.global_position)
+            .bind(committed.unwrap_or(0))
+            .fetch_one(&mut *conn)
+            .await?;
+            if behind && std::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            if behind {
+                tracing::warn!("an open transaction held the log back for a minute; stopping here");
+            }
+            break;
+        };
         after = last.position;
         for event in &batch {
             if args.up_to.is_some_and(|end| event.position > end) {
