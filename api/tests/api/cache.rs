@@ -18,7 +18,7 @@ async fn settled(app: &TestApp, position: &str) {
 /// Polls `path` until `check` holds (the cache projector runs behind `following`).
 async fn eventually(app: &TestApp, path: &str, check: impl Fn(&Value) -> bool) -> Value {
     let mut last = Value::Null;
-    for _ in 0..100 {
+    for _ in 0..300 {
         let (status, body) = app.get(path).await;
         assert_eq!(status, StatusCode::OK);
         if check(&body) {

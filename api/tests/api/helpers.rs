@@ -73,7 +73,7 @@ pub async fn test_config() -> Config {
         feed_inbox_cap: 1000,
         recommended_authors: vec![],
         run_projectors: true,
-        catch_up_wait_ms: 5_000,
+        catch_up_wait_ms: 15_000,
         stuck_after_ms: 30_000,
         request_timeout_ms: 10_000,
     }

@@ -25,7 +25,25 @@ async fn settle(app: &TestApp, position: &str) {
     let (status, body) = app
         .get(&format!("/api/v1/users/1/counts?min_position={position}"))
         .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    if status != StatusCode::OK {
+        let url = format!("{}/api/v1/admin/projections", app.base);
+        let admin = app
+            .client
+            .get(&url)
+            .bearer_auth(app.admin_token(1))
+            .send()
+            .await
+            .unwrap();
+        let admin = admin.text().await.unwrap();
+        let activity: Vec<(String,)> = sqlx::query_as(
+            "SELECT concat_ws(' | ', datname, state, backend_xid::text, now() - xact_start, wait_event, left(query, 80))
+               FROM pg_stat_activity WHERE backend_xid IS NOT NULL OR backend_xmin IS NOT NULL",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        panic!("not settled at {position}: {status} {body}\nprojections: {admin}\nactivity: {activity:#?}");
+    }
 }
 
 #[tokio::test]
@@ -347,7 +365,7 @@ async fn two_projector_processes_never_both_apply() {
     join_all(requests).await;
     let events = app.event_count().await;
     let mut applied = 0;
-    for _ in 0..100 {
+    for _ in 0..300 {
         applied = sqlx::query_scalar::<_, i64>(
             "SELECT events_applied FROM projector_checkpoints WHERE name = 'following'",
         )
