@@ -74,12 +74,22 @@ pub enum Step {
     Elsewhere,
 }
 
+/// Why a locked batch did not apply.
+enum LockOutcome {
+    /// Another instance holds the checkpoint.
+    Elsewhere,
+    /// Something failed.
+    Failed(ProjectionError),
+}
+
 /// A runner's health, shared with the admin endpoint and `/readyz`.
 #[derive(Debug, Default)]
 pub struct Health {
     failures: AtomicU64,
     last_error: Mutex<Option<String>>,
     failing_since: Mutex<Option<Instant>>,
+    /// When the last step (of any outcome) ended, and what it was.
+    last_step: Mutex<Option<(Instant, String)>>,
 }
 
 impl Health {
@@ -99,6 +109,19 @@ impl Health {
             .lock()
             .expect("not poisoned")
             .map(|t| t.elapsed())
+    }
+
+    /// How long ago the last step ended, and its outcome.
+    pub fn last_step(&self) -> Option<(Duration, String)> {
+        self.last_step
+            .lock()
+            .expect("not poisoned")
+            .as_ref()
+            .map(|(t, what)| (t.elapsed(), what.clone()))
+    }
+
+    fn stepped(&self, what: String) {
+        *self.last_step.lock().expect("not poisoned") = Some((Instant::now(), what));
     }
 
     fn succeeded(&self) {
@@ -163,41 +186,71 @@ impl Runner {
             .bind(name)
             .execute(&self.pool)
             .await?;
-        let mut tx = self.pool.begin().await?;
-        let Some(row) = sqlx::query(
-            "SELECT transaction_id, global_position FROM projector_checkpoints
-              WHERE name = $1 FOR UPDATE SKIP LOCKED",
-        )
-        .bind(name)
-        .fetch_optional(&mut *tx)
-        .await?
-        else {
-            return Ok(Step::Elsewhere);
-        };
-        let after = LogPosition {
-            transaction_id: row.try_get("transaction_id")?,
-            global_position: row.try_get("global_position")?,
-        };
-        let until = match self.projector.upstream() {
-            Some(upstream) => Some(checkpoint(&mut *tx, upstream).await?),
-            None => None,
-        };
-        let Some(applied) = apply_batch(
-            &mut tx,
-            self.projector.as_ref(),
-            after,
-            until,
-            self.batch_size,
-        )
-        .await?
-        else {
+        // Look before locking: an idle runner takes no transaction id, so it never holds back
+        // the horizon other readers wait on.
+        let before = checkpoint(&self.pool, name).await?;
+        if !log::has_after(&self.pool, before).await? {
             return Ok(Step::CaughtUp);
+        }
+        let mut tx = self.pool.begin().await?;
+        let result = self.locked_batch(&mut tx).await;
+        // Every path ends the transaction explicitly: one left to a lazy rollback would sit
+        // idle holding a transaction id, and stall every log reader in the cluster.
+        let applied = match result {
+            Ok(Some(applied)) => applied,
+            Ok(None) => {
+                tx.rollback().await?;
+                return Ok(Step::CaughtUp);
+            }
+            Err(LockOutcome::Elsewhere) => {
+                tx.rollback().await?;
+                return Ok(Step::Elsewhere);
+            }
+            Err(LockOutcome::Failed(error)) => {
+                let _ = tx.rollback().await;
+                return Err(error);
+            }
         };
         tx.commit().await?;
         tracing::Span::current().record("events", applied);
         metrics::counter!("relations_projector_events_total", "projector" => name)
             .increment(applied as u64);
         Ok(Step::Applied(applied))
+    }
+
+    /// Inside the step's transaction: lock the checkpoint (or find it taken), apply a batch.
+    async fn locked_batch(&self, tx: &mut PgConnection) -> Result<Option<usize>, LockOutcome> {
+        let name = self.projector.name();
+        let row = sqlx::query(
+            "SELECT transaction_id, global_position FROM projector_checkpoints
+              WHERE name = $1 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| LockOutcome::Failed(e.into()))?;
+        let Some(row) = row else {
+            return Err(LockOutcome::Elsewhere);
+        };
+        let after = LogPosition {
+            transaction_id: row
+                .try_get("transaction_id")
+                .map_err(|e| LockOutcome::Failed(e.into()))?,
+            global_position: row
+                .try_get("global_position")
+                .map_err(|e| LockOutcome::Failed(e.into()))?,
+        };
+        let until = match self.projector.upstream() {
+            Some(upstream) => Some(
+                checkpoint(&mut *tx, upstream)
+                    .await
+                    .map_err(|e| LockOutcome::Failed(e.into()))?,
+            ),
+            None => None,
+        };
+        apply_batch(tx, self.projector.as_ref(), after, until, self.batch_size)
+            .await
+            .map_err(LockOutcome::Failed)
     }
 
     /// Steps until `shutdown`: straight on while there is work, otherwise waiting for a
@@ -207,7 +260,9 @@ impl Runner {
         tracing::info!(projector = name, "projector started");
         let mut backoff = Duration::from_millis(100);
         while !shutdown.is_cancelled() {
-            let pause = match self.step().await {
+            let step = self.step().await;
+            self.health.stepped(format!("{step:?}"));
+            let pause = match step {
                 Ok(Step::Applied(_)) => {
                     self.health.succeeded();
                     backoff = Duration::from_millis(100);
@@ -294,6 +349,9 @@ pub struct ProjectorStatus {
     /// The last error, while failing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Seconds since this process's runner last finished a step, and what it found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_step: Option<(f64, String)>,
 }
 
 impl ProjectorStatus {
@@ -330,6 +388,9 @@ impl ProjectorStatus {
                 "caught_up"
             },
             last_error: health.and_then(|h| h.last_error()),
+            last_step: health
+                .and_then(|h| h.last_step())
+                .map(|(ago, what)| (ago.as_secs_f64(), what)),
         })
     }
 }

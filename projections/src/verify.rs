@@ -149,6 +149,7 @@ pub async fn verify(pool: &PgPool) -> Result<Vec<String>, ProjectionError> {
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
             .collect::<Result<_, sqlx::Error>>()?;
 
+    tx.rollback().await?;
     let mut out = Vec::new();
     diff(
         "rm_follows (follower, followee)",

@@ -136,6 +136,22 @@ pub async fn head<'e>(executor: impl PgExecutor<'e>) -> Result<LogPosition, sqlx
     }
 }
 
+/// Whether any event lies between `after` and the horizon.
+pub async fn has_after<'e>(
+    executor: impl PgExecutor<'e>,
+    after: LogPosition,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM events
+          WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
+            AND transaction_id < pg_snapshot_xmin(pg_current_snapshot()))",
+    )
+    .bind(after.transaction_id.to_string())
+    .bind(after.global_position)
+    .fetch_one(executor)
+    .await
+}
+
 /// How many events lie between `after` and the horizon.
 pub async fn count_after<'e>(
     executor: impl PgExecutor<'e>,

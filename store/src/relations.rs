@@ -73,54 +73,93 @@ impl RelationStore {
             tracing::Span::current().record("attempts", attempt);
             let loaded = load::<RelationPair>(&repo, &stream).await?;
             let mut tx = self.pool.begin().await?;
-            if let Some(idem) = idempotency {
-                if let Some(answer) = idempotency::claim(&mut tx, command.actor(), idem).await? {
+            let result = self
+                .attempt(&mut tx, command, &stream, loaded, metadata, idempotency)
+                .await;
+            // Every path ends the transaction explicitly: one left to a lazy rollback would sit
+            // idle holding a transaction id (guard rows are locked), stalling every log reader.
+            match result {
+                Ok(Attempt::Decided(outcome)) => {
+                    tx.commit().await?;
+                    return Ok(Executed::Fresh(outcome));
+                }
+                Ok(Attempt::Replayed(answer)) => {
+                    tx.rollback().await?;
                     return Ok(Executed::Replayed(answer));
                 }
-            }
-            let budget = lock_guards(&mut tx, command, self.follow_limit).await?;
-            let mut pair = loaded.aggregate;
-            let sink = EventSink::default();
-            pair.handle(command, &budget, &sink).await?;
-            let events = sink.collect().await;
-            let position = if events.is_empty() {
-                None
-            } else {
-                match append::<RelationPair>(&mut tx, &stream, loaded.version, &events, metadata)
-                    .await?
-                {
-                    Ok(position) => Some(position),
-                    Err(_conflict) => {
-                        drop(tx);
-                        metrics::counter!("relations_command_conflicts_total").increment(1);
-                        backoff(attempt).await;
-                        continue;
-                    }
+                Ok(Attempt::Conflict) => {
+                    tx.rollback().await?;
+                    metrics::counter!("relations_command_conflicts_total").increment(1);
+                    backoff(attempt).await;
                 }
-            };
-            for (user, delta) in following_deltas(&events) {
-                sqlx::query(
-                    "UPDATE follow_guard SET following = following + $2 WHERE user_id = $1",
-                )
-                .bind(user.get())
-                .bind(delta)
-                .execute(&mut *tx)
-                .await?;
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    return Err(error);
+                }
             }
-            let outcome = RelationOutcome {
-                changed: position.is_some(),
-                relation: pair.relation(command.actor(), command.target()),
-                position,
-            };
-            if let Some(idem) = idempotency {
-                idempotency::record(&mut tx, command.actor(), idem, 200, &outcome).await?;
-            }
-            tx.commit().await?;
-            return Ok(Executed::Fresh(outcome));
         }
         Err(StoreError::Contended {
             attempts: MAX_ATTEMPTS,
         })
+    }
+}
+
+/// How one attempt at a command ended, before its transaction is finished.
+enum Attempt {
+    /// Decided (changed or not): commit.
+    Decided(RelationOutcome),
+    /// A retry under a stored key: roll back, answer as before.
+    Replayed(StoredAnswer),
+    /// Lost the race for the stream's next version: roll back and decide again.
+    Conflict,
+}
+
+impl RelationStore {
+    /// One attempt inside `tx`: claim the idempotency key, lock the guard rows, decide, append,
+    /// update the guards, record the answer.
+    async fn attempt(
+        &self,
+        tx: &mut PgConnection,
+        command: RelationCommand,
+        stream: &str,
+        loaded: crate::append::Loaded<RelationPair>,
+        metadata: &EventMetadata,
+        idempotency: Option<&Idempotency>,
+    ) -> Result<Attempt, StoreError> {
+        if let Some(idem) = idempotency {
+            if let Some(answer) = idempotency::claim(tx, command.actor(), idem).await? {
+                return Ok(Attempt::Replayed(answer));
+            }
+        }
+        let budget = lock_guards(tx, command, self.follow_limit).await?;
+        let mut pair = loaded.aggregate;
+        let sink = EventSink::default();
+        pair.handle(command, &budget, &sink).await?;
+        let events = sink.collect().await;
+        let position = if events.is_empty() {
+            None
+        } else {
+            match append::<RelationPair>(tx, stream, loaded.version, &events, metadata).await? {
+                Ok(position) => Some(position),
+                Err(_conflict) => return Ok(Attempt::Conflict),
+            }
+        };
+        for (user, delta) in following_deltas(&events) {
+            sqlx::query("UPDATE follow_guard SET following = following + $2 WHERE user_id = $1")
+                .bind(user.get())
+                .bind(delta)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let outcome = RelationOutcome {
+            changed: position.is_some(),
+            relation: pair.relation(command.actor(), command.target()),
+            position,
+        };
+        if let Some(idem) = idempotency {
+            idempotency::record(tx, command.actor(), idem, 200, &outcome).await?;
+        }
+        Ok(Attempt::Decided(outcome))
     }
 }
 

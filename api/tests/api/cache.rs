@@ -15,6 +15,28 @@ async fn settled(app: &TestApp, position: &str) {
     assert_eq!(status, StatusCode::OK);
 }
 
+/// Waits until projector `cache` has passed `position`: until then a reader's write-back may
+/// be refused (an invalidation is still to come), so nothing is known to be cached.
+async fn cache_projector_at(app: &TestApp, position: &str) {
+    let (tx, pos) = position.split_once('.').unwrap();
+    let (tx, pos): (i64, i64) = (tx.parse().unwrap(), pos.parse().unwrap());
+    for _ in 0..300 {
+        let done: Option<bool> = sqlx::query_scalar(
+            "SELECT (transaction_id, global_position) >= ($1, $2) FROM projector_checkpoints WHERE name = 'cache'",
+        )
+        .bind(tx)
+        .bind(pos)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if done == Some(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("projector cache never reached {position}");
+}
+
 /// Polls `path` until `check` holds (the cache projector runs behind `following`).
 async fn eventually(app: &TestApp, path: &str, check: impl Fn(&Value) -> bool) -> Value {
     let mut last = Value::Null;
@@ -35,6 +57,7 @@ async fn counts_are_served_from_the_cache_until_an_event_invalidates_them() {
     let app = spawn_app().await;
     let (_, body) = app.command("follow", 1, 2).await;
     settled(&app, body["position"].as_str().unwrap()).await;
+    cache_projector_at(&app, body["position"].as_str().unwrap()).await;
     let cached = eventually(&app, "/api/v1/users/2/counts", |b| {
         b["followers"] == json!(1)
     })
