@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it: services up, formatting, lints, every test against the real
-# PostgreSQL and Redis. Each test makes its own database (relations_test_*), dropped afterwards.
+# PostgreSQL and Redis. Each test makes its own schema in the database relations_test, dropped afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,10 +9,9 @@ scripts/services.sh
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}"
 export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379}"
 
+# The tests share one database, relations_test, with a schema per test.
 drop_test_databases() {
-  psql "$TEST_DATABASE_URL" -Atqc \
-    "select datname from pg_database where datname like 'relations_test_%'" 2>/dev/null |
-    while read -r db; do psql "$TEST_DATABASE_URL" -qc "drop database if exists \"$db\" with (force)" >/dev/null 2>&1 || true; done
+  psql "$TEST_DATABASE_URL" -qc "drop database if exists relations_test with (force)" >/dev/null 2>&1 || true
 }
 drop_test_databases
 trap drop_test_databases EXIT

@@ -1,7 +1,7 @@
 //! `relations rebuild NAME`: fold the whole log into shadow tables while the live read model
 //! keeps serving, then swap them in atomically.
 //!
-//! The shadow tables live in a schema of their own (`rebuild_<name>`), created `LIKE` the live
+//! The shadow tables live in a schema of their own (`rebuild_<name>_<live schema>`), created `LIKE` the live
 //! ones with every index, beside a shadow checkpoint. The rebuild connection puts that schema
 //! first on its `search_path`, so the projector's own code, with unqualified table names, writes
 //! the shadows. Once caught up, one transaction locks the live checkpoint (the live runner waits),
@@ -52,8 +52,13 @@ pub async fn rebuild(
     progress: impl Fn(u64, u64),
 ) -> Result<RebuildReport, ProjectionError> {
     let name = projector.name();
-    let schema = format!("rebuild_{name}");
     let mut conn = pool.acquire().await?.detach();
+    // The live read model's schema: the first on the service's search_path (`public` unless
+    // a deployment chose another).
+    let live: String = sqlx::query_scalar("SELECT current_schema()")
+        .fetch_one(&mut conn)
+        .await?;
+    let schema = format!("rebuild_{name}_{live}");
     sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
         .execute(&mut conn)
         .await?;
@@ -62,12 +67,12 @@ pub async fn rebuild(
         .await?;
     for table in projector.tables().iter().chain(&["projector_checkpoints"]) {
         sqlx::query(&format!(
-            "CREATE TABLE {schema}.{table} (LIKE public.{table} INCLUDING ALL)"
+            "CREATE TABLE {schema}.{table} (LIKE {live}.{table} INCLUDING ALL)"
         ))
         .execute(&mut conn)
         .await?;
     }
-    sqlx::query(&format!("SET search_path = {schema}, public"))
+    sqlx::query(&format!("SET search_path = {schema}, {live}"))
         .execute(&mut conn)
         .await?;
     sqlx::query("INSERT INTO projector_checkpoints (name) VALUES ($1)")
@@ -96,16 +101,18 @@ pub async fn rebuild(
 
     // The swap: hold the live checkpoint so the live runner waits, finish, move the shadows in.
     let mut tx = conn.begin().await?;
-    sqlx::query(
-        "INSERT INTO public.projector_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING",
-    )
+    sqlx::query(&format!(
+        "INSERT INTO {live}.projector_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING"
+    ))
     .bind(name)
     .execute(&mut *tx)
     .await?;
-    sqlx::query("SELECT 1 FROM public.projector_checkpoints WHERE name = $1 FOR UPDATE")
-        .bind(name)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(&format!(
+        "SELECT 1 FROM {live}.projector_checkpoints WHERE name = $1 FOR UPDATE"
+    ))
+    .bind(name)
+    .execute(&mut *tx)
+    .await?;
     loop {
         let after = shadow_checkpoint(&mut tx, name).await?;
         match apply_batch(&mut tx, projector.as_ref(), after, None, BATCH).await? {
@@ -115,15 +122,15 @@ pub async fn rebuild(
     }
     let position = shadow_checkpoint(&mut tx, name).await?;
     for table in projector.tables() {
-        sqlx::query(&format!("DROP TABLE public.{table}"))
+        sqlx::query(&format!("DROP TABLE {live}.{table}"))
             .execute(&mut *tx)
             .await?;
-        sqlx::query(&format!("ALTER TABLE {schema}.{table} SET SCHEMA public"))
+        sqlx::query(&format!("ALTER TABLE {schema}.{table} SET SCHEMA {live}"))
             .execute(&mut *tx)
             .await?;
     }
     sqlx::query(&format!(
-        "UPDATE public.projector_checkpoints AS live
+        "UPDATE {live}.projector_checkpoints AS live
             SET transaction_id = s.transaction_id, global_position = s.global_position,
                 events_applied = s.events_applied, updated_at = now()
            FROM {schema}.projector_checkpoints AS s

@@ -22,7 +22,20 @@ pub struct TestApp {
     pub jwt: JwtKeys,
     pub config: Config,
     shutdown: CancellationToken,
-    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    server: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
+}
+
+/// Stops the server gracefully when a test ends, however it ends: the server runs on a runtime
+/// of its own, so its projectors finish their step and its pool closes its connections. (On the
+/// test's own runtime it would be cut off mid-transaction at the test's end, leaving sessions
+/// idle in transaction that hold the cluster-wide log horizon back for other tests.)
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
 }
 
 fn admin_url() -> String {
@@ -34,21 +47,43 @@ fn redis_url() -> String {
     std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
 }
 
-/// A fresh, empty database; returns its URL.
+/// The one database the tests share; each test works in a schema of its own.
+const TEST_DATABASE: &str = "relations_test";
+
+/// A fresh, empty schema in the shared test database; returns a URL whose `search_path` is it.
+///
+/// A schema, not a database: CREATE DATABASE holds a transaction id for as long as it copies
+/// its template, and concurrent ones queue on the template's lock, so a suite that made a
+/// database per test would hold the cluster-wide log horizon back for seconds at a time.
 pub async fn fresh_database() -> String {
     let admin = admin_url();
-    let name = format!("relations_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = PgConnection::connect(&admin)
-        .await
-        .expect("PostgreSQL is reachable");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await
-        .expect("create test database");
     let (base, _) = admin
         .rsplit_once('/')
         .expect("a database URL ends in /dbname");
-    format!("{base}/{name}")
+    let mut conn = PgConnection::connect(&admin)
+        .await
+        .expect("PostgreSQL is reachable");
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(TEST_DATABASE)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    if !exists {
+        // Several tests may race here; losing the race is fine.
+        let _ = sqlx::query(&format!("CREATE DATABASE {TEST_DATABASE}"))
+            .execute(&mut conn)
+            .await;
+    }
+    let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
+    let mut db = PgConnection::connect(&format!("{base}/{TEST_DATABASE}"))
+        .await
+        .expect("test database reachable");
+    sqlx::query(&format!("CREATE SCHEMA {schema}"))
+        .execute(&mut db)
+        .await
+        .expect("create test schema");
+    format!("{base}/{TEST_DATABASE}?options=-c%20search_path%3D{schema}")
 }
 
 /// A configuration for a test: fresh database, own Redis prefix, port 0, generous limits.
@@ -84,15 +119,28 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_with(config: Config) -> TestApp {
-    let app = Application::build(config.clone())
-        .await
-        .expect("app builds");
-    let base = format!("http://127.0.0.1:{}", app.port());
-    let pool = app.state().pool.clone();
     let shutdown = CancellationToken::new();
-    let server = tokio::spawn(app.run(shutdown.clone()));
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let server = {
+        let (config, shutdown) = (config.clone(), shutdown.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let app = Application::build(config).await?;
+                let _ = ready_tx.send(app.port());
+                app.run(shutdown).await
+            })
+        })
+    };
+    let port = ready_rx.await.expect("the app builds");
+    let pool = PgPool::connect(&config.database.database_url)
+        .await
+        .unwrap();
     TestApp {
-        base,
+        base: format!("http://127.0.0.1:{port}"),
         client: reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
@@ -101,7 +149,7 @@ pub async fn spawn_with(config: Config) -> TestApp {
         jwt: JwtKeys::new(SECRET),
         config,
         shutdown,
-        server,
+        server: Some(server),
     }
 }
 
@@ -111,10 +159,13 @@ pub fn user(id: i64) -> UserId {
 
 impl TestApp {
     /// Stops the server and waits for it to drain.
-    pub async fn stop(self) -> Config {
+    pub async fn stop(mut self) -> Config {
         self.shutdown.cancel();
-        self.server.await.unwrap().unwrap();
-        self.config
+        let server = self.server.take().unwrap();
+        tokio::task::spawn_blocking(move || server.join().unwrap().unwrap())
+            .await
+            .unwrap();
+        self.config.clone()
     }
 
     pub fn token(&self, id: i64) -> String {

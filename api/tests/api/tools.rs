@@ -22,28 +22,32 @@ fn relations(app: &TestApp, args: &[&str]) -> std::process::Output {
 
 /// Waits until the `following` projector has applied everything.
 async fn settle(app: &TestApp, position: &str) {
-    let (status, body) = app
-        .get(&format!("/api/v1/users/1/counts?min_position={position}"))
-        .await;
-    if status != StatusCode::OK {
-        let url = format!("{}/api/v1/admin/projections", app.base);
-        let admin = app
-            .client
-            .get(&url)
-            .bearer_auth(app.admin_token(1))
-            .send()
-            .await
-            .unwrap();
-        let admin = admin.text().await.unwrap();
-        let activity: Vec<(String,)> = sqlx::query_as(
-            "SELECT concat_ws(' | ', datname, state, backend_xid::text, now() - xact_start, wait_event, left(query, 80))
-               FROM pg_stat_activity WHERE backend_xid IS NOT NULL OR backend_xmin IS NOT NULL",
+    let mut seen = Vec::new();
+    let (tx, pos) = position.split_once('.').unwrap();
+    let (tx, pos): (i64, i64) = (tx.parse().unwrap(), pos.parse().unwrap());
+    for _ in 0..80 {
+        let done: Option<bool> = sqlx::query_scalar(
+            "SELECT (transaction_id, global_position) >= ($1, $2) FROM projector_checkpoints WHERE name = 'following'",
+        )
+        .bind(tx)
+        .bind(pos)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if done == Some(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let holders: Vec<(String,)> = sqlx::query_as(
+            "SELECT concat_ws(' | ', datname, state, backend_xid::text, now() - xact_start, pid, left(query, 120))
+               FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND now() - xact_start > interval '500 ms'",
         )
         .fetch_all(&app.pool)
         .await
         .unwrap();
-        panic!("not settled at {position}: {status} {body}\nprojections: {admin}\nactivity: {activity:#?}");
+        seen.extend(holders);
     }
+    panic!("not settled at {position}; long transactions seen: {seen:#?}");
 }
 
 #[tokio::test]
@@ -282,11 +286,12 @@ async fn rebuild_while_serving_swaps_in_an_equal_read_model() {
         "{}",
         String::from_utf8_lossy(&verify.stdout)
     );
-    let tables: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'rebuild_%'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let tables: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'rebuild_%' || current_schema()",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
     assert_eq!(tables, 0, "the shadow schema is gone");
 
     let unknown = relations(&app, &["rebuild", "nope"]);
