@@ -18,23 +18,7 @@ async fn settled(app: &TestApp, position: &str) {
 /// Waits until projector `cache` has passed `position`: until then a reader's write-back may
 /// be refused (an invalidation is still to come), so nothing is known to be cached.
 async fn cache_projector_at(app: &TestApp, position: &str) {
-    let (tx, pos) = position.split_once('.').unwrap();
-    let (tx, pos): (i64, i64) = (tx.parse().unwrap(), pos.parse().unwrap());
-    for _ in 0..300 {
-        let done: Option<bool> = sqlx::query_scalar(
-            "SELECT (transaction_id, global_position) >= ($1, $2) FROM projector_checkpoints WHERE name = 'cache'",
-        )
-        .bind(tx)
-        .bind(pos)
-        .fetch_optional(&app.pool)
-        .await
-        .unwrap();
-        if done == Some(true) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("projector cache never reached {position}");
+    crate::helpers::projector_reached(app, "cache", position).await;
 }
 
 /// Polls `path` until `check` holds (the cache projector runs behind `following`).

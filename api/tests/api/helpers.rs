@@ -247,3 +247,36 @@ pub async fn read(response: reqwest::Response) -> (StatusCode, Value) {
 pub fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("<no code>")
 }
+
+/// Waits (up to 20 s) until projector `name` has applied `position`. On a timeout it names the
+/// transactions that held the log horizon back meanwhile.
+pub async fn projector_reached(app: &TestApp, name: &str, position: &str) {
+    let (tx, pos) = position.split_once('.').unwrap();
+    let (tx, pos): (i64, i64) = (tx.parse().unwrap(), pos.parse().unwrap());
+    let mut holders = Vec::new();
+    for _ in 0..80 {
+        let done: Option<bool> = sqlx::query_scalar(
+            "SELECT (transaction_id, global_position) >= ($2, $3)
+               FROM projector_checkpoints WHERE name = $1",
+        )
+        .bind(name)
+        .bind(tx)
+        .bind(pos)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if done == Some(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let seen: Vec<(String,)> = sqlx::query_as(
+            "SELECT concat_ws(' | ', datname, state, backend_xid::text, now() - xact_start, left(query, 120))
+               FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND now() - xact_start > interval '500 ms'",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        holders.extend(seen);
+    }
+    panic!("projector {name} never reached {position}; long transactions seen: {holders:#?}");
+}

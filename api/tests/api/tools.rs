@@ -22,32 +22,7 @@ fn relations(app: &TestApp, args: &[&str]) -> std::process::Output {
 
 /// Waits until the `following` projector has applied everything.
 async fn settle(app: &TestApp, position: &str) {
-    let mut seen = Vec::new();
-    let (tx, pos) = position.split_once('.').unwrap();
-    let (tx, pos): (i64, i64) = (tx.parse().unwrap(), pos.parse().unwrap());
-    for _ in 0..80 {
-        let done: Option<bool> = sqlx::query_scalar(
-            "SELECT (transaction_id, global_position) >= ($1, $2) FROM projector_checkpoints WHERE name = 'following'",
-        )
-        .bind(tx)
-        .bind(pos)
-        .fetch_optional(&app.pool)
-        .await
-        .unwrap();
-        if done == Some(true) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let holders: Vec<(String,)> = sqlx::query_as(
-            "SELECT concat_ws(' | ', datname, state, backend_xid::text, now() - xact_start, pid, left(query, 120))
-               FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND now() - xact_start > interval '500 ms'",
-        )
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
-        seen.extend(holders);
-    }
-    panic!("not settled at {position}; long transactions seen: {seen:#?}");
+    crate::helpers::projector_reached(app, "following", position).await;
 }
 
 #[tokio::test]
