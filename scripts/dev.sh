@@ -27,19 +27,26 @@ trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT INT TERM
 base="http://$RELATIONS_HTTP_ADDR"
 for _ in $(seq 1 50); do curl -fs "$base/readyz" >/dev/null && break; sleep 0.2; done
 
-alice=$("$bin" token --user 1001)
-bob=$("$bin" token --user 1002)
+# Fresh ids each run, so the demo tells the same story every time.
+a_id=$(( (RANDOM << 15 | RANDOM) + 1000 )); b_id=$((a_id + 1))
+alice=$("$bin" token --user "$a_id")
+bob=$("$bin" token --user "$b_id")
 cmd() { # cmd NAME TOKEN VERB TARGET
   printf '\n$ %s %s %s\n' "$1" "$3" "$4"
   curl -s -X POST "$base/api/v1/relation/$3" -H "authorization: Bearer $2" \
     -H 'content-type: application/json' -d "{\"target\": $4}"
   echo
 }
-echo "== demo: alice (1001) and bob (1002)"
-cmd alice "$alice" follow 1002
-cmd bob "$bob" follow 1001     # friends now
-cmd alice "$alice" block 1002  # removes both follows in the same transaction
-cmd bob "$bob" follow 1001     # 403 BLOCKED
+echo "== demo: alice ($a_id) and bob ($b_id)"
+cmd alice "$alice" follow "$b_id"
+cmd bob "$bob" follow "$a_id"       # friends now
+out=$(cmd alice "$alice" block "$b_id"); echo "$out"  # ends both follows in one transaction
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+cmd bob "$bob" follow "$a_id"       # 403 BLOCKED
+printf '\n$ GET status (read-your-writes at %s)\n' "$position"
+curl -s "$base/api/v1/relation/status?from=$b_id&to=$a_id&min_position=$position"; echo
+printf '\n$ GET counts of alice\n'
+curl -s "$base/api/v1/users/$a_id/counts?min_position=$position"; echo
 echo
 echo "== serving on $base (Ctrl-C stops). A token: $bin token --user N"
 wait $server
