@@ -86,19 +86,16 @@ pub async fn followers(
     after: Option<(DateTime<Utc>, i64)>,
     limit: i64,
 ) -> Result<Vec<Edge>, sqlx::Error> {
-    let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
-    let rows = sqlx::query(
+    search_after(
+        pool,
         "SELECT follower AS id, since FROM rm_follows
           WHERE followee = $1 AND (since, follower) < ($2, $3)
           ORDER BY since DESC, follower DESC LIMIT $4",
+        user,
+        after,
+        limit,
     )
-    .bind(user.get())
-    .bind(since)
-    .bind(id)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    edges(rows)
+    .await
 }
 
 /// `user`'s friends (both follow each other), newest friendship first, by offset.
@@ -130,18 +127,35 @@ pub async fn blocks(
     after: Option<(DateTime<Utc>, i64)>,
     limit: i64,
 ) -> Result<Vec<Edge>, sqlx::Error> {
-    let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
-    let rows = sqlx::query(
+    search_after(
+        pool,
         "SELECT blocked AS id, since FROM rm_blocks
           WHERE blocker = $1 AND (since, blocked) < ($2, $3)
           ORDER BY since DESC, blocked DESC LIMIT $4",
+        user,
+        after,
+        limit,
     )
-    .bind(user.get())
-    .bind(since)
-    .bind(id)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
+    .await
+}
+
+/// Runs a search-after page query: `$1` the user, `($2, $3)` the key to start after (the far
+/// future when none), `$4` the limit.
+async fn search_after(
+    pool: &PgPool,
+    sql: &'static str,
+    user: UserId,
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+) -> Result<Vec<Edge>, sqlx::Error> {
+    let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
+    let rows = sqlx::query(sql)
+        .bind(user.get())
+        .bind(since)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
     edges(rows)
 }
 

@@ -148,6 +148,8 @@ pub struct Runner {
     health: Arc<Health>,
     batch_size: i64,
     poll_interval: Duration,
+    /// Whether this projector's checkpoint row is known to exist.
+    registered: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Runner {
@@ -159,6 +161,7 @@ impl Runner {
             health: Arc::default(),
             batch_size: 500,
             poll_interval: Duration::from_millis(500),
+            registered: Arc::default(),
         }
     }
 
@@ -182,10 +185,16 @@ impl Runner {
     #[tracing::instrument(name = "projector.step", skip_all, fields(projector = self.projector.name(), events))]
     pub async fn step(&self) -> Result<Step, ProjectionError> {
         let name = self.projector.name();
-        sqlx::query("INSERT INTO projector_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING")
+        // Once per runner, not per poll: an idle step must write nothing.
+        if !self.registered.load(Ordering::Relaxed) {
+            sqlx::query(
+                "INSERT INTO projector_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING",
+            )
             .bind(name)
             .execute(&self.pool)
             .await?;
+            self.registered.store(true, Ordering::Relaxed);
+        }
         // Look before locking: an idle runner takes no transaction id, so it never holds back
         // the horizon other readers wait on.
         let before = checkpoint(&self.pool, name).await?;

@@ -33,22 +33,7 @@ pub async fn following(
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<OffsetParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let (user, offset, limit) = (user(&id)?, offset(p.offset)?, limit(p.limit)?);
-    catch_up(&state, p.min_position.as_deref()).await?;
-    let load = async {
-        let page = read::following(&state.pool, user, offset, limit).await?;
-        let total = read::counts(&state.pool, user).await?.following;
-        offset_page(&state, &page, p.viewer, offset, total).await
-    };
-    if p.is_first_plain_page() {
-        state
-            .cache
-            .get_or_load(user.get(), Entry::FirstFollowing, load)
-            .await
-            .map(Json)
-    } else {
-        load.await.map(Json)
-    }
+    offset_list(&state, &id, p, OffsetList::Following).await
 }
 
 /// The user's friends, newest friendship first: `{items, total, next_offset}`.
@@ -57,17 +42,55 @@ pub async fn friends(
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<OffsetParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let (user, offset, limit) = (user(&id)?, offset(p.offset)?, limit(p.limit)?);
-    catch_up(&state, p.min_position.as_deref()).await?;
+    offset_list(&state, &id, p, OffsetList::Friends).await
+}
+
+/// The two offset-paged lists.
+#[derive(Clone, Copy)]
+enum OffsetList {
+    Following,
+    Friends,
+}
+
+async fn offset_list(
+    state: &AppState,
+    id: &str,
+    p: OffsetParams,
+    list: OffsetList,
+) -> Result<Json<Value>, ApiError> {
+    let (user, offset, limit) = (user(id)?, offset(p.offset)?, limit(p.limit)?);
+    catch_up(state, p.min_position.as_deref()).await?;
     let load = async {
-        let page = read::friends(&state.pool, user, offset, limit).await?;
-        let total = read::counts(&state.pool, user).await?.friends;
-        offset_page(&state, &page, p.viewer, offset, total).await
+        let page = match list {
+            OffsetList::Following => read::following(&state.pool, user, offset, limit).await?,
+            OffsetList::Friends => read::friends(&state.pool, user, offset, limit).await?,
+        };
+        let counts = read::counts(&state.pool, user).await?;
+        let total = match list {
+            OffsetList::Following => counts.following,
+            OffsetList::Friends => counts.friends,
+        };
+        offset_page(state, &page, p.viewer, offset, total).await
     };
-    if p.is_first_plain_page() {
+    let entry = match list {
+        OffsetList::Following => Entry::FirstFollowing,
+        OffsetList::Friends => Entry::FirstFriends,
+    };
+    cached_if(state, p.is_first_plain_page(), user, entry, load).await
+}
+
+/// Serves `load` through the cache when `plain` (the page shape the cache holds).
+async fn cached_if(
+    state: &AppState,
+    plain: bool,
+    user: UserId,
+    entry: Entry,
+    load: impl std::future::Future<Output = Result<Value, ApiError>>,
+) -> Result<Json<Value>, ApiError> {
+    if plain {
         state
             .cache
-            .get_or_load(user.get(), Entry::FirstFriends, load)
+            .get_or_load(user.get(), entry, load)
             .await
             .map(Json)
     } else {
@@ -126,15 +149,7 @@ pub async fn followers(
     };
     let plain =
         p.cursor.is_none() && p.limit.is_none() && p.viewer.is_none() && p.min_position.is_none();
-    if plain {
-        state
-            .cache
-            .get_or_load(user.get(), Entry::FirstFollowers, load)
-            .await
-            .map(Json)
-    } else {
-        load.await.map(Json)
-    }
+    cached_if(&state, plain, user, Entry::FirstFollowers, load).await
 }
 
 /// Turns `limit + 1` rows into a page and the cursor after it.
