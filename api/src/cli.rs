@@ -10,7 +10,7 @@ use relations_store::db::{self, PoolSettings};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::JwtKeys;
-use crate::config::{Config, DatabaseConfig, JwtConfig};
+use crate::config::{Config, DatabaseConfig, FeedConfig, JwtConfig};
 use crate::startup::{cancel_on_signal, spawn_projectors, Application};
 use relations_store::LogPosition;
 
@@ -40,13 +40,17 @@ enum Command {
         #[arg(long, env = "RELATIONS_REDIS_PREFIX", default_value = "relations:")]
         redis_prefix: String,
         #[command(flatten)]
+        feed: FeedConfig,
+        #[command(flatten)]
         database: DatabaseConfig,
     },
     /// Rebuild a projector's read model from the start of the log into shadow tables, while the
     /// live one keeps serving, then swap atomically.
     Rebuild {
-        /// The projector (`following`, ...).
+        /// The projector (`following`, `feed`).
         name: String,
+        #[command(flatten)]
+        feed: FeedConfig,
         #[command(flatten)]
         database: DatabaseConfig,
     },
@@ -127,16 +131,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             only,
             redis_url,
             redis_prefix,
+            feed,
             database,
         } => {
             let pool = connect(&database).await?;
-            let cache = match redis_url {
-                Some(url) => Some(relations_projections::cache::Cache::new(
+            let caches = match redis_url {
+                Some(url) => Some(relations_projections::Caches::new(
                     crate::redis_conn::Redis::new(&url, &redis_prefix)?,
+                    feed.projector(),
                 )),
                 None => None,
             };
-            let projectors: Vec<_> = relations_projections::all(cache)
+            let projectors: Vec<_> = relations_projections::all(feed.projector(), caches.as_ref())
                 .into_iter()
                 .filter(|p| only.as_deref().is_none_or(|name| p.name() == name))
                 .collect();
@@ -155,14 +161,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Replay(args) => replay(args).await,
-        Command::Rebuild { name, database } => {
-            let projector = relations_projections::by_name(&name).with_context(|| {
-                let names: Vec<_> = relations_projections::all(None)
-                    .iter()
-                    .map(|p| p.name())
-                    .collect();
-                format!("no projector named {name:?}; there are {names:?}")
-            })?;
+        Command::Rebuild {
+            name,
+            feed,
+            database,
+        } => {
+            let projector =
+                relations_projections::by_name(&name, feed.projector()).with_context(|| {
+                    let names: Vec<_> = relations_projections::all(feed.projector(), None)
+                        .iter()
+                        .map(|p| p.name())
+                        .collect();
+                    format!("no projector named {name:?}; there are {names:?}")
+                })?;
             let pool = connect(&database).await?;
             let bar = indicatif::ProgressBar::new(0)
                 .with_style(indicatif::ProgressStyle::with_template(

@@ -38,6 +38,30 @@ impl std::fmt::Debug for JwtConfig {
     }
 }
 
+/// How the feed projector pushes and caps (every process that runs or rebuilds it needs the
+/// same values).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct FeedConfig {
+    /// Authors with at least this many followers are pulled, not pushed.
+    #[arg(long, env = "RELATIONS_BIG_V_THRESHOLD", default_value_t = 5000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub big_v_threshold: u32,
+    /// Entries kept per pushed inbox.
+    #[arg(long, env = "RELATIONS_FEED_INBOX_CAP", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub feed_inbox_cap: u32,
+}
+
+impl FeedConfig {
+    /// The projector these settings make.
+    pub fn projector(self) -> relations_projections::feed::Feed {
+        relations_projections::feed::Feed {
+            big_v_threshold: i64::from(self.big_v_threshold),
+            inbox_cap: i64::from(self.feed_inbox_cap),
+        }
+    }
+}
+
 /// Everything `serve` needs.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
@@ -71,12 +95,9 @@ pub struct Config {
     /// Rule 7: tokens added per second (a decimal).
     #[arg(long, env = "RELATIONS_RATE_REFILL_PER_SEC", default_value_t = 1.0)]
     pub rate_refill_per_sec: f64,
-    /// Authors with at least this many followers are pulled, not pushed.
-    #[arg(long, env = "RELATIONS_BIG_V_THRESHOLD", default_value_t = 5000)]
-    pub big_v_threshold: u32,
-    /// Entries kept per pushed inbox.
-    #[arg(long, env = "RELATIONS_FEED_INBOX_CAP", default_value_t = 1000)]
-    pub feed_inbox_cap: u32,
+    /// The feed's push/pull threshold and inbox cap.
+    #[command(flatten)]
+    pub feed: FeedConfig,
     /// Comma-separated ids whose posts make the recommended feed.
     #[arg(
         long,

@@ -5,7 +5,8 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use relations_domain::RelationError;
+use relations_domain::{PostError, RelationError};
+use relations_projections::ProjectionError;
 use relations_store::StoreError;
 use serde_json::json;
 
@@ -145,12 +146,39 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Rejected(rejection) => rejection.into(),
+            StoreError::PostRejected(rejection) => rejection.into(),
             StoreError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,
             unavailable if unavailable.is_unavailable() => {
                 tracing::warn!(error = %unavailable, "store unavailable");
                 ApiError::Unavailable("the event store is unavailable; retry shortly")
             }
             other => ApiError::Internal(anyhow::Error::new(other).context("event store")),
+        }
+    }
+}
+
+impl From<PostError> for ApiError {
+    fn from(error: PostError) -> Self {
+        let message = error.to_string();
+        match error {
+            PostError::NotFound => ApiError::NotFound,
+            PostError::NotAuthor => ApiError::Forbidden {
+                code: "NOT_AUTHOR",
+                message,
+            },
+            PostError::AlreadyExists => ApiError::Conflict {
+                code: "POST_EXISTS",
+                message,
+            },
+        }
+    }
+}
+
+impl From<ProjectionError> for ApiError {
+    fn from(error: ProjectionError) -> Self {
+        match error {
+            ProjectionError::Database(error) => error.into(),
+            other => ApiError::Internal(anyhow::Error::new(other).context("read model")),
         }
     }
 }

@@ -20,9 +20,11 @@ pub fn router() -> Router<AppState> {
 #[openapi(
     info(title = "relations", description = "Follows, blocks and the follow feed, event-sourced."),
     paths(follow, unfollow, block, unblock, status, batch, following, followers, friends, counts,
-          me_blocks, admin_projections, healthz, readyz, metrics),
+          me_blocks, publish_post, delete_post, feed, new_count, timeline,
+          admin_projections, healthz, readyz, metrics),
     components(schemas(Target, Relation, RelationState, CommandAnswer, ErrorBody, ErrorDetail,
-                       ListItem, OffsetPage, CursorPage, Counts, Batch, Projection, Projections)),
+                       ListItem, OffsetPage, CursorPage, Counts, Batch, Projection, Projections,
+                       NewPost, Post, Published, Deleted, PostPage, NewCount)),
     modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;
@@ -286,6 +288,105 @@ fn counts() {}
     responses((status = 200, body = CursorPage), (status = 401, body = ErrorBody)))]
 #[allow(dead_code)]
 fn me_blocks() {}
+
+/// A post's body.
+#[derive(Serialize, ToSchema)]
+pub struct NewPost {
+    /// 1 to 2000 characters.
+    pub content: String,
+}
+
+/// A post.
+#[derive(Serialize, ToSchema)]
+pub struct Post {
+    /// Opaque id.
+    pub id: String,
+    /// Who wrote it.
+    pub author: i64,
+    /// Its text.
+    pub content: String,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+/// A publish's answer.
+#[derive(Serialize, ToSchema)]
+pub struct Published {
+    /// The new post.
+    pub post: Post,
+    /// Opaque log position; pass as `min_position` to read your write.
+    pub position: String,
+}
+
+/// A delete's answer.
+#[derive(Serialize, ToSchema)]
+pub struct Deleted {
+    /// Opaque log position.
+    pub position: String,
+}
+
+/// A page of posts.
+#[derive(Serialize, ToSchema)]
+pub struct PostPage {
+    /// Newest first.
+    pub items: Vec<Post>,
+    /// The next page's cursor.
+    pub next_cursor: Option<String>,
+}
+
+/// Posts newer than the read mark.
+#[derive(Serialize, ToSchema)]
+pub struct NewCount {
+    /// How many.
+    pub count: i64,
+}
+
+/// Publish a post.
+#[utoipa::path(post, path = "/api/v1/posts", tag = "commands", request_body = NewPost,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry")),
+    security(("bearer" = [])),
+    responses((status = 201, body = Published), (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters"),
+              (status = 401, body = ErrorBody), (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+              (status = 422, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+#[allow(dead_code)]
+fn publish_post() {}
+
+/// Delete one's own post.
+#[utoipa::path(delete, path = "/api/v1/posts/{id}", tag = "commands",
+    params(("id" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
+    security(("bearer" = [])),
+    responses((status = 200, body = Deleted), (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "NOT_AUTHOR: someone else's post"),
+              (status = 404, body = ErrorBody, description = "unknown, deleted or malformed id"),
+              (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+#[allow(dead_code)]
+fn delete_post() {}
+
+/// The caller's feed, newest first (the recommended feed when they follow nobody). A first
+/// page (no cursor, no max_time) moves the read mark.
+#[utoipa::path(get, path = "/api/v1/feed", tag = "queries", security(("bearer" = [])),
+    params(("max_time" = Option<String>, Query, description = "RFC 3339 or epoch milliseconds"),
+           ("size" = Option<i64>, Query, description = "default 10, at most 20"),
+           ("cursor" = Option<String>, Query), ("min_position" = Option<String>, Query)),
+    responses((status = 200, body = PostPage), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 503, body = ErrorBody)))]
+#[allow(dead_code)]
+fn feed() {}
+
+/// How many feed posts are newer than the caller's read mark.
+#[utoipa::path(get, path = "/api/v1/feed/new_count", tag = "queries", security(("bearer" = [])),
+    params(("min_position" = Option<String>, Query)),
+    responses((status = 200, body = NewCount), (status = 401, body = ErrorBody)))]
+#[allow(dead_code)]
+fn new_count() {}
+
+/// An author's live posts, newest first.
+#[utoipa::path(get, path = "/api/v1/users/{id}/posts", tag = "queries",
+    params(("id" = i64, Path), ("max_time" = Option<String>, Query), ("size" = Option<i64>, Query),
+           ("cursor" = Option<String>, Query), ("min_position" = Option<String>, Query)),
+    responses((status = 200, body = PostPage), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+#[allow(dead_code)]
+fn timeline() {}
 
 /// Every projector's position, lag and state (role `admin`).
 #[utoipa::path(get, path = "/api/v1/admin/projections", tag = "operations", security(("bearer" = [])),

@@ -86,6 +86,16 @@ impl RateLimiter {
         }
     }
 
+    /// Takes one token from `user`'s bucket, or answers 429 `RATE_LIMITED`.
+    pub async fn enforce(&self, user: UserId) -> Result<(), crate::error::ApiError> {
+        match self.check(user).await {
+            Decision::Allowed => Ok(()),
+            Decision::Limited { retry_after_secs } => {
+                Err(crate::error::ApiError::RateLimited { retry_after_secs })
+            }
+        }
+    }
+
     async fn try_check(&self, user: UserId) -> Result<Decision, String> {
         let mut conn = self.redis.connection().await.map_err(|e| e.to_string())?;
         let key = format!("{}rl:{}", self.redis.prefix, user);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db::{self, PoolSettings};
-use relations_store::RelationStore;
+use relations_store::{PostStore, RelationStore};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -15,7 +15,7 @@ use crate::rate_limit::RateLimiter;
 use crate::redis_conn::Redis;
 use crate::routes;
 use crate::state::{AppState, ProjectorEntry};
-use relations_projections::cache::Cache;
+use relations_projections::Caches;
 
 /// A built application: connected, migrated, bound, not yet serving.
 pub struct Application {
@@ -40,8 +40,8 @@ impl Application {
         let listener = TcpListener::bind(config.http_addr)
             .await
             .with_context(|| format!("binding {}", config.http_addr))?;
-        let cache = Cache::new(redis.clone());
-        let projectors = relations_projections::all(Some(cache.clone()));
+        let caches = Caches::new(redis.clone(), config.feed.projector());
+        let projectors = relations_projections::all(config.feed.projector(), Some(&caches));
         let runners: Vec<Runner> = if config.run_projectors {
             projectors
                 .iter()
@@ -64,8 +64,10 @@ impl Application {
             .collect();
         let state = AppState {
             projectors: Arc::new(projectors),
-            cache,
+            cache: caches.reads,
+            inboxes: caches.inboxes,
             relations: RelationStore::new(pool.clone(), config.follow_limit),
+            posts: PostStore::new(pool.clone()),
             jwt: JwtKeys::new(&config.jwt.jwt_secret),
             limiter: RateLimiter::new(
                 redis.clone(),

@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 use relations_projections::cache::Cache;
+use relations_projections::feed_cache::InboxCache;
 use relations_projections::runner::Health;
-use relations_store::RelationStore;
+use relations_store::{PostStore, RelationStore};
 use sqlx::PgPool;
 
 use crate::auth::JwtKeys;
@@ -31,6 +32,8 @@ pub struct AppState {
     pub pool: PgPool,
     /// The write path: relation commands.
     pub relations: RelationStore,
+    /// The write path: post commands.
+    pub posts: PostStore,
     /// Token verification (and issuing, for the CLI).
     pub jwt: JwtKeys,
     /// Redis: rate-limit buckets and caches.
@@ -43,6 +46,8 @@ pub struct AppState {
     pub projectors: Arc<Vec<ProjectorEntry>>,
     /// Cached hot reads.
     pub cache: Cache,
+    /// Cached feed inboxes.
+    pub inboxes: InboxCache,
     /// The configuration the service started with.
     pub config: Arc<Config>,
 }

@@ -5,6 +5,7 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
+use crate::post::{Post, PostCommand, PostError, PostEvent};
 
 impl DomainEvent for RelationEvent {
     fn event_type(&self) -> String {
@@ -37,5 +38,39 @@ impl Aggregate for RelationPair {
 
     fn apply(&mut self, event: Self::Event) {
         RelationPair::apply(self, event);
+    }
+}
+
+impl DomainEvent for PostEvent {
+    fn event_type(&self) -> String {
+        PostEvent::event_type(self).to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        PostEvent::event_version(self).to_owned()
+    }
+}
+
+impl Aggregate for Post {
+    const TYPE: &'static str = Post::TYPE;
+    type Command = PostCommand;
+    type Event = PostEvent;
+    type Error = PostError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _: &Self::Services,
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        for event in self.decide(command)? {
+            sink.write(event, self).await;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        Post::apply(self, event);
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod ids;
 pub mod pair;
+pub mod post;
 pub mod relation;
 
 #[cfg(feature = "cqrs")]
@@ -16,5 +17,8 @@ pub use ids::{PairId, SelfRelation, UserId, UserIdError};
 pub use pair::{
     following_deltas, guarded_users, FollowBudget, RelationCommand, RelationError, RelationEvent,
     RelationPair, UnfollowCause,
+};
+pub use post::{
+    BadPostId, Post, PostCommand, PostContent, PostContentError, PostError, PostEvent, PostId,
 };
 pub use relation::{Facts, Relation, RelationState};

@@ -173,8 +173,9 @@ impl Projector for CacheInvalidator {
         &[]
     }
 
-    fn upstream(&self) -> Option<&'static str> {
-        Some("following")
+    fn upstreams(&self) -> &'static [&'static str] {
+        // Counts hold `following`'s counters and `feed`'s post counts.
+        &["following", "feed"]
     }
 
     fn essential(&self) -> bool {

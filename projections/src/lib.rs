@@ -7,6 +7,9 @@
 
 pub mod cache;
 pub mod error;
+pub mod feed;
+pub mod feed_cache;
+pub mod feed_read;
 pub mod following;
 pub mod projector;
 pub mod read;
@@ -21,16 +24,39 @@ pub use error::ProjectionError;
 pub use projector::Projector;
 pub use runner::{wait_for, ProjectorStatus, Runner, Wakeup};
 
-/// Every projector, in the order they are reported; projector `cache` only with a cache.
-pub fn all(cache: Option<cache::Cache>) -> Vec<Arc<dyn Projector>> {
-    let mut projectors: Vec<Arc<dyn Projector>> = vec![Arc::new(following::Following)];
-    if let Some(cache) = cache {
-        projectors.push(Arc::new(cache::CacheInvalidator::new(cache)));
+/// The Redis caches projectors keep current.
+#[derive(Clone)]
+pub struct Caches {
+    /// Counts and first pages of lists.
+    pub reads: cache::Cache,
+    /// Feed inboxes.
+    pub inboxes: feed_cache::InboxCache,
+}
+
+impl Caches {
+    /// Both caches on `redis`; inboxes hold at most `feed.inbox_cap` entries.
+    pub fn new(redis: redis_conn::Redis, feed: feed::Feed) -> Self {
+        Self {
+            reads: cache::Cache::new(redis.clone()),
+            inboxes: feed_cache::InboxCache::new(redis, feed.inbox_cap),
+        }
+    }
+}
+
+/// Every projector, in the order they are reported; the cache projectors only with caches.
+pub fn all(feed: feed::Feed, caches: Option<&Caches>) -> Vec<Arc<dyn Projector>> {
+    let mut projectors: Vec<Arc<dyn Projector>> =
+        vec![Arc::new(following::Following), Arc::new(feed)];
+    if let Some(caches) = caches {
+        projectors.push(Arc::new(cache::CacheInvalidator::new(caches.reads.clone())));
+        projectors.push(Arc::new(feed_cache::FeedCacheProjector::new(
+            caches.inboxes.clone(),
+        )));
     }
     projectors
 }
 
 /// The read-model projector called `name` (the ones `rebuild` can rebuild).
-pub fn by_name(name: &str) -> Option<Arc<dyn Projector>> {
-    all(None).into_iter().find(|p| p.name() == name)
+pub fn by_name(name: &str, feed: feed::Feed) -> Option<Arc<dyn Projector>> {
+    all(feed, None).into_iter().find(|p| p.name() == name)
 }

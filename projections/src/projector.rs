@@ -18,10 +18,10 @@ pub trait Projector: Send + Sync {
     /// The tables this projector owns (rebuilt together, swapped together).
     fn tables(&self) -> &'static [&'static str];
 
-    /// A projector whose read model this one stands for: this one never passes that one's
-    /// checkpoint (a cache must not run ahead of the table it caches).
-    fn upstream(&self) -> Option<&'static str> {
-        None
+    /// Projectors whose read models this one stands for: this one never passes their
+    /// checkpoints (a cache must not run ahead of the tables it caches).
+    fn upstreams(&self) -> &'static [&'static str] {
+        &[]
     }
 
     /// Whether the service is unready while this projector is stuck.

@@ -175,18 +175,19 @@ pub struct Counts {
 /// `user`'s counters (all zero for a user never seen).
 pub async fn counts(pool: &PgPool, user: UserId) -> Result<Counts, sqlx::Error> {
     let row = sqlx::query(
-        "SELECT following, followers, friends FROM rm_follow_counts WHERE user_id = $1",
+        "SELECT COALESCE(c.following, 0) AS following, COALESCE(c.followers, 0) AS followers,
+                COALESCE(c.friends, 0) AS friends, COALESCE(a.posts, 0) AS posts
+           FROM (SELECT $1::bigint AS id) AS u
+           LEFT JOIN rm_follow_counts c ON c.user_id = u.id
+           LEFT JOIN feed_authors a ON a.author = u.id",
     )
     .bind(user.get())
-    .fetch_optional(pool)
+    .fetch_one(pool)
     .await?;
-    Ok(match row {
-        Some(row) => Counts {
-            following: row.try_get("following")?,
-            followers: row.try_get("followers")?,
-            friends: row.try_get("friends")?,
-            posts: 0,
-        },
-        None => Counts::default(),
+    Ok(Counts {
+        following: row.try_get("following")?,
+        followers: row.try_get("followers")?,
+        friends: row.try_get("friends")?,
+        posts: row.try_get("posts")?,
     })
 }

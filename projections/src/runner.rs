@@ -249,14 +249,13 @@ impl Runner {
                 .try_get("global_position")
                 .map_err(|e| LockOutcome::Failed(e.into()))?,
         };
-        let until = match self.projector.upstream() {
-            Some(upstream) => Some(
-                checkpoint(&mut *tx, upstream)
-                    .await
-                    .map_err(|e| LockOutcome::Failed(e.into()))?,
-            ),
-            None => None,
-        };
+        let mut until: Option<LogPosition> = None;
+        for upstream in self.projector.upstreams() {
+            let at = checkpoint(&mut *tx, upstream)
+                .await
+                .map_err(|e| LockOutcome::Failed(e.into()))?;
+            until = Some(until.map_or(at, |u| u.min(at)));
+        }
         apply_batch(tx, self.projector.as_ref(), after, until, self.batch_size)
             .await
             .map_err(LockOutcome::Failed)

@@ -1,6 +1,6 @@
 //! What can go wrong when a command meets the store.
 
-use relations_domain::RelationError;
+use relations_domain::{PostError, RelationError};
 
 /// Why a command was not carried out.
 #[derive(Debug, thiserror::Error)]
@@ -8,6 +8,9 @@ pub enum StoreError {
     /// The domain refused the command; nothing was appended.
     #[error(transparent)]
     Rejected(#[from] RelationError),
+    /// The domain refused a post command; nothing was appended.
+    #[error(transparent)]
+    PostRejected(#[from] PostError),
     /// The Idempotency-Key was used before with another request.
     #[error("this Idempotency-Key was used with another request")]
     IdempotencyKeyReused,

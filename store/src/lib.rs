@@ -5,16 +5,20 @@
 //! Depends on the domain, sqlx and cqrs-es; never on a web framework or on the read models.
 
 mod append;
+mod command;
 pub mod db;
 pub mod error;
 pub mod idempotency;
 pub mod log;
 pub mod metadata;
 pub mod position;
+pub mod posts;
 pub mod relations;
 
+pub use command::Executed;
 pub use error::StoreError;
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
 pub use metadata::EventMetadata;
 pub use position::{BadPosition, LogPosition};
-pub use relations::{Executed, RelationOutcome, RelationStore};
+pub use posts::{Deleted, PostStore, PostView, Published};
+pub use relations::{RelationOutcome, RelationStore};

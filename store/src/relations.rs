@@ -1,12 +1,9 @@
 //! Relation commands: follow, unfollow, block, unblock, each decided on its pair's stream and
 //! appended in one transaction with the guard rows and the idempotency answer.
 
-use std::time::Duration;
-
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::Aggregate;
 use postgres_es::PostgresEventRepository;
-use rand::Rng;
 use relations_domain::{
     following_deltas, guarded_users, FollowBudget, Relation, RelationCommand, RelationError,
     RelationPair, UserId,
@@ -15,14 +12,11 @@ use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 
 use crate::append::{append, load};
+use crate::command::{finish, Attempt, Executed, MAX_ATTEMPTS};
 use crate::error::StoreError;
-use crate::idempotency::{self, Idempotency, StoredAnswer};
+use crate::idempotency::{self, Idempotency};
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
-
-/// How many times a command is decided again after losing an optimistic-concurrency race
-/// before the client is told to retry.
-const MAX_ATTEMPTS: u32 = 12;
 
 /// The answer to a relation command (SPEC.md: `{changed, relation, position}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -33,15 +27,6 @@ pub struct RelationOutcome {
     pub relation: Relation,
     /// Where the appended events ended in the log; none when nothing changed.
     pub position: Option<LogPosition>,
-}
-
-/// A command's result: decided now, or the answer stored under its idempotency key.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Executed<T> {
-    /// Decided by this call.
-    Fresh(T),
-    /// A retry: the first answer, unchanged; nothing was appended.
-    Replayed(StoredAnswer),
 }
 
 /// Carries out relation commands against the event store.
@@ -69,49 +54,18 @@ impl RelationStore {
     ) -> Result<Executed<RelationOutcome>, StoreError> {
         let stream = command.pair().map_err(RelationError::from)?.stream_id();
         let repo = PostgresEventRepository::new(self.pool.clone());
-        for attempt in 1..=MAX_ATTEMPTS {
-            tracing::Span::current().record("attempts", attempt);
+        for round in 1..=MAX_ATTEMPTS {
             let loaded = load::<RelationPair>(&repo, &stream).await?;
             let mut tx = self.pool.begin().await?;
             let result = self
                 .attempt(&mut tx, command, &stream, loaded, metadata, idempotency)
                 .await;
-            // Every path ends the transaction explicitly: one left to a lazy rollback would sit
-            // idle holding a transaction id (guard rows are locked), stalling every log reader.
-            match result {
-                Ok(Attempt::Decided(outcome)) => {
-                    tx.commit().await?;
-                    return Ok(Executed::Fresh(outcome));
-                }
-                Ok(Attempt::Replayed(answer)) => {
-                    tx.rollback().await?;
-                    return Ok(Executed::Replayed(answer));
-                }
-                Ok(Attempt::Conflict) => {
-                    tx.rollback().await?;
-                    metrics::counter!("relations_command_conflicts_total").increment(1);
-                    backoff(attempt).await;
-                }
-                Err(error) => {
-                    let _ = tx.rollback().await;
-                    return Err(error);
-                }
+            if let Some(done) = finish(tx, result, round).await? {
+                return Ok(done);
             }
         }
-        Err(StoreError::Contended {
-            attempts: MAX_ATTEMPTS,
-        })
+        unreachable!("finish gives up after MAX_ATTEMPTS")
     }
-}
-
-/// How one attempt at a command ended, before its transaction is finished.
-enum Attempt {
-    /// Decided (changed or not): commit.
-    Decided(RelationOutcome),
-    /// A retry under a stored key: roll back, answer as before.
-    Replayed(StoredAnswer),
-    /// Lost the race for the stream's next version: roll back and decide again.
-    Conflict,
 }
 
 impl RelationStore {
@@ -125,7 +79,7 @@ impl RelationStore {
         loaded: crate::append::Loaded<RelationPair>,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Attempt, StoreError> {
+    ) -> Result<Attempt<RelationOutcome>, StoreError> {
         if let Some(idem) = idempotency {
             if let Some(answer) = idempotency::claim(tx, command.actor(), idem).await? {
                 return Ok(Attempt::Replayed(answer));
@@ -195,11 +149,4 @@ async fn lock_guard(conn: &mut PgConnection, user: UserId) -> Result<u32, StoreE
     .fetch_one(conn)
     .await?;
     Ok(following.max(0) as u32)
-}
-
-/// Waits a random while, growing with the attempt, so racing writers spread out.
-async fn backoff(attempt: u32) {
-    let ceiling_ms = 2u64 << attempt.min(6);
-    let ms = rand::rng().random_range(0..=ceiling_ms);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
 }

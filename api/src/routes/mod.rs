@@ -2,16 +2,21 @@
 //! cross-cutting layers.
 
 mod admin;
+mod feed;
 mod me;
 mod ops;
+mod posts;
 pub mod query;
 mod relation;
 mod users;
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderName, Request};
-use axum::{middleware, BoxError, Router};
+use axum::http::{HeaderName, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{middleware, BoxError, Json, Router};
+use relations_store::Executed;
+use serde::Serialize;
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -28,6 +33,8 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(relation::router())
         .merge(users::router())
+        .merge(posts::router())
+        .merge(feed::router())
         .merge(me::router())
         .merge(admin::router())
         .merge(crate::openapi::router())
@@ -66,5 +73,17 @@ async fn on_middleware_error(error: BoxError) -> ApiError {
         ApiError::Unavailable("the request took too long")
     } else {
         ApiError::Internal(anyhow::anyhow!("middleware: {error}"))
+    }
+}
+
+/// A command's answer: the fresh outcome with `status`, or the first answer stored under the
+/// request's Idempotency-Key, marked `idempotent-replayed: true`.
+pub fn command_answer<T: Serialize>(executed: Executed<T>, status: StatusCode) -> Response {
+    match executed {
+        Executed::Fresh(outcome) => (status, Json(outcome)).into_response(),
+        Executed::Replayed(stored) => {
+            let status = StatusCode::from_u16(stored.status).unwrap_or(status);
+            (status, [("idempotent-replayed", "true")], Json(stored.body)).into_response()
+        }
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use relations_api::auth::JwtKeys;
-use relations_api::config::{Config, DatabaseConfig, JwtConfig};
+use relations_api::config::{Config, DatabaseConfig, FeedConfig, JwtConfig};
 use relations_api::Application;
 use relations_domain::UserId;
 use reqwest::StatusCode;
@@ -104,8 +104,10 @@ pub async fn test_config() -> Config {
         follow_limit: 1000,
         rate_capacity: 10_000,
         rate_refill_per_sec: 1000.0,
-        big_v_threshold: 5000,
-        feed_inbox_cap: 1000,
+        feed: FeedConfig {
+            big_v_threshold: 5000,
+            feed_inbox_cap: 1000,
+        },
         recommended_authors: vec![],
         run_projectors: true,
         catch_up_wait_ms: 15_000,

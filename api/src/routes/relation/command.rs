@@ -2,16 +2,15 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::response::Response;
 use relations_domain::{RelationCommand, UserId};
-use relations_store::{EventMetadata, Executed};
+use relations_store::EventMetadata;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::{ApiJson, IdempotencyHeader, ReqId};
-use crate::rate_limit::Decision;
+use crate::routes::command_answer;
 use crate::state::AppState;
 
 /// Which command a route carries (a const parameter, so one handler serves all four).
@@ -52,9 +51,7 @@ pub async fn handle<const VERB: u8>(
     if command.pair().is_err() {
         return Err(ApiError::SelfRelation);
     }
-    if let Decision::Limited { retry_after_secs } = state.limiter.check(actor.user).await {
-        return Err(ApiError::RateLimited { retry_after_secs });
-    }
+    state.limiter.enforce(actor.user).await?;
     let idempotency = idempotency.bind(command.name(), &body);
     let metadata = EventMetadata {
         request_id,
@@ -65,11 +62,5 @@ pub async fn handle<const VERB: u8>(
         .execute(command, &metadata, idempotency.as_ref())
         .await?;
     metrics::counter!("relations_commands_total", "command" => command.name()).increment(1);
-    Ok(match executed {
-        Executed::Fresh(outcome) => Json(outcome).into_response(),
-        Executed::Replayed(answer) => {
-            let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
-            (status, [("idempotent-replayed", "true")], Json(answer.body)).into_response()
-        }
-    })
+    Ok(command_answer(executed, StatusCode::OK))
 }

@@ -1,0 +1,148 @@
+//! The follow feed and author timelines, read from projector `feed`'s read models:
+//! `GET /api/v1/feed`, `GET /api/v1/feed/new_count`, `GET /api/v1/users/{id}/posts`.
+
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use relations_domain::UserId;
+use relations_projections::feed_read::{self, Inbox, Page, PageStart, PgInbox};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::Actor;
+use crate::error::ApiError;
+use crate::extract::ApiQuery;
+use crate::routes::query::catch_up;
+use crate::state::AppState;
+
+/// The feed routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/feed", get(feed))
+        .route("/api/v1/feed/new_count", get(new_count))
+        .route("/api/v1/users/{id}/posts", get(timeline))
+}
+
+/// Paging of posts (seed 003): `max_time`, `size`, `cursor`.
+#[derive(Debug, Deserialize)]
+pub struct PostPageParams {
+    /// Only posts created at or before this (RFC 3339, or milliseconds since the epoch).
+    max_time: Option<String>,
+    /// Posts per page: default 10, 1 to 20.
+    size: Option<i64>,
+    /// The previous page's `next_cursor`.
+    cursor: Option<String>,
+    /// Read-your-writes.
+    min_position: Option<String>,
+}
+
+impl PostPageParams {
+    fn size(&self) -> Result<i64, ApiError> {
+        match self.size {
+            None => Ok(10),
+            Some(n) if (1..=20).contains(&n) => Ok(n),
+            Some(n) => Err(ApiError::InvalidInput(format!(
+                "size must be 1 to 20, got {n}"
+            ))),
+        }
+    }
+
+    fn start(&self) -> Result<PageStart, ApiError> {
+        let before = match self.cursor.as_deref() {
+            None => None,
+            Some(raw) => Some(
+                raw.parse::<i64>()
+                    .ok()
+                    .filter(|&seq| seq > 0 && raw.bytes().all(|b| b.is_ascii_digit()))
+                    .ok_or_else(|| ApiError::InvalidInput("malformed cursor".into()))?,
+            ),
+        };
+        let max_time = self.max_time.as_deref().map(parse_time).transpose()?;
+        Ok(PageStart { before, max_time })
+    }
+
+    /// A plain first page: it moves the reader's read mark.
+    fn is_first(&self) -> bool {
+        self.cursor.is_none() && self.max_time.is_none()
+    }
+}
+
+/// RFC 3339, or whole milliseconds since the epoch (seed 003's `max_time`).
+fn parse_time(raw: &str) -> Result<DateTime<Utc>, ApiError> {
+    let bad = || ApiError::InvalidInput(format!("max_time: not a time: {raw:?}"));
+    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit()) {
+        let millis: i64 = raw.parse().map_err(|_| bad())?;
+        return DateTime::from_timestamp_millis(millis).ok_or_else(bad);
+    }
+    DateTime::parse_from_rfc3339(raw)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| bad())
+}
+
+fn page_json(page: Page) -> Json<Value> {
+    Json(json!({
+        "items": page.items,
+        "next_cursor": page.next.map(|seq| seq.to_string()),
+    }))
+}
+
+/// The caller's feed, newest first: `{items, next_cursor}`. Followed authors' posts (pushed
+/// into the caller's inbox, or pulled from big authors' timelines), or the recommended feed
+/// when the caller follows nobody. A first page moves the read mark.
+async fn feed(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiQuery(p): ApiQuery<PostPageParams>,
+) -> Result<Json<Value>, ApiError> {
+    let (size, start) = (p.size()?, p.start()?);
+    catch_up(&state, p.min_position.as_deref()).await?;
+    // Read-your-writes must not wait on the cache projector: read the inbox from PostgreSQL.
+    let inbox: &dyn Inbox = if p.min_position.is_some() {
+        &PgInbox
+    } else {
+        &state.inboxes
+    };
+    // Taken before the page: a post that lands meanwhile stays counted as new.
+    let mark = match p.is_first() {
+        true => Some(feed_read::head_seq(&state.pool).await?),
+        false => None,
+    };
+    let recommended = state.config.recommended();
+    let page = feed_read::feed(&state.pool, inbox, actor.user, &recommended, start, size).await?;
+    if let Some(mark) = mark {
+        feed_read::mark_read(&state.pool, actor.user, mark).await?;
+    }
+    Ok(page_json(page))
+}
+
+/// `new_count` parameters.
+#[derive(Debug, Deserialize)]
+pub struct NewCountParams {
+    min_position: Option<String>,
+}
+
+/// How many feed posts are newer than the caller's read mark: `{count}`.
+async fn new_count(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiQuery(p): ApiQuery<NewCountParams>,
+) -> Result<Json<Value>, ApiError> {
+    catch_up(&state, p.min_position.as_deref()).await?;
+    let recommended = state.config.recommended();
+    let count = feed_read::new_count(&state.pool, actor.user, &recommended).await?;
+    Ok(Json(json!({ "count": count })))
+}
+
+/// An author's live posts, newest first: `{items, next_cursor}`.
+async fn timeline(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<PostPageParams>,
+) -> Result<Json<Value>, ApiError> {
+    let author: UserId = id.parse().map_err(|_| ApiError::NotFound)?;
+    let (size, start) = (p.size()?, p.start()?);
+    catch_up(&state, p.min_position.as_deref()).await?;
+    let page = feed_read::timeline(&state.pool, author, start, size).await?;
+    Ok(page_json(page))
+}

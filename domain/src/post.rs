@@ -1,0 +1,275 @@
+//! The post: the aggregate behind the follow feed (rule 8).
+//!
+//! Each post is its own stream (`post` / the post's id). Publishing starts the stream;
+//! only the author may delete it, once. A deleted post stays deleted: its stream refuses every
+//! later command, and every read model drops it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::UserId;
+
+/// A post's id: a UUID (version 7, so ids sort roughly by creation), made by the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PostId(uuid::Uuid);
+
+impl PostId {
+    /// Wraps a UUID the caller made (the service makes version-7 ones).
+    pub fn from_uuid(id: uuid::Uuid) -> Self {
+        Self(id)
+    }
+
+    /// The UUID, as PostgreSQL stores it.
+    pub fn uuid(self) -> uuid::Uuid {
+        self.0
+    }
+}
+
+/// A string that is not a post id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a post id")]
+pub struct BadPostId;
+
+impl FromStr for PostId {
+    type Err = BadPostId;
+
+    /// Only the hyphenated lowercase or uppercase form the API hands out.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() != 36 {
+            return Err(BadPostId);
+        }
+        uuid::Uuid::try_parse(s).map(Self).map_err(|_| BadPostId)
+    }
+}
+
+impl fmt::Display for PostId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+/// Why a text is not a post's content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PostContentError {
+    /// Empty.
+    #[error("a post's content must not be empty")]
+    Empty,
+    /// Over the limit.
+    #[error("a post's content is at most {max} characters, got {got}")]
+    TooLong {
+        /// The limit.
+        max: usize,
+        /// The length given.
+        got: usize,
+    },
+}
+
+/// A post's text: 1 to 2000 characters (Unicode scalar values), rule 8.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PostContent(String);
+
+impl PostContent {
+    /// The most characters a post may have.
+    pub const MAX_CHARS: usize = 2000;
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for PostContent {
+    type Error = PostContentError;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        let chars = value.chars().count();
+        if chars == 0 {
+            Err(PostContentError::Empty)
+        } else if chars > Self::MAX_CHARS {
+            Err(PostContentError::TooLong {
+                max: Self::MAX_CHARS,
+                got: chars,
+            })
+        } else {
+            Ok(Self(value))
+        }
+    }
+}
+
+impl From<PostContent> for String {
+    fn from(content: PostContent) -> Self {
+        content.0
+    }
+}
+
+/// A command on one post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PostCommand {
+    /// Start the post's stream.
+    Publish {
+        /// The new post's id.
+        post_id: PostId,
+        /// The user who writes it.
+        author: UserId,
+        /// Its text.
+        content: PostContent,
+        /// When it was written (the service's clock; the domain has none).
+        created_at: DateTime<Utc>,
+    },
+    /// Delete the post (rule 8: only its author).
+    Delete {
+        /// The post.
+        post_id: PostId,
+        /// The user who asks.
+        actor: UserId,
+    },
+}
+
+impl PostCommand {
+    /// The verb, as logs and idempotency fingerprints name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Publish { .. } => "publish_post",
+            Self::Delete { .. } => "delete_post",
+        }
+    }
+
+    /// The post the command acts on.
+    pub fn post_id(&self) -> PostId {
+        match self {
+            Self::Publish { post_id, .. } | Self::Delete { post_id, .. } => *post_id,
+        }
+    }
+
+    /// The user who issued it.
+    pub fn actor(&self) -> UserId {
+        match self {
+            Self::Publish { author, .. } => *author,
+            Self::Delete { actor, .. } => *actor,
+        }
+    }
+}
+
+/// The facts a post's stream holds. Version 1 of each.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PostEvent {
+    /// `author` published the post.
+    PostPublished {
+        /// The post.
+        post_id: PostId,
+        /// Who wrote it.
+        author: UserId,
+        /// Its text.
+        content: PostContent,
+        /// When it was written.
+        created_at: DateTime<Utc>,
+    },
+    /// The author deleted the post; it never appears again anywhere.
+    PostDeleted {
+        /// The post.
+        post_id: PostId,
+        /// Its author (who deleted it).
+        author: UserId,
+    },
+}
+
+impl PostEvent {
+    /// The event's type name, as stored in the log's `event_type` column.
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            Self::PostPublished { .. } => "PostPublished",
+            Self::PostDeleted { .. } => "PostDeleted",
+        }
+    }
+
+    /// The schema version of the event's payload.
+    pub fn event_version(&self) -> &'static str {
+        "1"
+    }
+}
+
+/// Why a post command was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PostError {
+    /// No such post, or it was deleted.
+    #[error("no such post")]
+    NotFound,
+    /// Rule 8: someone other than the author tried to delete it.
+    #[error("only the author may delete a post")]
+    NotAuthor,
+    /// The id is taken (a publish on an existing stream).
+    #[error("a post with this id exists")]
+    AlreadyExists,
+}
+
+/// A post's state, folded from its stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Post {
+    /// The stream is empty.
+    #[default]
+    Unpublished,
+    /// Published by `author`, not deleted.
+    Live {
+        /// Who wrote it.
+        author: UserId,
+    },
+    /// Deleted by its author.
+    Deleted {
+        /// Who wrote it.
+        author: UserId,
+    },
+}
+
+impl Post {
+    /// The aggregate's type, as the event store names its streams.
+    pub const TYPE: &'static str = "post";
+
+    /// Decides a command: the events it appends, or why it is refused.
+    pub fn decide(&self, command: PostCommand) -> Result<Vec<PostEvent>, PostError> {
+        match (self, command) {
+            (
+                Post::Unpublished,
+                PostCommand::Publish {
+                    post_id,
+                    author,
+                    content,
+                    created_at,
+                },
+            ) => Ok(vec![PostEvent::PostPublished {
+                post_id,
+                author,
+                content,
+                created_at,
+            }]),
+            (_, PostCommand::Publish { .. }) => Err(PostError::AlreadyExists),
+            (Post::Live { author }, PostCommand::Delete { post_id, actor }) => {
+                if *author != actor {
+                    return Err(PostError::NotAuthor);
+                }
+                Ok(vec![PostEvent::PostDeleted {
+                    post_id,
+                    author: *author,
+                }])
+            }
+            (Post::Unpublished | Post::Deleted { .. }, PostCommand::Delete { .. }) => {
+                Err(PostError::NotFound)
+            }
+        }
+    }
+
+    /// Folds one event into the state.
+    pub fn apply(&mut self, event: PostEvent) {
+        *self = match event {
+            PostEvent::PostPublished { author, .. } => Post::Live { author },
+            PostEvent::PostDeleted { author, .. } => Post::Deleted { author },
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,411 @@
+//! Queries on projector `feed`'s read models: author timelines, the follow feed (pushed inbox
+//! merged with pulled timelines), the recommended feed, and the count of new posts.
+//!
+//! Every page is ordered by `seq`, newest first, and paged by a seq cursor (exclusive), so a
+//! post that becomes visible while a reader scrolls lands above the first page, never inside
+//! pages already read. A page is assembled from candidate seqs (inbox, pulled authors, and
+//! below the inbox's watermark every followed author), then hydrated with a filter that holds
+//! rules 8 and 9 whatever the candidates' source: live posts of authors the reader follows at
+//! the feed's position (a block removes both follows first, so that excludes blocks too). When
+//! the filter drops candidates (a cached inbox behind the model), the page is refilled from
+//! further down, so a page is only short at the true end.
+
+use std::collections::BTreeSet;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use relations_domain::{PostId, UserId};
+use relations_store::PostView;
+use sqlx::{PgPool, Row};
+
+use crate::error::ProjectionError;
+
+/// A page of posts, newest first, and the cursor after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The posts.
+    pub items: Vec<PostView>,
+    /// The seq to continue below, when there may be more.
+    pub next: Option<i64>,
+}
+
+/// Where a page starts: below a cursor, at or before a time, or at the top.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageStart {
+    /// Only posts with a seq below this (a cursor).
+    pub before: Option<i64>,
+    /// Only posts created at or before this.
+    pub max_time: Option<DateTime<Utc>>,
+}
+
+/// A reader's pushed inbox: PostgreSQL, or a cache in front of it.
+#[async_trait]
+pub trait Inbox: Send + Sync {
+    /// Up to `limit` inbox seqs below `before` and above the watermark, newest first, and the
+    /// watermark (below it the inbox may be incomplete).
+    async fn entries(
+        &self,
+        pool: &PgPool,
+        reader: UserId,
+        before: i64,
+        limit: i64,
+    ) -> Result<(Vec<i64>, i64), ProjectionError>;
+}
+
+/// The inbox as PostgreSQL holds it.
+pub struct PgInbox;
+
+#[async_trait]
+impl Inbox for PgInbox {
+    async fn entries(
+        &self,
+        pool: &PgPool,
+        reader: UserId,
+        before: i64,
+        limit: i64,
+    ) -> Result<(Vec<i64>, i64), ProjectionError> {
+        let row = sqlx::query(
+            "SELECT w, ARRAY(SELECT seq FROM feed_inbox
+                              WHERE reader = $1 AND seq < $2 AND seq > w
+                              ORDER BY seq DESC LIMIT $3) AS seqs
+               FROM (SELECT COALESCE((SELECT watermark FROM feed_readers WHERE reader = $1), 0) AS w) t",
+        )
+        .bind(reader.get())
+        .bind(before)
+        .bind(limit)
+        .fetch_one(pool)
+        .await?;
+        Ok((row.try_get("seqs")?, row.try_get("w")?))
+    }
+}
+
+/// The newest `limit` inbox entries and the watermark: what a cache loads.
+pub async fn inbox_head(
+    pool: &PgPool,
+    reader: UserId,
+    limit: i64,
+) -> Result<(Vec<i64>, i64), ProjectionError> {
+    PgInbox.entries(pool, reader, i64::MAX, limit).await
+}
+
+const POST_COLUMNS: &str = "seq, post_id, author, content, created_at";
+
+fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), ProjectionError> {
+    let author: i64 = row.try_get("author")?;
+    Ok((
+        row.try_get("seq")?,
+        PostView {
+            id: PostId::from_uuid(row.try_get("post_id")?),
+            author: UserId::try_from(author).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+            content: row
+                .try_get::<Option<String>, _>("content")?
+                .unwrap_or_default(),
+            created_at: row.try_get("created_at")?,
+        },
+    ))
+}
+
+/// The exclusive seq bound a page starts below.
+async fn start_bound(pool: &PgPool, start: PageStart) -> Result<i64, ProjectionError> {
+    let mut bound = start.before.unwrap_or(i64::MAX);
+    if let Some(max_time) = start.max_time {
+        // The first post after max_time; seq and created_at agree up to commit races, which
+        // the hydration filter on created_at settles.
+        let after: Option<i64> =
+            sqlx::query_scalar("SELECT min(seq) FROM rm_posts WHERE created_at > $1")
+                .bind(max_time)
+                .fetch_one(pool)
+                .await?;
+        if let Some(after) = after {
+            bound = bound.min(after);
+        }
+    }
+    Ok(bound)
+}
+
+/// `author`'s live posts, newest first.
+pub async fn timeline(
+    pool: &PgPool,
+    author: UserId,
+    start: PageStart,
+    size: i64,
+) -> Result<Page, ProjectionError> {
+    let bound = start_bound(pool, start).await?;
+    let sql = format!(
+        "SELECT {POST_COLUMNS} FROM rm_posts
+          WHERE author = $1 AND NOT deleted AND seq < $2
+            AND ($3::timestamptz IS NULL OR created_at <= $3)
+          ORDER BY seq DESC LIMIT $4"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(author.get())
+        .bind(bound)
+        .bind(start.max_time)
+        .bind(size + 1)
+        .fetch_all(pool)
+        .await?;
+    let posts = rows.iter().map(post).collect::<Result<Vec<_>, _>>()?;
+    Ok(paginate(posts, size))
+}
+
+fn paginate(mut posts: Vec<(i64, PostView)>, size: i64) -> Page {
+    let more = posts.len() as i64 > size;
+    posts.truncate(size as usize);
+    Page {
+        next: if more {
+            posts.last().map(|p| p.0)
+        } else {
+            None
+        },
+        items: posts.into_iter().map(|p| p.1).collect(),
+    }
+}
+
+/// Whose posts make a reader's feed.
+enum Sources {
+    /// The reader follows someone: their inbox, their pulled authors, and below the inbox's
+    /// watermark every author they follow.
+    Following {
+        /// Followed authors in pull mode.
+        pulled: Vec<i64>,
+    },
+    /// The reader follows nobody: the recommended authors they have no block with.
+    Recommended {
+        /// The recommended authors (the reader left out).
+        authors: Vec<i64>,
+    },
+}
+
+async fn sources(
+    pool: &PgPool,
+    reader: UserId,
+    recommended: &[UserId],
+) -> Result<Sources, ProjectionError> {
+    let row = sqlx::query(
+        "SELECT EXISTS (SELECT 1 FROM feed_follows WHERE follower = $1) AS follows,
+                ARRAY(SELECT f.followee FROM feed_follows f
+                        JOIN feed_authors a ON a.author = f.followee AND a.pulled
+                       WHERE f.follower = $1) AS pulled",
+    )
+    .bind(reader.get())
+    .fetch_one(pool)
+    .await?;
+    Ok(if row.try_get("follows")? {
+        Sources::Following {
+            pulled: row.try_get("pulled")?,
+        }
+    } else {
+        Sources::Recommended {
+            authors: recommended
+                .iter()
+                .map(|u| u.get())
+                .filter(|&u| u != reader.get())
+                .collect(),
+        }
+    })
+}
+
+/// The newest `limit` live posts below `before` of each of `authors`, merged.
+async fn pull(
+    pool: &PgPool,
+    authors: &[i64],
+    before: i64,
+    limit: i64,
+) -> Result<Vec<i64>, ProjectionError> {
+    if authors.is_empty() {
+        return Ok(vec![]);
+    }
+    Ok(sqlx::query_scalar(
+        "SELECT p.seq FROM unnest($1::bigint[]) AS a(author)
+         CROSS JOIN LATERAL (SELECT seq FROM rm_posts
+                              WHERE author = a.author AND NOT deleted AND seq < $2
+                              ORDER BY seq DESC LIMIT $3) AS p
+          ORDER BY p.seq DESC LIMIT $3",
+    )
+    .bind(authors)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// The newest `limit` live posts below `before` of every author `reader` follows.
+async fn pull_followed(
+    pool: &PgPool,
+    reader: UserId,
+    before: i64,
+    limit: i64,
+) -> Result<Vec<i64>, ProjectionError> {
+    Ok(sqlx::query_scalar(
+        "SELECT p.seq FROM feed_follows f
+         CROSS JOIN LATERAL (SELECT seq FROM rm_posts
+                              WHERE author = f.followee AND NOT deleted AND seq < $2
+                              ORDER BY seq DESC LIMIT $3) AS p
+          WHERE f.follower = $1
+          ORDER BY p.seq DESC LIMIT $3",
+    )
+    .bind(reader.get())
+    .bind(before)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Loads the posts behind `seqs` that may be shown to `reader` (rules 8 and 9), newest first.
+async fn hydrate(
+    pool: &PgPool,
+    reader: UserId,
+    seqs: &[i64],
+    sources: &Sources,
+    max_time: Option<DateTime<Utc>>,
+) -> Result<Vec<(i64, PostView)>, ProjectionError> {
+    let visible = match sources {
+        Sources::Following { .. } => {
+            "EXISTS (SELECT 1 FROM feed_follows WHERE follower = $2 AND followee = p.author)"
+        }
+        Sources::Recommended { .. } => {
+            "NOT EXISTS (SELECT 1 FROM rm_blocks
+                          WHERE (blocker = $2 AND blocked = p.author)
+                             OR (blocker = p.author AND blocked = $2))"
+        }
+    };
+    let sql = format!(
+        "SELECT {POST_COLUMNS} FROM rm_posts p
+          WHERE seq = ANY($1) AND NOT deleted
+            AND ($3::timestamptz IS NULL OR created_at <= $3)
+            AND {visible}
+          ORDER BY seq DESC"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(seqs)
+        .bind(reader.get())
+        .bind(max_time)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(post).collect()
+}
+
+/// A page of `reader`'s feed: the follow feed, or the recommended feed when they follow
+/// nobody. `inbox` serves the pushed part (PostgreSQL or its cache).
+pub async fn feed(
+    pool: &PgPool,
+    inbox: &dyn Inbox,
+    reader: UserId,
+    recommended: &[UserId],
+    start: PageStart,
+    size: i64,
+) -> Result<Page, ProjectionError> {
+    let sources = sources(pool, reader, recommended).await?;
+    let mut bound = start_bound(pool, start).await?;
+    let mut found: Vec<(i64, PostView)> = Vec::new();
+    loop {
+        let want = (size + 1 - found.len() as i64).max(10);
+        let mut candidates = BTreeSet::new();
+        let mut exhausted = true;
+        match &sources {
+            Sources::Following { pulled } => {
+                let (pushed, watermark) = inbox.entries(pool, reader, bound, want).await?;
+                let pulled = pull(pool, pulled, bound, want).await?;
+                exhausted &= pushed.len() < want as usize && pulled.len() < want as usize;
+                if pushed.len() < want as usize && watermark > 0 {
+                    // Below the watermark the inbox may have been trimmed: pull everyone.
+                    let deep = pull_followed(pool, reader, bound.min(watermark + 1), want).await?;
+                    exhausted &= deep.len() < want as usize;
+                    candidates.extend(deep);
+                }
+                candidates.extend(pushed);
+                candidates.extend(pulled);
+            }
+            Sources::Recommended { authors } => {
+                let pulled = pull(pool, authors, bound, want).await?;
+                exhausted &= pulled.len() < want as usize;
+                candidates.extend(pulled);
+            }
+        }
+        // The newest `want` candidates: everything above the last of them was in some source's
+        // answer, so the next round continues below it without a gap.
+        let round: Vec<i64> = candidates.into_iter().rev().take(want as usize).collect();
+        let Some(&lowest) = round.last() else { break };
+        found.extend(hydrate(pool, reader, &round, &sources, start.max_time).await?);
+        if found.len() as i64 > size || (exhausted && round.len() < want as usize) {
+            break;
+        }
+        bound = lowest;
+    }
+    Ok(paginate(found, size))
+}
+
+/// The seq of the newest post: the read mark a first page sets.
+pub async fn head_seq(pool: &PgPool) -> Result<i64, ProjectionError> {
+    Ok(
+        sqlx::query_scalar("SELECT COALESCE(max(seq), 0) FROM rm_posts")
+            .fetch_one(pool)
+            .await?,
+    )
+}
+
+/// Moves `reader`'s read mark forward to `seq`.
+pub async fn mark_read(pool: &PgPool, reader: UserId, seq: i64) -> Result<(), ProjectionError> {
+    sqlx::query(
+        "INSERT INTO feed_read_marks AS m (reader, seq) VALUES ($1, $2)
+         ON CONFLICT (reader) DO UPDATE SET seq = greatest(m.seq, excluded.seq), updated_at = now()",
+    )
+    .bind(reader.get())
+    .bind(seq)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// How many posts of `reader`'s feed are newer than their read mark, pushed and pulled alike.
+pub async fn new_count(
+    pool: &PgPool,
+    reader: UserId,
+    recommended: &[UserId],
+) -> Result<i64, ProjectionError> {
+    let mark: i64 = sqlx::query_scalar(
+        "SELECT COALESCE((SELECT seq FROM feed_read_marks WHERE reader = $1), 0)",
+    )
+    .bind(reader.get())
+    .fetch_one(pool)
+    .await?;
+    Ok(match sources(pool, reader, recommended).await? {
+        Sources::Following { .. } => {
+            sqlx::query_scalar(
+                "SELECT count(*) FROM feed_follows f
+                   JOIN rm_posts p ON p.author = f.followee AND NOT p.deleted AND p.seq > $2
+                  WHERE f.follower = $1",
+            )
+            .bind(reader.get())
+            .bind(mark)
+            .fetch_one(pool)
+            .await?
+        }
+        Sources::Recommended { authors } => {
+            sqlx::query_scalar(
+                "SELECT count(*) FROM rm_posts p
+                  WHERE p.author = ANY($2) AND NOT p.deleted AND p.seq > $3
+                    AND NOT EXISTS (SELECT 1 FROM rm_blocks
+                                     WHERE (blocker = $1 AND blocked = p.author)
+                                        OR (blocker = p.author AND blocked = $1))",
+            )
+            .bind(reader.get())
+            .bind(&authors)
+            .bind(mark)
+            .fetch_one(pool)
+            .await?
+        }
+    })
+}
+
+/// `author`'s live posts.
+pub async fn post_count(pool: &PgPool, author: UserId) -> Result<i64, ProjectionError> {
+    Ok(
+        sqlx::query_scalar(
+            "SELECT COALESCE((SELECT posts FROM feed_authors WHERE author = $1), 0)",
+        )
+        .bind(author.get())
+        .fetch_one(pool)
+        .await?,
+    )
+}
