@@ -209,6 +209,56 @@ impl TestApp {
         read(response).await
     }
 
+    /// Publishes a post as `author`.
+    pub async fn post(&self, author: i64, content: &str) -> (StatusCode, Value) {
+        read(
+            self.client
+                .post(format!("{}/api/v1/posts", self.base))
+                .bearer_auth(self.token(author))
+                .json(&serde_json::json!({ "content": content }))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Publishes a post as `author` and returns its id and position, asserting success.
+    pub async fn publish(&self, author: i64, content: &str) -> (String, String) {
+        let (status, body) = self.post(author, content).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        (
+            body["post"]["id"].as_str().unwrap().to_owned(),
+            body["position"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// Deletes post `id` as `actor`.
+    pub async fn delete_post(&self, actor: i64, id: &str) -> (StatusCode, Value) {
+        read(
+            self.client
+                .delete(format!("{}/api/v1/posts/{id}", self.base))
+                .bearer_auth(self.token(actor))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// GETs `path` as `user`.
+    pub async fn get_as(&self, user: i64, path: &str) -> (StatusCode, Value) {
+        read(
+            self.client
+                .get(format!("{}{path}", self.base))
+                .bearer_auth(self.token(user))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         read(
             self.client

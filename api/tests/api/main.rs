@@ -7,6 +7,7 @@ mod auth_and_input;
 mod cache;
 mod cli;
 mod concurrency;
+mod feed;
 mod idempotency;
 mod queries;
 mod rate_limit;

@@ -1,0 +1,551 @@
+//! Posts, author timelines and the follow feed (issue 4): rule 8, rule 9, the push, pull and
+//! cache paths, threshold crossings, paging, the read mark, the recommended feed.
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{code, projector_reached, spawn_app, spawn_with, test_config, user, TestApp};
+
+/// Every page of `reader`'s feed, as post ids, at least at `position` (from PostgreSQL).
+async fn feed_at(app: &TestApp, reader: i64, size: i64, position: &str) -> Vec<String> {
+    pages(app, reader, &format!("size={size}&min_position={position}")).await
+}
+
+/// Every page of `reader`'s feed with `query`, following `next_cursor`.
+async fn pages(app: &TestApp, reader: i64, query: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..200 {
+        let path = match &cursor {
+            Some(c) => format!("/api/v1/feed?{query}&cursor={c}"),
+            None => format!("/api/v1/feed?{query}"),
+        };
+        let (status, body) = app.get_as(reader, &path).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        ids.extend(post_ids(&body));
+        match body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return ids,
+        }
+    }
+    panic!("the feed never ended");
+}
+
+fn post_ids(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Publishes `n` posts by `author`, returning their ids oldest first and the last position.
+async fn publish_many(app: &TestApp, author: i64, n: usize) -> (Vec<String>, String) {
+    let mut ids = Vec::new();
+    let mut position = String::new();
+    for i in 0..n {
+        let (id, at) = app.publish(author, &format!("post {i} by {author}")).await;
+        ids.push(id);
+        position = at;
+    }
+    (ids, position)
+}
+
+fn newest_first(ids: &[String]) -> Vec<String> {
+    ids.iter().rev().cloned().collect()
+}
+
+async fn position_of(app: &TestApp, verb: &str, actor: i64, target: i64) -> String {
+    let (status, body) = app.command(verb, actor, target).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["position"].as_str().unwrap_or_default().to_owned()
+}
+
+async fn inbox_rows(app: &TestApp, reader: i64) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM feed_inbox WHERE reader = $1")
+        .bind(reader)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn posts_obey_rule_8_and_bad_input_changes_nothing() {
+    let app = spawn_app().await;
+    let (status, body) = app.post(1, "hello").await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let post = &body["post"];
+    assert_eq!(post["author"], json!(1));
+    assert_eq!(post["content"], json!("hello"));
+    assert!(post["created_at"].as_str().unwrap().ends_with('Z'));
+    assert!(body["position"].is_string());
+    let id = post["id"].as_str().unwrap().to_owned();
+
+    // 2000 characters of three bytes each is fine; 2001 is not; nor is nothing.
+    assert_eq!(app.post(1, &"字".repeat(2000)).await.0, StatusCode::CREATED);
+    let events = app.event_count().await;
+    for bad in [String::new(), "字".repeat(2001)] {
+        let (status, body) = app.post(1, &bad).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::BAD_REQUEST, "INVALID_INPUT")
+        );
+    }
+    for body in [json!({}), json!({"content": 5}), json!([1])] {
+        let (status, answer) = crate::helpers::read(
+            app.client
+                .post(format!("{}/api/v1/posts", app.base))
+                .bearer_auth(app.token(1))
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body} -> {answer}");
+    }
+    let (status, _) = crate::helpers::read(
+        app.client
+            .post(format!("{}/api/v1/posts", app.base))
+            .json(&json!({"content": "anonymous"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // Only the author deletes; unknown and malformed ids are 404.
+    let (status, body) = app.delete_post(2, &id).await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "NOT_AUTHOR"));
+    for unknown in ["0190f5a2-7b6c-7def-8123-456789abcdef", "nope", "1"] {
+        let (status, body) = app.delete_post(1, unknown).await;
+        assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+    }
+    assert_eq!(app.event_count().await, events, "refusals appended events");
+
+    let (status, body) = app.delete_post(1, &id).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["position"].is_string());
+    // Gone for good: a second delete finds nothing, the timeline and counts forget it.
+    assert_eq!(app.delete_post(1, &id).await.0, StatusCode::NOT_FOUND);
+    let position = body["position"].as_str().unwrap();
+    let (_, timeline) = app
+        .get(&format!("/api/v1/users/1/posts?min_position={position}"))
+        .await;
+    assert_eq!(timeline["items"].as_array().unwrap().len(), 1);
+    assert_ne!(timeline["items"][0]["id"], json!(id));
+    let (_, counts) = app
+        .get(&format!("/api/v1/users/1/counts?min_position={position}"))
+        .await;
+    assert_eq!(counts["posts"], json!(1));
+}
+
+#[tokio::test]
+async fn publishing_is_idempotent_per_key() {
+    let app = spawn_app().await;
+    let send = |content: &'static str| {
+        app.client
+            .post(format!("{}/api/v1/posts", app.base))
+            .bearer_auth(app.token(1))
+            .header("Idempotency-Key", "post-1")
+            .json(&json!({ "content": content }))
+            .send()
+    };
+    let (first_status, first) = crate::helpers::read(send("once").await.unwrap()).await;
+    assert_eq!(first_status, StatusCode::CREATED);
+    let retry = send("once").await.unwrap();
+    assert_eq!(retry.headers()["idempotent-replayed"], "true");
+    let (status, again) = crate::helpers::read(retry).await;
+    assert_eq!((status, &again), (StatusCode::CREATED, &first));
+    let (status, other) = crate::helpers::read(send("twice").await.unwrap()).await;
+    assert_eq!(
+        (status, code(&other)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED")
+    );
+    assert_eq!(app.event_count().await, 1);
+}
+
+#[tokio::test]
+async fn timelines_are_newest_first_with_size_cursor_and_max_time() {
+    let app = spawn_app().await;
+    let (ids, position) = publish_many(&app, 7, 5).await;
+    let (status, page) = app
+        .get(&format!(
+            "/api/v1/users/7/posts?size=2&min_position={position}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(post_ids(&page), newest_first(&ids)[..2].to_vec());
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let (_, next) = app
+        .get(&format!("/api/v1/users/7/posts?size=2&cursor={cursor}"))
+        .await;
+    assert_eq!(post_ids(&next), newest_first(&ids)[2..4].to_vec());
+    // max_time: the posts created at or before the third post.
+    let (_, all) = app.get("/api/v1/users/7/posts?size=20").await;
+    assert_eq!(all["next_cursor"], Value::Null);
+    let third = all["items"][2]["created_at"].as_str().unwrap();
+    let (_, older) = app
+        .get(&format!(
+            "/api/v1/users/7/posts?max_time={}",
+            third.replace('+', "%2B")
+        ))
+        .await;
+    assert_eq!(post_ids(&older), newest_first(&ids)[2..].to_vec());
+    // Defaults: size 10, at most 20.
+    for bad in [
+        "size=0",
+        "size=21",
+        "cursor=abc",
+        "cursor=-1",
+        "max_time=yesterday",
+    ] {
+        let (status, body) = app.get(&format!("/api/v1/users/7/posts?{bad}")).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::BAD_REQUEST, "INVALID_INPUT"),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        app.get("/api/v1/users/0/posts").await.0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn small_authors_are_pushed_into_each_followers_inbox() {
+    let app = spawn_app().await;
+    position_of(&app, "follow", 10, 1).await;
+    position_of(&app, "follow", 11, 1).await;
+    let (ids, position) = publish_many(&app, 1, 3).await;
+    crate::helpers::projector_reached(&app, "feed", &position).await;
+    // The push path: the posts are rows of both inboxes.
+    assert_eq!(inbox_rows(&app, 10).await, 3);
+    assert_eq!(inbox_rows(&app, 11).await, 3);
+    for reader in [10, 11] {
+        assert_eq!(
+            feed_at(&app, reader, 2, &position).await,
+            newest_first(&ids)
+        );
+    }
+    // And the feed reads them from the inbox: an entry the inbox loses is not in the feed.
+    sqlx::query("DELETE FROM feed_inbox WHERE reader = 10 AND seq = (SELECT max(seq) FROM feed_inbox WHERE reader = 10)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        feed_at(&app, 10, 10, &position).await,
+        newest_first(&ids)[1..].to_vec()
+    );
+}
+
+#[tokio::test]
+async fn big_authors_are_pulled_at_read_time() {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 2;
+    let app = spawn_with(config).await;
+    position_of(&app, "follow", 10, 1).await;
+    position_of(&app, "follow", 11, 1).await;
+    let (ids, position) = publish_many(&app, 1, 3).await;
+    crate::helpers::projector_reached(&app, "feed", &position).await;
+    // The pull path: nothing pushed, yet both feeds have the posts.
+    assert_eq!(inbox_rows(&app, 10).await, 0);
+    assert_eq!(inbox_rows(&app, 11).await, 0);
+    for reader in [10, 11] {
+        assert_eq!(
+            feed_at(&app, reader, 2, &position).await,
+            newest_first(&ids)
+        );
+    }
+}
+
+#[tokio::test]
+async fn authors_cross_the_threshold_both_ways_while_posting_without_loss_or_doubles() {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 2;
+    let app = spawn_with(config).await;
+    let mut posts = Vec::new();
+    position_of(&app, "follow", 10, 1).await; // 1 follower: push
+    posts.push(app.publish(1, "p1").await.0);
+    position_of(&app, "follow", 11, 1).await; // 2 followers: pull
+    posts.push(app.publish(1, "p2").await.0);
+    let at = position_of(&app, "unfollow", 11, 1).await; // back to 1: push, backfilled
+    assert_eq!(feed_at(&app, 10, 3, &at).await, newest_first(&posts));
+    assert_eq!(
+        inbox_rows(&app, 10).await,
+        2,
+        "the switch to push backfills"
+    );
+    posts.push(app.publish(1, "p3").await.0);
+    position_of(&app, "follow", 11, 1).await; // pull again
+    position_of(&app, "follow", 12, 1).await;
+    let (id, at) = app.publish(1, "p4").await;
+    posts.push(id);
+    for reader in [10, 11, 12] {
+        assert_eq!(
+            feed_at(&app, reader, 3, &at).await,
+            newest_first(&posts),
+            "reader {reader}"
+        );
+    }
+    let modes: Vec<bool> = sqlx::query_scalar(
+        "SELECT pulled FROM feed_mode_changes ORDER BY transaction_id, global_position",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(modes, vec![true, false, true]);
+}
+
+#[tokio::test]
+async fn follows_backfill_and_unfollows_and_blocks_purge() {
+    let app = spawn_app().await;
+    let (ids, _) = publish_many(&app, 1, 3).await;
+    let at = position_of(&app, "follow", 10, 1).await;
+    assert_eq!(feed_at(&app, 10, 10, &at).await, newest_first(&ids));
+    let at = position_of(&app, "unfollow", 10, 1).await;
+    assert!(feed_at(&app, 10, 10, &at).await.is_empty());
+    assert_eq!(inbox_rows(&app, 10).await, 0);
+    let at = position_of(&app, "follow", 10, 1).await;
+    assert_eq!(feed_at(&app, 10, 10, &at).await, newest_first(&ids));
+    // Rule 9: a block either way empties the feed of the other's posts.
+    let at = position_of(&app, "block", 1, 10).await;
+    assert!(feed_at(&app, 10, 10, &at).await.is_empty());
+    assert_eq!(inbox_rows(&app, 10).await, 0);
+}
+
+#[tokio::test]
+async fn a_deleted_post_disappears_from_pushed_pulled_and_cached_feeds() {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 2;
+    let app = spawn_with(config).await;
+    position_of(&app, "follow", 10, 1).await; // author 1: push to 10
+    position_of(&app, "follow", 10, 2).await; // author 2: pulled by 10 and 11
+    position_of(&app, "follow", 11, 2).await;
+    let (pushed, _) = app.publish(1, "pushed").await;
+    let (pulled, at) = app.publish(2, "pulled").await;
+    // Load 10's inbox into the cache.
+    projector_reached(&app, "feed_cache", &at).await;
+    assert_eq!(
+        pages(&app, 10, "size=5").await,
+        vec![pulled.clone(), pushed.clone()]
+    );
+    app.delete_post(1, &pushed).await;
+    let (_, body) = app.delete_post(2, &pulled).await;
+    let at = body["position"].as_str().unwrap();
+    assert!(feed_at(&app, 10, 5, at).await.is_empty());
+    assert!(feed_at(&app, 11, 5, at).await.is_empty());
+    projector_reached(&app, "feed_cache", at).await;
+    assert!(pages(&app, 10, "size=5").await.is_empty());
+}
+
+#[tokio::test]
+async fn paging_never_skips_or_repeats_while_posts_arrive() {
+    let app = spawn_app().await;
+    for author in [1, 2, 3] {
+        position_of(&app, "follow", 10, author).await;
+    }
+    let mut expected = Vec::new();
+    let mut at = String::new();
+    for i in 0..21 {
+        let (id, position) = app.publish(1 + i % 3, &format!("post {i}")).await;
+        expected.push(id);
+        at = position;
+    }
+    let (_, first) = app
+        .get_as(10, &format!("/api/v1/feed?size=4&min_position={at}"))
+        .await;
+    let mut seen = post_ids(&first);
+    let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
+    let mut arrived = Vec::new();
+    while let Some(c) = cursor {
+        // A new post lands between every two pages.
+        let (id, position) = app.publish(2, "meanwhile").await;
+        arrived.push(id);
+        let (status, page) = app
+            .get_as(
+                10,
+                &format!("/api/v1/feed?size=4&cursor={c}&min_position={position}"),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        seen.extend(post_ids(&page));
+        cursor = page["next_cursor"].as_str().map(str::to_owned);
+    }
+    assert_eq!(seen, newest_first(&expected), "skipped or repeated");
+    // A fresh first page starts with what arrived.
+    let (_, top) = app.get_as(10, "/api/v1/feed?size=20").await;
+    assert_eq!(
+        post_ids(&top)[..arrived.len()].to_vec(),
+        newest_first(&arrived)
+    );
+}
+
+#[tokio::test]
+async fn a_capped_inbox_continues_by_pulling_without_a_false_end() {
+    let mut config = test_config().await;
+    config.feed.feed_inbox_cap = 4;
+    let app = spawn_with(config).await;
+    position_of(&app, "follow", 10, 1).await;
+    position_of(&app, "follow", 10, 2).await;
+    let mut expected = Vec::new();
+    let mut at = String::new();
+    for i in 0..13 {
+        let (id, position) = app.publish(1 + i % 2, &format!("post {i}")).await;
+        expected.push(id);
+        at = position;
+    }
+    assert_eq!(feed_at(&app, 10, 3, &at).await, newest_first(&expected));
+    assert_eq!(inbox_rows(&app, 10).await, 4, "the inbox is capped");
+    let watermark: i64 = sqlx::query_scalar("SELECT watermark FROM feed_readers WHERE reader = 10")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(watermark > 0, "trimming raised the watermark");
+    // The cached inbox is capped the same way and pages on past it.
+    projector_reached(&app, "feed_cache", &at).await;
+    assert_eq!(pages(&app, 10, "size=3").await, newest_first(&expected));
+    let (id, at) = app.publish(1, "one more").await;
+    expected.push(id);
+    projector_reached(&app, "feed_cache", &at).await;
+    assert_eq!(pages(&app, 10, "size=5").await, newest_first(&expected));
+}
+
+async fn count(app: &TestApp, at: String) -> Value {
+    let path = format!("/api/v1/feed/new_count?min_position={at}");
+    app.get_as(10, &path).await.1["count"].clone()
+}
+
+#[tokio::test]
+async fn new_count_counts_pushed_and_pulled_posts_since_the_first_page() {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 2;
+    let app = spawn_with(config).await;
+    position_of(&app, "follow", 10, 1).await; // 1: pushed to 10
+    position_of(&app, "follow", 10, 2).await; // 2: pulled
+    let at = position_of(&app, "follow", 11, 2).await;
+    app.get_as(10, &format!("/api/v1/feed?min_position={at}"))
+        .await;
+    assert_eq!(count(&app, at).await, json!(0));
+    app.publish(1, "a").await;
+    app.publish(2, "b").await;
+    app.publish(3, "not followed").await;
+    let (id, at) = app.publish(2, "c").await;
+    assert_eq!(count(&app, at.clone()).await, json!(3));
+    // A deleted post is not new any more; a later page does not move the mark.
+    let (_, body) = app.delete_post(2, &id).await;
+    let at = body["position"].as_str().unwrap().to_owned();
+    assert_eq!(count(&app, at.clone()).await, json!(2));
+    // Pages after the first (with a cursor) leave the mark where it is.
+    let (status, page) = app
+        .get_as(
+            10,
+            &format!("/api/v1/feed?size=1&cursor={}&min_position={at}", i64::MAX),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    assert_eq!(count(&app, at.clone()).await, json!(2));
+    app.get_as(10, "/api/v1/feed").await;
+    assert_eq!(count(&app, at).await, json!(0));
+    assert_eq!(
+        app.get("/api/v1/feed/new_count").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test]
+async fn users_who_follow_nobody_get_the_recommended_feed_without_blocked_authors() {
+    let mut config = test_config().await;
+    config.recommended_authors = vec![
+        relations_api::config::RecommendedAuthor(Some(user(5))),
+        relations_api::config::RecommendedAuthor(Some(user(6))),
+    ];
+    let app = spawn_with(config).await;
+    let (from_5, _) = app.publish(5, "five").await;
+    app.publish(6, "six").await;
+    let (_, at) = app.publish(7, "not recommended").await;
+    let at = {
+        let _ = at;
+        position_of(&app, "block", 6, 10).await
+    };
+    assert_eq!(feed_at(&app, 10, 10, &at).await, vec![from_5.clone()]);
+    let (_, count) = app.get_as(10, "/api/v1/feed/new_count").await;
+    assert_eq!(
+        count["count"],
+        json!(0),
+        "the recommended first page was read"
+    );
+    // Following someone switches to the follow feed.
+    let at = position_of(&app, "follow", 10, 7).await;
+    assert_eq!(feed_at(&app, 10, 10, &at).await.len(), 1);
+    assert_ne!(feed_at(&app, 10, 10, &at).await, vec![from_5]);
+}
+
+async fn zadd(app: &TestApp, reader: i64, seq: i64) {
+    let mut redis = redis::Client::open(app.config.redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let key = format!("{}feed:{reader}", app.config.redis_prefix);
+    let _: () = redis::cmd("ZADD")
+        .arg(&key)
+        .arg(seq)
+        .arg(seq)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+}
+
+async fn seq_of(app: &TestApp, id: &str) -> i64 {
+    sqlx::query_scalar("SELECT seq FROM rm_posts WHERE post_id = $1::uuid")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_cache_serves_loaded_inboxes_keeps_them_current_and_never_breaks_rule_9() {
+    let app = spawn_app().await;
+    position_of(&app, "follow", 10, 1).await;
+    position_of(&app, "follow", 10, 2).await;
+    let (mut expected, _) = publish_many(&app, 1, 2).await;
+    let (by_2, at) = app.publish(2, "by 2").await;
+    projector_reached(&app, "feed_cache", &at).await;
+    expected.reverse();
+    assert_eq!(
+        pages(&app, 10, "size=10").await,
+        vec![by_2.clone(), expected[0].clone(), expected[1].clone()]
+    );
+
+    // Rule 8 for cached entries: a deleted post's entry, left behind in the cache, is not shown.
+    let (doomed, _) = app.publish(1, "doomed").await;
+    let (_, body) = app.delete_post(1, &doomed).await;
+    projector_reached(&app, "feed_cache", body["position"].as_str().unwrap()).await;
+    zadd(&app, 10, seq_of(&app, &doomed).await).await;
+    assert_eq!(pages(&app, 10, "size=2").await.len(), 3);
+
+    // Rule 9 for cached entries: once 2 blocks 10, a cached entry of 2's post is not shown.
+    let at = position_of(&app, "block", 2, 10).await;
+    projector_reached(&app, "feed_cache", &at).await;
+    assert_eq!(pages(&app, 10, "size=10").await, expected);
+    zadd(&app, 10, seq_of(&app, &by_2).await).await;
+    assert_eq!(pages(&app, 10, "size=10").await, expected);
+
+    // Served from Redis: the inbox rows in PostgreSQL are no longer needed...
+    sqlx::query("DELETE FROM feed_inbox WHERE reader = 10")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pages(&app, 10, "size=10").await, expected);
+    // ...and kept current by projector feed_cache: a new post is added to the cached inbox.
+    let (new, at) = app.publish(1, "new").await;
+    projector_reached(&app, "feed_cache", &at).await;
+    expected.insert(0, new);
+    assert_eq!(pages(&app, 10, "size=2").await, expected);
+}
