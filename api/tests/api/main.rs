@@ -8,6 +8,7 @@ mod cache;
 mod cli;
 mod concurrency;
 mod feed;
+mod feed_model;
 mod idempotency;
 mod queries;
 mod rate_limit;

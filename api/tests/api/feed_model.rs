@@ -1,0 +1,224 @@
+//! The property: for random follows, unfollows, blocks, unblocks, posts and deletes, every
+//! reader's feed equals the reference (posts of followed authors, none blocked, none deleted,
+//! newest first; the recommended authors' posts for readers who follow nobody) page by page,
+//! read from PostgreSQL and through the inbox cache. A small threshold and cap put every path
+//! (push, pull, switches both ways, trimmed inboxes, deep pulls) in play.
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use reqwest::StatusCode;
+
+use crate::helpers::{projector_reached, spawn_with, test_config, user, TestApp};
+
+const USERS: i64 = 4;
+const RECOMMENDED: [i64; 2] = [1, 2];
+const PAGE: usize = 2;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Relation(&'static str, i64, i64),
+    Post(i64),
+    /// Delete the n-th post published so far (modulo), as its author or as someone else.
+    Delete(usize, bool),
+    /// Read a first page (loads the reader's inbox into the cache mid-run).
+    Read(i64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let who = 1..=USERS;
+    prop_oneof![
+        4 => (prop::sample::select(vec!["follow", "unfollow", "block", "unblock"]), who.clone(), who.clone())
+            .prop_map(|(verb, a, b)| Op::Relation(verb, a, b)),
+        3 => who.clone().prop_map(Op::Post),
+        1 => (0usize..64, any::<bool>()).prop_map(|(i, by_author)| Op::Delete(i, by_author)),
+        1 => who.prop_map(Op::Read),
+    ]
+}
+
+#[derive(Default)]
+struct Model {
+    follows: BTreeSet<(i64, i64)>,
+    blocks: BTreeSet<(i64, i64)>,
+    /// (id, author, live), in publication order.
+    posts: Vec<(String, i64, bool)>,
+}
+
+impl Model {
+    fn blocked_either_way(&self, a: i64, b: i64) -> bool {
+        self.blocks.contains(&(a, b)) || self.blocks.contains(&(b, a))
+    }
+
+    /// The status the service must answer, and the model after it.
+    fn relation(&mut self, verb: &str, a: i64, b: i64) -> StatusCode {
+        if a == b {
+            return StatusCode::BAD_REQUEST;
+        }
+        match verb {
+            "follow" if self.blocks.contains(&(b, a)) => return StatusCode::FORBIDDEN,
+            "follow" if self.blocks.contains(&(a, b)) => return StatusCode::CONFLICT,
+            "follow" => {
+                self.follows.insert((a, b));
+            }
+            "unfollow" => {
+                self.follows.remove(&(a, b));
+            }
+            "block" => {
+                self.blocks.insert((a, b));
+                self.follows.remove(&(a, b));
+                self.follows.remove(&(b, a));
+            }
+            _ => {
+                self.blocks.remove(&(a, b));
+            }
+        }
+        StatusCode::OK
+    }
+
+    fn feed(&self, reader: i64) -> Vec<String> {
+        let follows_anyone = self.follows.iter().any(|&(f, _)| f == reader);
+        self.posts
+            .iter()
+            .rev()
+            .filter(|(_, author, live)| {
+                *live
+                    && if follows_anyone {
+                        self.follows.contains(&(reader, *author))
+                    } else {
+                        RECOMMENDED.contains(author)
+                            && *author != reader
+                            && !self.blocked_either_way(reader, *author)
+                    }
+            })
+            .map(|(id, _, _)| id.clone())
+            .collect()
+    }
+}
+
+/// Every page of `reader`'s feed with `query`, page by page.
+async fn pages(app: &TestApp, reader: i64, query: &str) -> Vec<Vec<String>> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/api/v1/feed?size={PAGE}&{query}&cursor={c}"),
+            None => format!("/api/v1/feed?size={PAGE}&{query}"),
+        };
+        let (status, body) = app.get_as(reader, &path).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        pages.push(
+            body["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["id"].as_str().unwrap().to_owned())
+                .collect(),
+        );
+        match body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return pages,
+        }
+        assert!(pages.len() < 100, "the feed never ended");
+    }
+}
+
+fn expected_pages(feed: &[String]) -> Vec<Vec<String>> {
+    if feed.is_empty() {
+        return vec![vec![]];
+    }
+    feed.chunks(PAGE).map(<[String]>::to_vec).collect()
+}
+
+async fn run(ops: Vec<Op>) {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 2;
+    config.feed.feed_inbox_cap = 3;
+    config.recommended_authors = RECOMMENDED
+        .iter()
+        .map(|&id| relations_api::config::RecommendedAuthor(Some(user(id))))
+        .collect();
+    let app = spawn_with(config).await;
+    let mut model = Model::default();
+    let mut last = None;
+    for op in &ops {
+        match *op {
+            Op::Relation(verb, a, b) => {
+                let expected = model.relation(verb, a, b);
+                let (status, body) = app.command(verb, a, b).await;
+                assert_eq!(status, expected, "{op:?}: {body}");
+                if let Some(position) = body["position"].as_str() {
+                    last = Some(position.to_owned());
+                }
+            }
+            Op::Post(author) => {
+                let (id, position) = app.publish(author, "p").await;
+                model.posts.push((id, author, true));
+                last = Some(position);
+            }
+            Op::Delete(_, _) if model.posts.is_empty() => {}
+            Op::Delete(n, by_author) => {
+                let n = n % model.posts.len();
+                let (id, author, live) = model.posts[n].clone();
+                let actor = if by_author {
+                    author
+                } else {
+                    author % USERS + 1
+                };
+                let (status, body) = app.delete_post(actor, &id).await;
+                let expected = match (live, by_author) {
+                    (false, _) => StatusCode::NOT_FOUND,
+                    (true, false) => StatusCode::FORBIDDEN,
+                    (true, true) => StatusCode::OK,
+                };
+                assert_eq!(status, expected, "{op:?}: {body}");
+                if status == StatusCode::OK {
+                    model.posts[n].2 = false;
+                    last = body["position"].as_str().map(str::to_owned);
+                }
+            }
+            Op::Read(reader) => {
+                let (status, _) = app.get_as(reader, "/api/v1/feed").await;
+                assert_eq!(status, StatusCode::OK);
+            }
+        }
+    }
+    let Some(last) = last else { return };
+    for reader in 1..=USERS {
+        let expected = expected_pages(&model.feed(reader));
+        let from_postgres = pages(&app, reader, &format!("min_position={last}")).await;
+        assert_eq!(
+            from_postgres, expected,
+            "reader {reader} (PostgreSQL), ops {ops:?}"
+        );
+    }
+    projector_reached(&app, "feed_cache", &last).await;
+    for reader in 1..=USERS {
+        let expected = expected_pages(&model.feed(reader));
+        assert_eq!(
+            pages(&app, reader, "").await,
+            expected,
+            "reader {reader} (cache), ops {ops:?}"
+        );
+    }
+}
+
+#[test]
+fn every_feed_equals_the_reference_page_by_page() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 24,
+        max_shrink_iters: 32,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(&prop::collection::vec(op(), 20..70), |ops| {
+            runtime.block_on(run(ops));
+            Ok(())
+        })
+        .unwrap();
+}
