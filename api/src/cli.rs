@@ -57,7 +57,12 @@ enum Command {
     /// Print the event log as JSON lines (the versioned envelope), in commit order.
     Replay(ReplayArgs),
     /// Fold the log afresh and compare every read model row by row; exit 1 on a difference.
-    Verify(DatabaseConfig),
+    Verify {
+        #[command(flatten)]
+        feed: FeedConfig,
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
     /// Print a development JWT for a user.
     Token {
         /// The user id (`sub`).
@@ -190,9 +195,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!(projector = %name, events = report.events, position = %report.position, "rebuilt and swapped in");
             Ok(())
         }
-        Command::Verify(database) => {
+        Command::Verify { feed, database } => {
             let pool = connect(&database).await?;
-            let differences = relations_projections::verify::verify(&pool).await?;
+            let differences =
+                relations_projections::verify::verify(&pool, feed.projector()).await?;
             if differences.is_empty() {
                 println!("read models agree with the log");
                 Ok(())

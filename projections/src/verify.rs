@@ -6,18 +6,21 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use relations_domain::{RelationEvent, RelationPair};
+use relations_domain::{Post, PostEvent, RelationEvent, RelationPair};
 use relations_store::log::read_after;
 use relations_store::LogPosition;
 use sqlx::{PgPool, Row};
 
 use crate::error::ProjectionError;
+use crate::feed::Feed;
 use crate::projector::decode;
 
 #[derive(Default)]
 struct Fold {
     follows: BTreeSet<(i64, i64)>,
     blocks: BTreeSet<(i64, i64)>,
+    /// post id -> (seq, author, live); seqs numbered in log order, as projector `feed` does.
+    posts: BTreeMap<uuid::Uuid, (i64, i64, bool)>,
 }
 
 impl Fold {
@@ -36,6 +39,22 @@ impl Fold {
             }
             RelationEvent::Unblocked { blocker, blocked } => {
                 self.blocks.remove(&(blocker.get(), blocked.get()));
+            }
+        }
+    }
+
+    fn apply_post(&mut self, event: PostEvent) {
+        match event {
+            PostEvent::PostPublished {
+                post_id, author, ..
+            } => {
+                let seq = self.posts.len() as i64 + 1;
+                self.posts.insert(post_id.uuid(), (seq, author.get(), true));
+            }
+            PostEvent::PostDeleted { post_id, .. } => {
+                if let Some(post) = self.posts.get_mut(&post_id.uuid()) {
+                    post.2 = false;
+                }
             }
         }
     }
@@ -80,24 +99,16 @@ async fn pairs(
 
 /// Every difference between the read models (and guard rows) and a fresh fold of the log;
 /// empty when they agree.
-pub async fn verify(pool: &PgPool) -> Result<Vec<String>, ProjectionError> {
+pub async fn verify(pool: &PgPool, feed: Feed) -> Result<Vec<String>, ProjectionError> {
     let mut tx = pool.begin().await?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .execute(&mut *tx)
         .await?;
-    let checkpoint = sqlx::query("SELECT transaction_id, global_position FROM projector_checkpoints WHERE name = 'following'")
-        .fetch_optional(&mut *tx)
-        .await?
-        .map(|row| -> Result<LogPosition, sqlx::Error> {
-            Ok(LogPosition {
-                transaction_id: row.try_get("transaction_id")?,
-                global_position: row.try_get("global_position")?,
-            })
-        })
-        .transpose()?
-        .unwrap_or(LogPosition::START);
+    let checkpoint = checkpoint_of(&mut tx, "following").await?;
+    let feed_checkpoint = checkpoint_of(&mut tx, "feed").await?;
 
     let mut at_checkpoint = Fold::default();
+    let mut at_feed = Fold::default();
     let mut everything = Fold::default();
     let mut after = LogPosition::START;
     loop {
@@ -105,10 +116,16 @@ pub async fn verify(pool: &PgPool) -> Result<Vec<String>, ProjectionError> {
         let Some(last) = batch.last() else { break };
         after = last.position;
         for event in &batch {
+            if event.stream_type == Post::TYPE && event.position <= feed_checkpoint {
+                at_feed.apply_post(decode(event)?);
+            }
             if event.stream_type != RelationPair::TYPE {
                 continue;
             }
             let decoded: RelationEvent = decode(event)?;
+            if event.position <= feed_checkpoint {
+                at_feed.apply(decoded);
+            }
             everything.apply(decoded);
             if event.position <= checkpoint {
                 at_checkpoint.apply(decoded);
@@ -149,8 +166,10 @@ pub async fn verify(pool: &PgPool) -> Result<Vec<String>, ProjectionError> {
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
             .collect::<Result<_, sqlx::Error>>()?;
 
+    let feed_rows = FeedRows::read(&mut tx).await?;
     tx.rollback().await?;
     let mut out = Vec::new();
+    feed_rows.compare(&at_feed, feed, &mut out);
     diff(
         "rm_follows (follower, followee)",
         &at_checkpoint.follows,
@@ -183,4 +202,152 @@ pub async fn verify(pool: &PgPool) -> Result<Vec<String>, ProjectionError> {
         &mut out,
     );
     Ok(out)
+}
+
+async fn checkpoint_of(
+    conn: &mut sqlx::PgConnection,
+    name: &str,
+) -> Result<LogPosition, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT transaction_id, global_position FROM projector_checkpoints WHERE name = $1",
+    )
+    .bind(name)
+    .fetch_optional(conn)
+    .await?;
+    Ok(match row {
+        Some(row) => LogPosition {
+            transaction_id: row.try_get("transaction_id")?,
+            global_position: row.try_get("global_position")?,
+        },
+        None => LogPosition::START,
+    })
+}
+
+/// Projector `feed`'s rows, as read in the snapshot.
+struct FeedRows {
+    follows: BTreeSet<(i64, i64)>,
+    posts: BTreeSet<(uuid::Uuid, (i64, i64, bool))>,
+    /// author -> (followers, posts, pulled)
+    authors: BTreeMap<i64, (i64, i64, bool)>,
+    inbox: BTreeSet<(i64, i64)>,
+    /// reader -> (size, watermark)
+    readers: BTreeMap<i64, (i64, i64)>,
+}
+
+impl FeedRows {
+    async fn read(conn: &mut sqlx::PgConnection) -> Result<Self, sqlx::Error> {
+        let follows = pairs(&mut *conn, "SELECT follower, followee FROM feed_follows").await?;
+        let inbox = pairs(&mut *conn, "SELECT reader, seq FROM feed_inbox").await?;
+        let posts = sqlx::query("SELECT post_id, seq, author, NOT deleted FROM rm_posts")
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
+            .collect::<Result<_, sqlx::Error>>()?;
+        let authors = sqlx::query(
+            "SELECT author, followers, posts, pulled FROM feed_authors
+              WHERE followers <> 0 OR posts <> 0 OR pulled",
+        )
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
+        .collect::<Result<_, sqlx::Error>>()?;
+        let readers = sqlx::query("SELECT reader, size::bigint, watermark FROM feed_readers")
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?))))
+            .collect::<Result<_, sqlx::Error>>()?;
+        Ok(Self {
+            follows,
+            posts,
+            authors,
+            inbox,
+            readers,
+        })
+    }
+
+    /// The feed's rows against a fold up to its checkpoint, and the inbox invariant.
+    fn compare(&self, fold: &Fold, feed: Feed, out: &mut Vec<String>) {
+        diff(
+            "feed_follows (follower, followee)",
+            &fold.follows,
+            &self.follows,
+            out,
+        );
+        let posts: BTreeSet<_> = fold.posts.iter().map(|(k, v)| (*k, *v)).collect();
+        diff(
+            "rm_posts (post_id, (seq, author, live))",
+            &posts,
+            &self.posts,
+            out,
+        );
+        let mut authors: BTreeMap<i64, (i64, i64, bool)> = BTreeMap::new();
+        for &(_, followee) in &fold.follows {
+            authors.entry(followee).or_default().0 += 1;
+        }
+        for &(_, author, live) in fold.posts.values() {
+            if live {
+                authors.entry(author).or_default().1 += 1;
+            }
+        }
+        for counts in authors.values_mut() {
+            counts.2 = counts.0 >= feed.big_v_threshold;
+        }
+        authors.retain(|_, c| c.0 != 0 || c.1 != 0 || c.2);
+        let authors: BTreeSet<_> = authors.into_iter().collect();
+        let actual: BTreeSet<_> = self.authors.iter().map(|(k, v)| (*k, *v)).collect();
+        diff(
+            "feed_authors (author, (followers, posts, pulled))",
+            &authors,
+            &actual,
+            out,
+        );
+
+        // The inbox: only live posts of followed authors; every live post of a followed
+        // push-mode author above the reader's watermark; sizes counted; the cap kept.
+        let by_seq: BTreeMap<i64, (i64, bool)> = fold
+            .posts
+            .values()
+            .map(|&(seq, a, live)| (seq, (a, live)))
+            .collect();
+        let pulled = |author: i64| self.authors.get(&author).is_some_and(|a| a.2);
+        let mut sizes: BTreeMap<i64, i64> = BTreeMap::new();
+        for &(reader, seq) in &self.inbox {
+            *sizes.entry(reader).or_default() += 1;
+            match by_seq.get(&seq) {
+                Some(&(author, true)) if fold.follows.contains(&(reader, author)) => {}
+                _ => out.push(format!(
+                    "feed_inbox: reader {reader} holds post seq {seq}, which it must not"
+                )),
+            }
+        }
+        for &(reader, author) in &fold.follows {
+            if pulled(author) {
+                continue;
+            }
+            let watermark = self.readers.get(&reader).map_or(0, |r| r.1);
+            for (&seq, &(a, live)) in by_seq.range(watermark + 1..) {
+                if a == author && live && !self.inbox.contains(&(reader, seq)) {
+                    out.push(format!(
+                        "feed_inbox: reader {reader} misses post seq {seq} of {author} (watermark {watermark})"
+                    ));
+                }
+            }
+        }
+        for (&reader, &(size, _)) in &self.readers {
+            let held = sizes.get(&reader).copied().unwrap_or(0);
+            if size != held {
+                out.push(format!(
+                    "feed_readers: reader {reader} counts {size} entries, holds {held}"
+                ));
+            }
+            if held > feed.inbox_cap {
+                out.push(format!(
+                    "feed_inbox: reader {reader} holds {held}, over the cap"
+                ));
+            }
+        }
+    }
 }

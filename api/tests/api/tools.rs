@@ -371,3 +371,45 @@ async fn two_projector_processes_never_both_apply() {
         String::from_utf8_lossy(&verify.stdout)
     );
 }
+
+/// Readers 10, 11 and 12's whole feeds at `last`.
+async fn feeds(app: &TestApp, last: String) -> Vec<Value> {
+    let mut all = Vec::new();
+    for reader in [10, 11, 12] {
+        let path = format!("/api/v1/feed?size=20&min_position={last}");
+        all.push(app.get_as(reader, &path).await.1);
+    }
+    all
+}
+
+#[tokio::test]
+async fn rebuilding_the_feed_numbers_every_post_the_same_and_keeps_every_feed() {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 3;
+    config.feed.feed_inbox_cap = 4;
+    let app = spawn_with(config).await;
+    for (a, b) in [(10, 1), (11, 1), (12, 1), (10, 2), (11, 2), (10, 3)] {
+        app.command("follow", a, b).await;
+    }
+    let mut last = String::new();
+    for i in 0..12 {
+        last = app.publish(1 + i % 3, &format!("post {i}")).await.1;
+    }
+    let (_, unfollowed) = app.command("unfollow", 12, 1).await;
+    last = unfollowed["position"].as_str().unwrap_or(&last).to_owned();
+    let before = feeds(&app, last.clone()).await;
+    let flags = ["--big-v-threshold", "3", "--feed-inbox-cap", "4"];
+    let rebuild = relations(&app, &[&["rebuild", "feed"][..], &flags].concat());
+    assert!(
+        rebuild.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuild.stderr)
+    );
+    assert_eq!(feeds(&app, last).await, before);
+    let verify = relations(&app, &[&["verify"][..], &flags].concat());
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
