@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the service on 127.0.0.1:8080 against a local database `relations_dev`, plays a short
-# demo against it (follow, friends, block, a refused follow), then keeps serving until
-# Ctrl-C.
+# demo against it (follow, friends, block, a refused follow; a post, the feed, a deletion),
+# then keeps serving until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,9 +28,10 @@ base="http://$RELATIONS_HTTP_ADDR"
 for _ in $(seq 1 50); do curl -fs "$base/readyz" >/dev/null && break; sleep 0.2; done
 
 # Fresh ids each run, so the demo tells the same story every time.
-a_id=$(( (RANDOM << 15 | RANDOM) + 1000 )); b_id=$((a_id + 1))
+a_id=$(( (RANDOM << 15 | RANDOM) + 1000 )); b_id=$((a_id + 1)); c_id=$((a_id + 2))
 alice=$("$bin" token --user "$a_id")
 bob=$("$bin" token --user "$b_id")
+carol=$("$bin" token --user "$c_id")
 cmd() { # cmd NAME TOKEN VERB TARGET
   printf '\n$ %s %s %s\n' "$1" "$3" "$4"
   curl -s -X POST "$base/api/v1/relation/$3" -H "authorization: Bearer $2" \
@@ -47,6 +48,24 @@ printf '\n$ GET status (read-your-writes at %s)\n' "$position"
 curl -s "$base/api/v1/relation/status?from=$b_id&to=$a_id&min_position=$position"; echo
 printf '\n$ GET counts of alice\n'
 curl -s "$base/api/v1/users/$a_id/counts?min_position=$position"; echo
+
+echo
+echo "== demo: carol ($c_id) follows alice, alice posts, carol reads her feed"
+cmd carol "$carol" follow "$a_id"
+printf '\n$ alice posts\n'
+out=$(curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $alice" \
+  -H 'content-type: application/json' -d '{"content": "hello from alice"}'); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+post_id=$(echo "$out" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+printf '\n$ GET carol\x27s new_count, then her feed (read-your-writes at %s)\n' "$position"
+curl -s "$base/api/v1/feed/new_count?min_position=$position" -H "authorization: Bearer $carol"; echo
+curl -s "$base/api/v1/feed?min_position=$position" -H "authorization: Bearer $carol"; echo
+printf '\n$ bob deletes alice\x27s post (403), alice deletes it\n'
+curl -s -X DELETE "$base/api/v1/posts/$post_id" -H "authorization: Bearer $bob"; echo
+out=$(curl -s -X DELETE "$base/api/v1/posts/$post_id" -H "authorization: Bearer $alice"); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+printf '\n$ GET carol\x27s feed again\n'
+curl -s "$base/api/v1/feed?min_position=$position" -H "authorization: Bearer $carol"; echo
 echo
 echo "== serving on $base (Ctrl-C stops). A token: $bin token --user N"
 wait $server
