@@ -549,3 +549,147 @@ async fn the_cache_serves_loaded_inboxes_keeps_them_current_and_never_breaks_rul
     expected.insert(0, new);
     assert_eq!(pages(&app, 10, "size=2").await, expected);
 }
+
+#[tokio::test]
+async fn racing_deletes_of_one_post_succeed_once() {
+    let app = spawn_app().await;
+    let (id, _) = app.publish(1, "once").await;
+    let results = futures::future::join_all((0..12).map(|_| app.delete_post(1, &id))).await;
+    let statuses: Vec<StatusCode> = results.iter().map(|r| r.0).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == StatusCode::OK).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(statuses
+        .iter()
+        .all(|s| *s == StatusCode::OK || *s == StatusCode::NOT_FOUND));
+    assert_eq!(app.event_count().await, 2);
+}
+
+/// The feeds the log says every reader must see: replays the log (in its order, which is the
+/// feed's order) with the rules' semantics.
+async fn feeds_from_the_log(app: &TestApp, readers: &[i64]) -> Vec<Vec<String>> {
+    let mut follows = std::collections::BTreeSet::new();
+    let mut posts: Vec<(String, i64, bool)> = Vec::new();
+    for (kind, payload) in app.events().await {
+        let data = &payload[kind.as_str()];
+        let (a, b) = (data["follower"].as_i64(), data["followee"].as_i64());
+        match kind.as_str() {
+            "Followed" => {
+                follows.insert((a.unwrap(), b.unwrap()));
+            }
+            "Unfollowed" => {
+                follows.remove(&(a.unwrap(), b.unwrap()));
+            }
+            "PostPublished" => posts.push((
+                data["post_id"].as_str().unwrap().to_owned(),
+                data["author"].as_i64().unwrap(),
+                true,
+            )),
+            "PostDeleted" => {
+                let id = data["post_id"].as_str().unwrap();
+                posts.iter_mut().find(|p| p.0 == id).unwrap().2 = false;
+            }
+            _ => {}
+        }
+    }
+    readers
+        .iter()
+        .map(|&reader| {
+            posts
+                .iter()
+                .rev()
+                .filter(|(_, author, live)| *live && follows.contains(&(reader, *author)))
+                .map(|(id, _, _)| id.clone())
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn racing_posts_follows_blocks_and_deletes_leave_every_feed_equal_to_the_log() {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 3;
+    config.feed.feed_inbox_cap = 5;
+    let app = spawn_with(config).await;
+    let (authors, readers) = ([1i64, 2, 3, 4], [10i64, 11, 12, 13, 14, 15]);
+    // Every reader follows every author first, so the race has followers to push to.
+    for reader in readers {
+        for author in authors {
+            app.command("follow", reader, author).await;
+        }
+    }
+    let (seed, _) = publish_many(&app, 1, 3).await;
+    let mut work = Vec::new();
+    for round in 0..6i64 {
+        for (i, &author) in authors.iter().enumerate() {
+            let reader = readers[(round as usize + i) % readers.len()];
+            work.push(("post", author, 0));
+            // Reads load inboxes into the cache mid-race, so its upkeep races too.
+            work.push(("read", reader, 0));
+            work.push((
+                ["unfollow", "follow", "block", "unblock"][(round as usize + i) % 4],
+                reader,
+                author,
+            ));
+        }
+    }
+    let racing = work.iter().map(|&(verb, a, b)| {
+        let app = &app;
+        async move {
+            if verb == "post" {
+                app.post(a, "racing").await.0
+            } else if verb == "read" {
+                app.get_as(a, "/api/v1/feed").await.0
+            } else {
+                app.command(verb, a, b).await.0
+            }
+        }
+    });
+    let deletes = seed.iter().map(|id| app.delete_post(1, id));
+    let (statuses, deleted) = futures::join!(
+        futures::future::join_all(racing),
+        futures::future::join_all(deletes)
+    );
+    for status in statuses.iter().chain(deleted.iter().map(|d| &d.0)) {
+        // A follow of someone who blocks you is refused; nothing else may fail.
+        assert!(
+            [
+                StatusCode::OK,
+                StatusCode::CREATED,
+                StatusCode::FORBIDDEN,
+                StatusCode::CONFLICT
+            ]
+            .contains(status),
+            "{status}"
+        );
+    }
+    let (_, last) = app.publish(4, "last").await;
+    let expected = feeds_from_the_log(&app, &readers).await;
+    for (reader, expected) in readers.iter().zip(&expected) {
+        assert_eq!(
+            &feed_at(&app, *reader, 7, &last).await,
+            expected,
+            "reader {reader}"
+        );
+    }
+    projector_reached(&app, "feed_cache", &last).await;
+    for (reader, expected) in readers.iter().zip(&expected) {
+        assert_eq!(
+            &pages(&app, *reader, "size=7").await,
+            expected,
+            "reader {reader} (cache)"
+        );
+    }
+    let differences = relations_projections::verify::verify(
+        &app.pool,
+        relations_projections::feed::Feed {
+            big_v_threshold: 3,
+            inbox_cap: 5,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(differences.is_empty(), "{differences:#?}");
+}
