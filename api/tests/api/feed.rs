@@ -693,3 +693,40 @@ async fn racing_posts_follows_blocks_and_deletes_leave_every_feed_equal_to_the_l
     .unwrap();
     assert!(differences.is_empty(), "{differences:#?}");
 }
+
+#[tokio::test]
+async fn an_empty_inbox_is_cached_with_its_sentinel() {
+    let app = spawn_app().await;
+    let at = position_of(&app, "follow", 20, 1).await;
+    projector_reached(&app, "feed_cache", &at).await;
+    assert!(pages(&app, 20, "size=5").await.is_empty());
+    let mut redis = redis::Client::open(app.config.redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let key = format!("{}feed:20", app.config.redis_prefix);
+    let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(&key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(members, vec![("w".to_owned(), 0.0)]);
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&key)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert!(ttl > 0, "cached inboxes expire");
+    // The next post is pushed into the cached (empty) inbox, not lost behind the sentinel.
+    let (id, at) = app.publish(1, "first").await;
+    projector_reached(&app, "feed_cache", &at).await;
+    sqlx::query("DELETE FROM feed_inbox WHERE reader = 20")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pages(&app, 20, "size=5").await, vec![id]);
+}
