@@ -11,11 +11,11 @@
 use std::sync::Arc;
 
 use relations_store::LogPosition;
-use sqlx::{Connection, PgConnection, PgPool, Row};
+use sqlx::{Connection, PgPool};
 
 use crate::error::ProjectionError;
 use crate::projector::Projector;
-use crate::runner::apply_batch;
+use crate::runner::{apply_batch, checkpoint};
 
 /// Events per batch while rebuilding.
 const BATCH: i64 = 5_000;
@@ -27,22 +27,6 @@ pub struct RebuildReport {
     pub events: u64,
     /// The checkpoint the new read model took over.
     pub position: LogPosition,
-}
-
-async fn shadow_checkpoint(
-    conn: &mut PgConnection,
-    name: &str,
-) -> Result<LogPosition, sqlx::Error> {
-    let row = sqlx::query(
-        "SELECT transaction_id, global_position FROM projector_checkpoints WHERE name = $1",
-    )
-    .bind(name)
-    .fetch_one(conn)
-    .await?;
-    Ok(LogPosition {
-        transaction_id: row.try_get(0)?,
-        global_position: row.try_get(1)?,
-    })
 }
 
 /// Rebuilds `projector`'s read model; `progress(applied, total)` is called after each batch.
@@ -87,7 +71,7 @@ pub async fn rebuild(
     progress(0, total);
     loop {
         let mut tx = conn.begin().await?;
-        let after = shadow_checkpoint(&mut tx, name).await?;
+        let after = checkpoint(&mut *tx, name).await?;
         let batch = apply_batch(&mut tx, projector.as_ref(), after, None, BATCH).await?;
         tx.commit().await?;
         match batch {
@@ -114,13 +98,13 @@ pub async fn rebuild(
     .execute(&mut *tx)
     .await?;
     loop {
-        let after = shadow_checkpoint(&mut tx, name).await?;
+        let after = checkpoint(&mut *tx, name).await?;
         match apply_batch(&mut tx, projector.as_ref(), after, None, BATCH).await? {
             Some(n) => applied += n as u64,
             None => break,
         }
     }
-    let position = shadow_checkpoint(&mut tx, name).await?;
+    let position = checkpoint(&mut *tx, name).await?;
     for table in projector.tables() {
         sqlx::query(&format!("DROP TABLE {live}.{table}"))
             .execute(&mut *tx)

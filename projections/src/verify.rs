@@ -14,6 +14,7 @@ use sqlx::{PgPool, Row};
 use crate::error::ProjectionError;
 use crate::feed::Feed;
 use crate::projector::decode;
+use crate::runner::checkpoint;
 
 #[derive(Default)]
 struct Fold {
@@ -104,8 +105,8 @@ pub async fn verify(pool: &PgPool, feed: Feed) -> Result<Vec<String>, Projection
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .execute(&mut *tx)
         .await?;
-    let checkpoint = checkpoint_of(&mut tx, "following").await?;
-    let feed_checkpoint = checkpoint_of(&mut tx, "feed").await?;
+    let feed_checkpoint = checkpoint(&mut *tx, "feed").await?;
+    let checkpoint = checkpoint(&mut *tx, "following").await?;
 
     let mut at_checkpoint = Fold::default();
     let mut at_feed = Fold::default();
@@ -202,25 +203,6 @@ pub async fn verify(pool: &PgPool, feed: Feed) -> Result<Vec<String>, Projection
         &mut out,
     );
     Ok(out)
-}
-
-async fn checkpoint_of(
-    conn: &mut sqlx::PgConnection,
-    name: &str,
-) -> Result<LogPosition, sqlx::Error> {
-    let row = sqlx::query(
-        "SELECT transaction_id, global_position FROM projector_checkpoints WHERE name = $1",
-    )
-    .bind(name)
-    .fetch_optional(conn)
-    .await?;
-    Ok(match row {
-        Some(row) => LogPosition {
-            transaction_id: row.try_get("transaction_id")?,
-            global_position: row.try_get("global_position")?,
-        },
-        None => LogPosition::START,
-    })
 }
 
 /// Projector `feed`'s rows, as read in the snapshot.

@@ -682,16 +682,7 @@ async fn racing_posts_follows_blocks_and_deletes_leave_every_feed_equal_to_the_l
             "reader {reader} (cache)"
         );
     }
-    let differences = relations_projections::verify::verify(
-        &app.pool,
-        relations_projections::feed::Feed {
-            big_v_threshold: 3,
-            inbox_cap: 5,
-        },
-    )
-    .await
-    .unwrap();
-    assert!(differences.is_empty(), "{differences:#?}");
+    crate::helpers::assert_verified(&app).await;
 }
 
 #[tokio::test]

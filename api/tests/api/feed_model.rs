@@ -193,16 +193,7 @@ async fn run(ops: Vec<Op>) {
         );
     }
     // The feed's read models agree with a fresh fold, inbox invariant included.
-    let differences = relations_projections::verify::verify(
-        &app.pool,
-        relations_projections::feed::Feed {
-            big_v_threshold: 2,
-            inbox_cap: 3,
-        },
-    )
-    .await
-    .unwrap();
-    assert!(differences.is_empty(), "{differences:#?}");
+    crate::helpers::assert_verified(&app).await;
     projector_reached(&app, "feed_cache", &last).await;
     for reader in 1..=USERS {
         let expected = expected_pages(&model.feed(reader));
