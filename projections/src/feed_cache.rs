@@ -9,7 +9,9 @@
 //! drops the inboxes it changed. Every change also sets the inbox's generation, and a loader
 //! stores what it read only if the generation did not move meanwhile, so a load that raced a
 //! change never caches what it read before it. Readers filter every cached entry again (rules 8
-//! and 9), so a cache behind the model can only cost a refill, never show what it must not.
+//! and 9), so a cache behind the model can only cost a refill, never show what it must not; and
+//! they page with the higher of the cached and PostgreSQL's watermarks, so a post PostgreSQL
+//! trimmed before this projector heard of it is pulled, not lost.
 
 use std::sync::Arc;
 use std::time::Duration;

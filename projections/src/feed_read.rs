@@ -168,6 +168,9 @@ enum Sources {
     Following {
         /// Followed authors in pull mode.
         pulled: Vec<i64>,
+        /// The inbox's watermark in PostgreSQL. A cached inbox may know an older one (its
+        /// projector lags), and raising a watermark is always safe, so pages use the higher.
+        watermark: i64,
     },
     /// The reader follows nobody: the recommended authors they have no block with.
     Recommended {
@@ -185,7 +188,8 @@ async fn sources(
         "SELECT EXISTS (SELECT 1 FROM feed_follows WHERE follower = $1) AS follows,
                 ARRAY(SELECT f.followee FROM feed_follows f
                         JOIN feed_authors a ON a.author = f.followee AND a.pulled
-                       WHERE f.follower = $1) AS pulled",
+                       WHERE f.follower = $1) AS pulled,
+                COALESCE((SELECT watermark FROM feed_readers WHERE reader = $1), 0) AS watermark",
     )
     .bind(reader.get())
     .fetch_one(pool)
@@ -193,6 +197,7 @@ async fn sources(
     Ok(if row.try_get("follows")? {
         Sources::Following {
             pulled: row.try_get("pulled")?,
+            watermark: row.try_get("watermark")?,
         }
     } else {
         Sources::Recommended {
@@ -303,8 +308,9 @@ pub async fn feed(
         let mut candidates = BTreeSet::new();
         let mut exhausted = true;
         match &sources {
-            Sources::Following { pulled } => {
-                let (pushed, watermark) = inbox.entries(pool, reader, bound, want).await?;
+            Sources::Following { pulled, watermark } => {
+                let (pushed, cached) = inbox.entries(pool, reader, bound, want).await?;
+                let watermark = cached.max(*watermark);
                 let pulled = pull(pool, pulled, bound, want).await?;
                 exhausted &= pushed.len() < want as usize && pulled.len() < want as usize;
                 if pushed.len() < want as usize && watermark > 0 {

@@ -721,3 +721,35 @@ async fn an_empty_inbox_is_cached_with_its_sentinel() {
         .unwrap();
     assert_eq!(pages(&app, 20, "size=5").await, vec![id]);
 }
+
+#[tokio::test]
+async fn a_post_trimmed_in_postgresql_before_the_cache_heard_of_it_is_still_shown() {
+    let mut config = test_config().await;
+    config.feed.feed_inbox_cap = 3;
+    let app = spawn_with(config).await;
+    position_of(&app, "follow", 10, 1).await;
+    let (ids, at) = publish_many(&app, 1, 3).await;
+    projector_reached(&app, "feed_cache", &at).await;
+    assert_eq!(pages(&app, 10, "size=5").await, newest_first(&ids));
+    // As if PostgreSQL trimmed the oldest post while the cache projector lagged behind: the
+    // cached inbox never gets it, PostgreSQL's watermark passes it.
+    let oldest = seq_of(&app, &ids[0]).await;
+    let mut redis = redis::Client::open(app.config.redis_url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let key = format!("{}feed:10", app.config.redis_prefix);
+    let _: () = redis::cmd("ZREM")
+        .arg(&key)
+        .arg(oldest)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE feed_readers SET watermark = $1 WHERE reader = 10")
+        .bind(oldest)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pages(&app, 10, "size=5").await, newest_first(&ids));
+}
