@@ -10,7 +10,7 @@ use relations_store::db::{self, PoolSettings};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::JwtKeys;
-use crate::config::{Config, DatabaseConfig, FeedConfig, JwtConfig};
+use crate::config::{Config, DatabaseConfig, FeedConfig, JwtConfig, KafkaConfig};
 use crate::startup::{cancel_on_signal, spawn_projectors, Application};
 use relations_store::LogPosition;
 
@@ -28,11 +28,21 @@ enum Command {
     Serve(Box<Config>),
     /// Apply pending database migrations and exit.
     Migrate(DatabaseConfig),
-    /// Run the projectors alone (no HTTP), until SIGTERM.
+    /// Run the projectors alone (no HTTP), until SIGTERM: from PostgreSQL's log (with the Kafka
+    /// relay when KAFKA_BROKERS is set), or from the Kafka topic as a consumer group.
     Project {
-        /// Run only this projector.
+        /// Run only these projectors (repeatable): following, feed, cache, feed_cache,
+        /// kafka_relay.
         #[arg(long)]
-        only: Option<String>,
+        only: Vec<String>,
+        /// Where the events come from.
+        #[arg(long, value_enum, default_value_t = Source::Postgres)]
+        source: Source,
+        /// The consumer group, with `--source kafka` (each projector joins `GROUP.NAME`).
+        #[arg(long, env = "KAFKA_GROUP", default_value = "relations")]
+        group: String,
+        #[command(flatten)]
+        kafka: KafkaConfig,
         /// Redis, for projector `cache` (left out when unset).
         #[arg(long = "redis-url", env = "REDIS_URL", hide_env_values = true)]
         redis_url: Option<String>,
@@ -58,6 +68,10 @@ enum Command {
     Replay(ReplayArgs),
     /// Fold the log afresh and compare every read model row by row; exit 1 on a difference.
     Verify {
+        /// Compare with the whole log, not with each projector's checkpoint (for read models
+        /// fed from Kafka, which keep offsets instead; run it once they have caught up).
+        #[arg(long)]
+        whole_log: bool,
         #[command(flatten)]
         feed: FeedConfig,
         #[command(flatten)]
@@ -77,6 +91,15 @@ enum Command {
         #[command(flatten)]
         jwt: JwtConfig,
     },
+}
+
+/// Where `relations project` reads events from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Source {
+    /// PostgreSQL's log, in global order (every projector; the relay too).
+    Postgres,
+    /// The Kafka topic, as a consumer group (partition-safe projectors: following).
+    Kafka,
 }
 
 /// `relations replay` filters; all optional, all combined.
@@ -134,6 +157,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Project {
             only,
+            source,
+            group,
+            kafka,
             redis_url,
             redis_prefix,
             feed,
@@ -147,21 +173,60 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 )),
                 None => None,
             };
+            let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
             let projectors: Vec<_> = relations_projections::all(feed.projector(), caches.as_ref())
                 .into_iter()
-                .filter(|p| only.as_deref().is_none_or(|name| p.name() == name))
-                .collect();
-            if projectors.is_empty() {
-                anyhow::bail!("no projector named {:?}", only.unwrap_or_default());
-            }
-            let runners = projectors
-                .into_iter()
-                .map(|p| relations_projections::Runner::new(pool.clone(), p))
+                .filter(|p| wanted(p.name()))
                 .collect();
             let shutdown = CancellationToken::new();
             tokio::spawn(cancel_on_signal(shutdown.clone()));
-            for task in spawn_projectors(&pool, runners, shutdown) {
-                task.await?;
+            match source {
+                Source::Kafka => {
+                    let settings = kafka
+                        .settings()
+                        .context("--source kafka needs KAFKA_BROKERS")?;
+                    let projectors: Vec<_> = projectors
+                        .into_iter()
+                        // Named ones are checked by the consumer; by default, the safe ones.
+                        .filter(|p| {
+                            !only.is_empty()
+                                || relations_kafka::consumer::PARTITION_SAFE.contains(&p.name())
+                        })
+                        .collect();
+                    anyhow::ensure!(!projectors.is_empty(), "no projector named {only:?}");
+                    let mut tasks = Vec::new();
+                    for projector in projectors {
+                        let consumer = relations_kafka::KafkaProjector::new(
+                            pool.clone(),
+                            projector,
+                            &settings,
+                            &group,
+                        )?;
+                        tasks.push(tokio::spawn(consumer.run(shutdown.clone())));
+                    }
+                    for task in tasks {
+                        task.await??;
+                    }
+                }
+                Source::Postgres => {
+                    let relay = match kafka.settings() {
+                        Some(settings) if wanted(relations_kafka::relay::NAME) => {
+                            Some(relations_kafka::Relay::new(pool.clone(), &settings)?)
+                        }
+                        _ => None,
+                    };
+                    anyhow::ensure!(
+                        !projectors.is_empty() || relay.is_some(),
+                        "no projector named {only:?}"
+                    );
+                    let runners = projectors
+                        .into_iter()
+                        .map(|p| relations_projections::Runner::new(pool.clone(), p))
+                        .collect();
+                    for task in spawn_projectors(&pool, runners, relay, shutdown) {
+                        task.await?;
+                    }
+                }
             }
             Ok(())
         }
@@ -195,10 +260,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!(projector = %name, events = report.events, position = %report.position, "rebuilt and swapped in");
             Ok(())
         }
-        Command::Verify { feed, database } => {
+        Command::Verify {
+            whole_log,
+            feed,
+            database,
+        } => {
             let pool = connect(&database).await?;
-            let differences =
-                relations_projections::verify::verify(&pool, feed.projector()).await?;
+            let differences = match whole_log {
+                true => {
+                    relations_projections::verify::verify_whole_log(&pool, feed.projector()).await?
+                }
+                false => relations_projections::verify::verify(&pool, feed.projector()).await?,
+            };
             if differences.is_empty() {
                 println!("read models agree with the log");
                 Ok(())

@@ -62,6 +62,34 @@ impl FeedConfig {
     }
 }
 
+/// Where the event log is published (and, for `project --source kafka`, read back).
+#[derive(Debug, Clone, Args)]
+pub struct KafkaConfig {
+    /// Kafka brokers (`host:port,...`); unset, no relay runs.
+    #[arg(long, env = "KAFKA_BROKERS")]
+    pub kafka_brokers: Option<String>,
+    /// The topic; created at start when missing.
+    #[arg(long, env = "KAFKA_TOPIC", default_value = "relations.events")]
+    pub kafka_topic: String,
+    /// Partitions of the topic when the relay creates it (the most consumers a group can use).
+    #[arg(long, env = "KAFKA_PARTITIONS", default_value_t = 8,
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub kafka_partitions: i32,
+}
+
+impl KafkaConfig {
+    /// The settings, when brokers are configured.
+    pub fn settings(&self) -> Option<relations_kafka::KafkaSettings> {
+        self.kafka_brokers
+            .as_ref()
+            .map(|brokers| relations_kafka::KafkaSettings {
+                brokers: brokers.clone(),
+                topic: self.kafka_topic.clone(),
+                partitions: self.kafka_partitions,
+            })
+    }
+}
+
 /// Everything `serve` needs.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
@@ -77,12 +105,9 @@ pub struct Config {
     /// Prefix of every Redis key this instance writes (lets deployments and tests share a Redis).
     #[arg(long, env = "RELATIONS_REDIS_PREFIX", default_value = "relations:")]
     pub redis_prefix: String,
-    /// Kafka brokers the event log is published to; unset, no relay runs.
-    #[arg(long, env = "KAFKA_BROKERS")]
-    pub kafka_brokers: Option<String>,
-    /// The topic the log is published to.
-    #[arg(long, env = "KAFKA_TOPIC", default_value = "relations.events")]
-    pub kafka_topic: String,
+    /// Kafka: where the log is published.
+    #[command(flatten)]
+    pub kafka: KafkaConfig,
     /// Listen address.
     #[arg(long, env = "RELATIONS_HTTP_ADDR", default_value = "127.0.0.1:8080")]
     pub http_addr: SocketAddr,

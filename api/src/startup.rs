@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
+use relations_kafka::Relay;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db::{self, PoolSettings};
 use relations_store::{PostStore, RelationStore};
@@ -22,6 +23,7 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     runners: Vec<Runner>,
+    relay: Option<Relay>,
 }
 
 impl Application {
@@ -51,7 +53,11 @@ impl Application {
         } else {
             vec![]
         };
-        let projectors = projectors
+        let relay = match (config.run_projectors, config.kafka.settings()) {
+            (true, Some(settings)) => Some(Relay::new(pool.clone(), &settings)?),
+            _ => None,
+        };
+        let mut projectors: Vec<ProjectorEntry> = projectors
             .iter()
             .map(|p| ProjectorEntry {
                 name: p.name(),
@@ -62,6 +68,13 @@ impl Application {
                     .map(Runner::health),
             })
             .collect();
+        if config.kafka.kafka_brokers.is_some() {
+            projectors.push(ProjectorEntry {
+                name: relations_kafka::relay::NAME,
+                essential: false,
+                health: relay.as_ref().map(Relay::health),
+            });
+        }
         let state = AppState {
             projectors: Arc::new(projectors),
             cache: caches.reads,
@@ -83,6 +96,7 @@ impl Application {
             listener,
             state,
             runners,
+            relay,
         })
     }
 
@@ -101,7 +115,8 @@ impl Application {
         let addr = self.listener.local_addr()?;
         tracing::info!(%addr, "serving");
         let app = routes::app(self.state.clone());
-        let projectors = spawn_projectors(&self.state.pool, self.runners, shutdown.clone());
+        let projectors =
+            spawn_projectors(&self.state.pool, self.runners, self.relay, shutdown.clone());
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
@@ -115,20 +130,26 @@ impl Application {
     }
 }
 
-/// Starts the wake-up listener and one task per runner; they stop when `shutdown` is cancelled.
+/// Starts the wake-up listener, one task per runner and the relay; they stop when `shutdown`
+/// is cancelled.
 pub fn spawn_projectors(
     pool: &sqlx::PgPool,
     runners: Vec<Runner>,
+    relay: Option<Relay>,
     shutdown: CancellationToken,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    if runners.is_empty() {
+    if runners.is_empty() && relay.is_none() {
         return vec![];
     }
     let wakeup = Wakeup::listen(pool.clone(), shutdown.clone());
-    runners
+    let mut tasks: Vec<_> = runners
         .into_iter()
         .map(|runner| tokio::spawn(runner.run(wakeup.clone(), shutdown.clone())))
-        .collect()
+        .collect();
+    if let Some(relay) = relay {
+        tasks.push(tokio::spawn(relay.run(wakeup, shutdown)));
+    }
+    tasks
 }
 
 /// Cancels `token` on SIGINT or SIGTERM.

@@ -120,17 +120,20 @@ impl Health {
             .map(|(t, what)| (t.elapsed(), what.clone()))
     }
 
-    fn stepped(&self, what: String) {
+    /// Records that a step ended with `what`.
+    pub fn stepped(&self, what: String) {
         *self.last_step.lock().expect("not poisoned") = Some((Instant::now(), what));
     }
 
-    fn succeeded(&self) {
+    /// Records a successful step: no longer failing.
+    pub fn succeeded(&self) {
         self.failures.store(0, Ordering::Relaxed);
         *self.last_error.lock().expect("not poisoned") = None;
         *self.failing_since.lock().expect("not poisoned") = None;
     }
 
-    fn failed(&self, error: &ProjectionError) {
+    /// Records a failed step.
+    pub fn failed(&self, error: &dyn std::fmt::Display) {
         self.failures.fetch_add(1, Ordering::Relaxed);
         *self.last_error.lock().expect("not poisoned") = Some(error.to_string());
         self.failing_since

@@ -196,3 +196,47 @@ impl RecordedEvent {
             .is_some_and(|o| o.values().any(|v| v.as_i64() == Some(user)))
     }
 }
+
+/// An envelope this service did not write, or of a schema it does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a {ENVELOPE_SCHEMA} envelope: {0}")]
+pub struct BadEnvelope(pub String);
+
+impl RecordedEvent {
+    /// Reads back what [`RecordedEvent::envelope`] wrote (a Kafka message's value).
+    pub fn from_envelope(envelope: &serde_json::Value) -> Result<Self, BadEnvelope> {
+        let bad = |what: &str| BadEnvelope(what.to_owned());
+        if envelope["schema"] != ENVELOPE_SCHEMA {
+            return Err(bad("schema"));
+        }
+        let text = |field: &serde_json::Value, name: &str| {
+            field.as_str().map(str::to_owned).ok_or_else(|| bad(name))
+        };
+        let event_type = text(&envelope["type"], "type")?;
+        Ok(Self {
+            event_id: text(&envelope["event_id"], "event_id")?
+                .parse()
+                .map_err(|_| bad("event_id"))?,
+            position: text(&envelope["position"], "position")?
+                .parse()
+                .map_err(|_| bad("position"))?,
+            stream_type: text(&envelope["stream"]["type"], "stream.type")?,
+            stream_id: text(&envelope["stream"]["id"], "stream.id")?,
+            stream_version: envelope["stream"]["version"]
+                .as_i64()
+                .ok_or_else(|| bad("stream.version"))?,
+            event_version: text(&envelope["version"], "version")?,
+            occurred_at: text(&envelope["occurred_at"], "occurred_at")?
+                .parse()
+                .map_err(|_| bad("occurred_at"))?,
+            payload: serde_json::json!({ event_type.clone(): envelope["data"].clone() }),
+            metadata: envelope["metadata"].clone(),
+            event_type,
+        })
+    }
+
+    /// The key that keeps a stream in order on a partitioned topic: `"{type}:{id}"`.
+    pub fn stream_key(&self) -> String {
+        format!("{}:{}", self.stream_type, self.stream_id)
+    }
+}

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use relations_api::auth::JwtKeys;
-use relations_api::config::{Config, DatabaseConfig, FeedConfig, JwtConfig};
+use relations_api::config::{Config, DatabaseConfig, FeedConfig, JwtConfig, KafkaConfig};
 use relations_api::Application;
 use relations_domain::UserId;
 use reqwest::StatusCode;
@@ -98,8 +98,11 @@ pub async fn test_config() -> Config {
         },
         redis_url: redis_url(),
         redis_prefix: format!("test:{}:", uuid::Uuid::new_v4().simple()),
-        kafka_brokers: None,
-        kafka_topic: "relations.events".to_owned(),
+        kafka: KafkaConfig {
+            kafka_brokers: None,
+            kafka_topic: "relations.events".to_owned(),
+            kafka_partitions: 4,
+        },
         http_addr: "127.0.0.1:0".parse().unwrap(),
         follow_limit: 1000,
         rate_capacity: 10_000,

@@ -1,0 +1,256 @@
+//! The relay: publishes every event of the log to a Kafka topic, in log order, keyed by stream.
+//!
+//! Each event goes out as the versioned envelope `relations replay` prints (`relations.event/1`),
+//! keyed by `"{stream type}:{stream id}"`, so a stream's events share a partition and stay in
+//! order; the producer is idempotent (`acks=all`), so retries inside it neither reorder nor
+//! double them. The relay's checkpoint (`projector_checkpoints`, name `kafka_relay`) advances
+//! only once the broker acknowledged every event up to it: after a crash or a broker outage it
+//! publishes again from there, so the topic holds every event at least once and consumers
+//! de-duplicate by event id (or by stream version, as the projectors here do).
+//!
+//! The relay never holds a PostgreSQL transaction while it waits for the broker: an open
+//! transaction would hold back the log horizon of every reader in the cluster for as long as
+//! the broker is away. It reads batches in autocommit mode and takes a session-level advisory
+//! lock, which needs no transaction, so that only one relay publishes at a time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use relations_projections::runner::{checkpoint, Health};
+use relations_projections::Wakeup;
+use relations_store::log::read_after;
+use sqlx::{PgConnection, PgPool};
+use tokio_util::sync::CancellationToken;
+
+/// The relay's name: its checkpoint row, its line in the admin endpoint and the metrics.
+pub const NAME: &str = "kafka_relay";
+
+/// Any 64-bit number, the same for every relay: the advisory lock only one holds at a time.
+const LOCK: i64 = 0x7265_6c61_795f_6b61; // "relay_ka"
+
+/// Where and how the log is published.
+#[derive(Debug, Clone)]
+pub struct KafkaSettings {
+    /// `bootstrap.servers`.
+    pub brokers: String,
+    /// The topic.
+    pub topic: String,
+    /// Partitions of the topic when the relay creates it.
+    pub partitions: i32,
+}
+
+/// Why a relay step did not publish.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// PostgreSQL failed.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The broker refused or did not acknowledge in time.
+    #[error("kafka: {0}")]
+    Kafka(#[from] rdkafka::error::KafkaError),
+}
+
+/// Creates the topic unless it exists (SPEC.md: created at start when missing).
+pub async fn ensure_topic(settings: &KafkaSettings) -> anyhow::Result<()> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &settings.brokers)
+        .create()?;
+    let topic = NewTopic::new(
+        &settings.topic,
+        settings.partitions,
+        TopicReplication::Fixed(-1),
+    );
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    for result in admin.create_topics([&topic], &options).await? {
+        match result {
+            Ok(_) => tracing::info!(topic = %settings.topic, "topic created"),
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => anyhow::bail!("creating topic {topic}: {code}"),
+        }
+    }
+    Ok(())
+}
+
+/// Publishes the log to Kafka; see the module docs.
+#[derive(Clone)]
+pub struct Relay {
+    pool: PgPool,
+    producer: FutureProducer,
+    settings: Arc<KafkaSettings>,
+    topic: Arc<str>,
+    health: Arc<Health>,
+    batch_size: i64,
+}
+
+impl Relay {
+    /// A relay on `pool` publishing to `settings`' topic (nothing is connected yet).
+    pub fn new(pool: PgPool, settings: &KafkaSettings) -> anyhow::Result<Self> {
+        let producer: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &settings.brokers)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("max.in.flight.requests.per.connection", "5")
+            .set("linger.ms", "5")
+            .set("message.timeout.ms", "15000")
+            .create()?;
+        Ok(Self {
+            pool,
+            producer,
+            topic: settings.topic.as_str().into(),
+            settings: Arc::new(settings.clone()),
+            health: Arc::default(),
+            batch_size: 1000,
+        })
+    }
+
+    /// This relay's health, for the admin endpoint and `/readyz`.
+    pub fn health(&self) -> Arc<Health> {
+        self.health.clone()
+    }
+
+    /// Publishes the next batch after the checkpoint and advances it; how many were published.
+    #[tracing::instrument(name = "relay.step", skip_all, fields(events))]
+    async fn step(&self, conn: &mut PgConnection) -> Result<usize, RelayError> {
+        let after = checkpoint(&mut *conn, NAME).await?;
+        let events = read_after(conn, after, self.batch_size).await?;
+        let Some(last) = events.last().map(|e| e.position) else {
+            return Ok(0);
+        };
+        let records: Vec<(String, Vec<u8>, String)> = events
+            .iter()
+            .map(|event| {
+                let payload = serde_json::to_vec(&event.envelope()).expect("an envelope encodes");
+                (event.stream_key(), payload, event.event_id.to_string())
+            })
+            .collect();
+        let sends = records.iter().map(|(key, payload, event_id)| {
+            let headers = OwnedHeaders::new().insert(Header {
+                key: "event_id",
+                value: Some(event_id.as_str()),
+            });
+            let record = FutureRecord::to(&self.topic)
+                .key(key.as_str())
+                .payload(payload.as_slice())
+                .headers(headers);
+            self.producer.send(record, Duration::from_secs(5))
+        });
+        for result in join_all(sends).await {
+            result.map_err(|(error, _)| error)?;
+        }
+        // Every event up to `last` is acknowledged: only now may the checkpoint pass them.
+        sqlx::query(
+            "UPDATE projector_checkpoints
+                SET transaction_id = $2, global_position = $3,
+                    events_applied = events_applied + $4, updated_at = now()
+              WHERE name = $1",
+        )
+        .bind(NAME)
+        .bind(last.transaction_id)
+        .bind(last.global_position)
+        .bind(events.len() as i64)
+        .execute(&mut *conn)
+        .await?;
+        tracing::Span::current().record("events", events.len());
+        metrics::counter!("relations_projector_events_total", "projector" => NAME)
+            .increment(events.len() as u64);
+        Ok(events.len())
+    }
+
+    /// A connection holding the relay's advisory lock, once this instance gets it.
+    async fn lock(&self, shutdown: &CancellationToken) -> Option<PgConnection> {
+        loop {
+            let attempt = async {
+                let mut conn = self.pool.acquire().await?.detach();
+                sqlx::query(
+                    "INSERT INTO projector_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING",
+                )
+                .bind(NAME)
+                .execute(&mut conn)
+                .await?;
+                let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                    .bind(LOCK)
+                    .fetch_one(&mut conn)
+                    .await?;
+                Ok::<_, sqlx::Error>(locked.then_some(conn))
+            };
+            match attempt.await {
+                Ok(Some(conn)) => return Some(conn),
+                Ok(None) => self.health.stepped("Elsewhere".into()),
+                Err(error) => {
+                    self.health.failed(&error);
+                    tracing::warn!(%error, "relay cannot reach PostgreSQL");
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return None,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+
+    /// Publishes until `shutdown`: straight on while there is work, else waiting for a wake-up
+    /// or the poll interval; after a failure (the broker away), backing off up to 30 s and
+    /// publishing again from the checkpoint.
+    pub async fn run(self, wakeup: Wakeup, shutdown: CancellationToken) {
+        tracing::info!(topic = %self.topic, "kafka relay started");
+        let mut backoff = Duration::from_millis(100);
+        // The topic first, however long the broker takes to appear.
+        while let Err(error) = ensure_topic(&self.settings).await {
+            self.health.failed(&error);
+            tracing::error!(error = format!("{error:#}"), retry_in = ?backoff, "cannot create the topic");
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(30));
+        }
+        'connect: while let Some(mut conn) = self.lock(&shutdown).await {
+            while !shutdown.is_cancelled() {
+                let pause = match self.step(&mut conn).await {
+                    Ok(published) => {
+                        self.health.succeeded();
+                        self.health.stepped(format!("Published({published})"));
+                        backoff = Duration::from_millis(100);
+                        if published > 0 {
+                            continue;
+                        }
+                        None
+                    }
+                    Err(error) => {
+                        self.health.failed(&error);
+                        self.health.stepped("Failed".into());
+                        metrics::counter!("relations_projector_errors_total", "projector" => NAME)
+                            .increment(1);
+                        tracing::error!(%error, retry_in = ?backoff, "relay step failed");
+                        let pause = backoff;
+                        backoff = (backoff * 2).min(Duration::from_secs(30));
+                        if matches!(error, RelayError::Database(_)) {
+                            // The lock may have gone with the connection: take it again.
+                            tokio::time::sleep(pause).await;
+                            continue 'connect;
+                        }
+                        Some(pause)
+                    }
+                };
+                tokio::select! {
+                    _ = shutdown.cancelled() => break 'connect,
+                    _ = async {
+                        match pause {
+                            Some(pause) => tokio::time::sleep(pause).await,
+                            None => wakeup.wait(Duration::from_millis(500)).await,
+                        }
+                    } => {}
+                }
+            }
+            break;
+        }
+        tracing::info!("kafka relay stopped");
+    }
+}
