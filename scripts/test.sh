@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it: services up, formatting, lints, every test against the real
-# PostgreSQL and Redis. Each test makes its own schema in the database relations_test, dropped afterwards.
+# PostgreSQL, Redis and a Kafka-protocol broker (tansu; each Kafka test starts its own on a
+# free port). Each test makes its own schema in the database relations_test, dropped afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/services.sh
+scripts/kafka.sh
+export PATH="$HOME/.cargo/bin:$PATH"
 
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}"
 export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379}"

@@ -72,6 +72,9 @@ enum Command {
         /// fed from Kafka, which keep offsets instead; run it once they have caught up).
         #[arg(long)]
         whole_log: bool,
+        /// Only this projector's read models (repeatable): following, feed.
+        #[arg(long)]
+        only: Vec<String>,
         #[command(flatten)]
         feed: FeedConfig,
         #[command(flatten)]
@@ -262,16 +265,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Verify {
             whole_log,
+            only,
             feed,
             database,
         } => {
             let pool = connect(&database).await?;
-            let differences = match whole_log {
-                true => {
-                    relations_projections::verify::verify_whole_log(&pool, feed.projector()).await?
-                }
-                false => relations_projections::verify::verify(&pool, feed.projector()).await?,
+            let scope = relations_projections::verify::Scope {
+                whole_log,
+                projectors: only,
             };
+            let differences =
+                relations_projections::verify::verify_with(&pool, feed.projector(), &scope).await?;
             if differences.is_empty() {
                 println!("read models agree with the log");
                 Ok(())

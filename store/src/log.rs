@@ -240,3 +240,36 @@ impl RecordedEvent {
         format!("{}:{}", self.stream_type, self.stream_id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_envelope_reads_back_as_the_event_it_was() {
+        let event = RecordedEvent {
+            event_id: uuid::Uuid::new_v4(),
+            position: LogPosition {
+                transaction_id: 812,
+                global_position: 40,
+            },
+            stream_type: "relation".into(),
+            stream_id: "3:9".into(),
+            stream_version: 2,
+            event_type: "Unfollowed".into(),
+            event_version: "1".into(),
+            occurred_at: DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap(),
+            payload: serde_json::json!({"Unfollowed": {"follower": 3, "followee": 9, "cause": "block"}}),
+            metadata: serde_json::json!({"request_id": "r", "actor": "3"}),
+        };
+        assert_eq!(
+            RecordedEvent::from_envelope(&event.envelope()),
+            Ok(event.clone())
+        );
+        assert_eq!(event.stream_key(), "relation:3:9");
+        let mut other = event.envelope();
+        other["schema"] = "relations.event/2".into();
+        assert!(RecordedEvent::from_envelope(&other).is_err());
+        assert!(RecordedEvent::from_envelope(&serde_json::json!({})).is_err());
+    }
+}

@@ -10,6 +10,7 @@ mod concurrency;
 mod feed;
 mod feed_model;
 mod idempotency;
+mod kafka;
 mod queries;
 mod rate_limit;
 mod rules;

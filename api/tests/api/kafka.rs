@@ -1,0 +1,350 @@
+//! The Kafka relay and Kafka-fed projectors against a real Kafka-protocol broker (tansu), one
+//! broker per test on a port of its own, so a test may pause or kill it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::helpers::{projector_reached, spawn_with, test_config, TestApp};
+
+const BIN: &str = env!("CARGO_BIN_EXE_relations");
+
+/// A tansu broker with in-memory storage on a free loopback port; killed on drop.
+pub struct Broker {
+    child: Child,
+    pub addr: String,
+}
+
+impl Broker {
+    pub fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let tansu = std::env::var("TANSU_BIN").unwrap_or_else(|_| "tansu".to_owned());
+        let child = Command::new(&tansu)
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .args(["--storage-engine", "memory://tansu/"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{tansu} (scripts/kafka.sh installs it): {e}"));
+        let addr = format!("127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(Instant::now() < deadline, "tansu never listened on {addr}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, addr }
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Freezes the broker (SIGSTOP): connections stay open, nothing is answered.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws it (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A test's configuration publishing to its own topic on `broker`.
+async fn kafka_config(broker: &Broker) -> relations_api::config::Config {
+    let mut config = test_config().await;
+    config.kafka.kafka_brokers = Some(broker.addr.clone());
+    config.kafka.kafka_topic = format!("events.{}", uuid::Uuid::new_v4().simple());
+    config.kafka.kafka_partitions = 4;
+    config
+}
+
+/// `relations ARGS` in the background, with the app's database and Kafka settings.
+fn background(app: &TestApp, args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .env("DATABASE_URL", &app.config.database.database_url)
+        .env(
+            "KAFKA_BROKERS",
+            app.config.kafka.kafka_brokers.as_ref().unwrap(),
+        )
+        .env("KAFKA_TOPIC", &app.config.kafka.kafka_topic)
+        .env(
+            "KAFKA_PARTITIONS",
+            app.config.kafka.kafka_partitions.to_string(),
+        )
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn kill_hard(child: &mut Child) {
+    let _ = child.kill(); // SIGKILL: no drain, no goodbye
+    let _ = child.wait();
+}
+
+/// What Python's confluent-kafka reads from the topic: (partition, offset, key, value).
+fn read_topic(app: &TestApp) -> Vec<(i64, i64, String, Value)> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/read_topic.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .arg(app.config.kafka.kafka_brokers.as_ref().unwrap())
+        .arg(&app.config.kafka.kafka_topic)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "read_topic.py: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let m: Value = serde_json::from_str(line).unwrap();
+            (
+                m["partition"].as_i64().unwrap(),
+                m["offset"].as_i64().unwrap(),
+                m["key"].as_str().unwrap().to_owned(),
+                m["value"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Checks the topic against the log: every event exactly once after de-duplication by event
+/// id, each keyed by its stream, each stream in order. Returns how many duplicates there were.
+async fn assert_topic_matches_the_log(app: &TestApp) -> usize {
+    let log: Vec<(uuid::Uuid, String, String, i64)> = sqlx::query_as(
+        "SELECT event_id, aggregate_type, aggregate_id, sequence FROM events
+          ORDER BY transaction_id, global_position",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let mut messages = read_topic(app);
+    messages.sort_by_key(|m| (m.0, m.1));
+    let mut seen = BTreeSet::new();
+    let mut duplicates = 0;
+    let mut last_version: BTreeMap<String, i64> = BTreeMap::new();
+    for (partition, offset, key, value) in &messages {
+        assert_eq!(value["schema"], "relations.event/1");
+        let id: uuid::Uuid = value["event_id"].as_str().unwrap().parse().unwrap();
+        if !seen.insert(id) {
+            duplicates += 1;
+            continue;
+        }
+        let stream = format!(
+            "{}:{}",
+            value["stream"]["type"].as_str().unwrap(),
+            value["stream"]["id"].as_str().unwrap()
+        );
+        assert_eq!(key, &stream, "keyed by stream");
+        let version = value["stream"]["version"].as_i64().unwrap();
+        let previous = last_version.insert(stream.clone(), version).unwrap_or(0);
+        assert_eq!(
+            version,
+            previous + 1,
+            "{stream} out of order at {partition}/{offset}"
+        );
+    }
+    let expected: BTreeSet<uuid::Uuid> = log.iter().map(|e| e.0).collect();
+    assert_eq!(seen, expected, "the topic and the log differ");
+    duplicates
+}
+
+/// A mix of relation commands and posts; returns the last position.
+async fn some_events(app: &TestApp, from: i64, n: i64) -> String {
+    let mut last = String::new();
+    for i in from..from + n {
+        let (status, body) = if i % 5 == 4 {
+            app.post(1 + i % 6, &format!("post {i}")).await
+        } else {
+            let verb = ["follow", "follow", "block", "unfollow"][(i % 4) as usize];
+            app.command(verb, 1 + i % 6, 1 + (i * 7) % 11).await
+        };
+        assert!(status.is_success() || status.is_client_error(), "{body}");
+        if let Some(position) = body["position"].as_str() {
+            last = position.to_owned();
+        }
+    }
+    last
+}
+
+async fn relay_checkpoint_reached(app: &TestApp, position: &str) {
+    projector_reached(app, relations_kafka::relay::NAME, position).await;
+}
+
+#[tokio::test]
+async fn every_event_reaches_the_topic_in_stream_order_even_across_a_frozen_broker() {
+    let broker = Broker::start();
+    let app = spawn_with(kafka_config(&broker).await).await;
+    let first = some_events(&app, 0, 40).await;
+    relay_checkpoint_reached(&app, &first).await;
+
+    broker.pause();
+    // The write side does not depend on Kafka: commands go on while the broker is frozen.
+    let last = some_events(&app, 40, 40).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (status, admin) = app
+        .client
+        .get(format!("{}/api/v1/admin/projections", app.base))
+        .bearer_auth(app.admin_token(1))
+        .send()
+        .await
+        .map(|r| (r.status(), r))
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let admin: Value = admin.json().await.unwrap();
+    let relay = admin["projections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == relations_kafka::relay::NAME)
+        .expect("the relay is reported")
+        .clone();
+    assert!(relay["lag_events"].as_i64().unwrap() > 0, "{relay}");
+    broker.resume();
+
+    relay_checkpoint_reached(&app, &last).await;
+    assert_topic_matches_the_log(&app).await;
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("relations_projector_lag_events{projector=\"kafka_relay\"}"),
+        "relay lag not in the metrics"
+    );
+}
+
+#[tokio::test]
+async fn a_relay_killed_mid_stream_and_restarted_loses_nothing() {
+    let broker = Broker::start();
+    let mut config = kafka_config(&broker).await;
+    config.run_projectors = false;
+    let app = spawn_with(config).await;
+    let mut relay = background(&app, &["project", "--only", "kafka_relay"]);
+    let load = {
+        let app = &app;
+        async move { some_events(app, 0, 150).await }
+    };
+    let killer = async {
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            kill_hard(&mut relay);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            relay = background(&app, &["project", "--only", "kafka_relay"]);
+        }
+    };
+    let (last, ()) = futures::join!(load, killer);
+    relay_checkpoint_reached(&app, &last).await;
+    kill_hard(&mut relay);
+    assert_topic_matches_the_log(&app).await;
+}
+
+#[tokio::test]
+async fn two_consumer_processes_killed_at_random_end_equal_to_a_fresh_fold() {
+    let broker = Broker::start();
+    let mut config = kafka_config(&broker).await;
+    config.run_projectors = false;
+    let app = spawn_with(config).await;
+    let mut relay = background(&app, &["project", "--only", "kafka_relay"]);
+    let consume = ["project", "--source", "kafka", "--group", "test"];
+    let mut consumers = [background(&app, &consume), background(&app, &consume)];
+    let load = {
+        let app = &app;
+        async move {
+            let mut last = String::new();
+            for i in 0..240i64 {
+                let verb = ["follow", "follow", "unfollow", "block", "follow", "unblock"]
+                    [(i % 6) as usize];
+                let (_, body) = app.command(verb, 1 + i % 13, 1 + (i * 5) % 17).await;
+                if let Some(position) = body["position"].as_str() {
+                    last = position.to_owned();
+                }
+            }
+            last
+        }
+    };
+    let chaos = async {
+        for round in 0..4 {
+            tokio::time::sleep(Duration::from_millis(300 + 150 * round)).await;
+            let victim = (round as usize * 7 + 3) % 2;
+            kill_hard(&mut consumers[victim]);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            consumers[victim] = background(&app, &consume);
+        }
+    };
+    let (last, ()) = futures::join!(load, chaos);
+    relay_checkpoint_reached(&app, &last).await;
+
+    // Once the group has caught up, the read models equal a fresh fold of the whole log.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let verdict = loop {
+        let verify = Command::new(BIN)
+            .args(["verify", "--whole-log", "--only", "following"])
+            .env("DATABASE_URL", &app.config.database.database_url)
+            .env("RUST_LOG", "error")
+            .output()
+            .unwrap();
+        if verify.status.success() || Instant::now() > deadline {
+            break verify;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    for consumer in consumers.iter_mut() {
+        kill_hard(consumer);
+    }
+    kill_hard(&mut relay);
+    assert!(
+        verdict.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verdict.stdout)
+    );
+    let partitions: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM kafka_offsets WHERE consumer = 'test.following' AND next_offset > 0",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(
+        partitions >= 2,
+        "the group consumed {partitions} partitions"
+    );
+}

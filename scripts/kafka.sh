@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# What the Kafka side needs, installed when missing: cmake and libcurl (rdkafka builds its
+# bundled librdkafka with them), tansu (a Kafka-protocol broker in Rust; `cargo install`, about
+# ten minutes the first time) and Python's confluent-kafka (the outside client the tests read
+# the topic with). Idempotent.
+#   scripts/kafka.sh              # install what is missing
+#   scripts/kafka.sh start        # and run a broker on 127.0.0.1:9092 (memory storage) unless
+#                                 # one answers there; KAFKA_TOPIC is created by the service
+# Production runs a real Kafka cluster instead: see README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[kafka] %s\n' "$*" >&2; }
+export PATH="$HOME/.cargo/bin:$PATH"
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt_updated=1
+  fi
+  log "installing $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+command -v cmake >/dev/null || apt_install cmake
+dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || apt_install libcurl4-openssl-dev
+command -v c++ >/dev/null || apt_install g++
+if ! command -v tansu >/dev/null; then
+  log "building the tansu broker (cargo install, about ten minutes)"
+  cargo install tansu --locked --features dynostore,postgres --quiet
+fi
+if ! python3 -c 'import confluent_kafka' 2>/dev/null; then
+  log "installing Python's confluent-kafka"
+  python3 -m pip install --quiet --disable-pip-version-check confluent-kafka
+fi
+
+if [ "${1:-}" = start ]; then
+  if (exec 3<>/dev/tcp/127.0.0.1/9092) 2>/dev/null; then
+    log "a broker answers on 127.0.0.1:9092"
+  else
+    mkdir -p target
+    log "starting tansu on 127.0.0.1:9092 (log: target/tansu.log)"
+    nohup tansu broker --listener-url tcp://127.0.0.1:9092 \
+      --advertised-listener-url tcp://127.0.0.1:9092 \
+      --storage-engine memory://tansu/ >target/tansu.log 2>&1 &
+    for _ in $(seq 1 50); do (exec 3<>/dev/tcp/127.0.0.1/9092) 2>/dev/null && break; sleep 0.2; done
+  fi
+fi
