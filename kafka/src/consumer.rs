@@ -5,9 +5,17 @@
 //! Exactly-once effect, whatever rebalances and crashes do: each message is applied in one
 //! PostgreSQL transaction that also moves the partition's next offset (`kafka_offsets`) and the
 //! stream's last applied version (`kafka_stream_versions`). A message below the stored offset
-//! was applied already (a rebalance or a restart handed it out again); an event not above its
-//! stream's version is a duplicate the relay published twice. Both are skipped. Kafka's own
-//! committed offset only says where to resume reading, and is written after PostgreSQL's.
+//! was applied already (a hand-over or a restart read it again); an event not above its
+//! stream's version is a duplicate the relay published twice. Both are skipped.
+//!
+//! Who consumes which partition is decided in PostgreSQL, not by the broker's group
+//! coordinator: every process of group `G` holds a session advisory lock on a member slot and
+//! one on each partition it consumes, takes its fair share (partitions / live members, rounded
+//! up) of the unlocked partitions, gives back what is over its share, and reads its partitions
+//! from the offsets stored beside the read model. A process that dies loses its session, so
+//! its locks go with it and the others take its partitions at their next look (every second).
+//! Offsets live in PostgreSQL anyway; the broker's group state would be a second truth, and
+//! tansu's coordinator (what runs here) keeps assigning partitions to SIGKILLed members.
 //!
 //! Only projectors whose rows are partition-safe may run here: `following` is (every fact of a
 //! pair is one stream, so one partition; counters only add). `feed` numbers posts in the log's
@@ -16,9 +24,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::BTreeSet;
+
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::{Offset, TopicPartitionList};
 use relations_projections::Projector;
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, PgPool};
@@ -38,6 +49,9 @@ pub enum ConsumeError {
     /// The projector failed.
     #[error(transparent)]
     Projection(#[from] relations_projections::ProjectionError),
+    /// The consumer could not be pointed at its partitions.
+    #[error("kafka: {0}")]
+    Kafka(String),
     /// The message is not an envelope this build reads.
     #[error("message at {partition}/{offset}: {error}")]
     Unreadable {
@@ -61,17 +75,32 @@ pub enum Applied {
     Duplicate,
 }
 
-/// One projector consuming the topic in a consumer group.
+/// How often a process looks at the group: live members, its share, unlocked partitions.
+const REBALANCE_EVERY: Duration = Duration::from_secs(1);
+
+/// The most processes one group may run (member slots).
+const MAX_MEMBERS: i32 = 256;
+
+/// One projector consuming the topic as a member of a group (see the module docs).
 pub struct KafkaProjector {
     pool: PgPool,
     projector: Arc<dyn Projector>,
     consumer: StreamConsumer,
-    /// Who this is in `kafka_offsets`: the group and the projector.
+    topic: String,
+    /// Who this is in `kafka_offsets` and in the advisory locks: the group and the projector.
     name: String,
 }
 
+/// This process's place in the group: a session that holds its locks, and what it holds.
+struct Membership {
+    session: PgConnection,
+    /// Advisory lock class of the member slots, and of the partitions.
+    classes: (i32, i32),
+    owned: BTreeSet<i32>,
+}
+
 impl KafkaProjector {
-    /// `projector` consuming `settings`' topic in consumer group `group`.
+    /// `projector` consuming `settings`' topic as a member of group `group`.
     pub fn new(
         pool: PgPool,
         projector: Arc<dyn Projector>,
@@ -83,22 +112,147 @@ impl KafkaProjector {
             "projector {} cannot consume a partitioned topic; these can: {PARTITION_SAFE:?}",
             projector.name()
         );
-        let group = format!("{group}.{}", projector.name());
+        let name = format!("{group}.{}", projector.name());
         let consumer: StreamConsumer = ClientConfig::new()
             .set("bootstrap.servers", &settings.brokers)
-            .set("group.id", &group)
+            .set("group.id", &name)
             .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest")
-            .set("session.timeout.ms", "10000")
-            .set("heartbeat.interval.ms", "1000")
             .create()?;
-        consumer.subscribe(&[&settings.topic])?;
         Ok(Self {
             pool,
             projector,
             consumer,
-            name: group,
+            topic: settings.topic.clone(),
+            name,
         })
+    }
+
+    /// Joins the group: a session and a member slot.
+    async fn join(&self) -> Result<Membership, sqlx::Error> {
+        let mut session = self.pool.acquire().await?.detach();
+        let classes: (i32, i32) =
+            sqlx::query_as("SELECT hashtext($1 || ':members'), hashtext($1 || ':partitions')")
+                .bind(&self.name)
+                .fetch_one(&mut session)
+                .await?;
+        let slot: Option<i32> = sqlx::query_scalar(
+            "SELECT slot FROM generate_series(0, $2 - 1) AS slot
+              WHERE pg_try_advisory_lock($1, slot) LIMIT 1",
+        )
+        .bind(classes.0)
+        .bind(MAX_MEMBERS)
+        .fetch_optional(&mut session)
+        .await?;
+        tracing::info!(group = %self.name, slot, "joined the group");
+        Ok(Membership {
+            session,
+            classes,
+            owned: BTreeSet::new(),
+        })
+    }
+
+    /// Takes this member's share of the partitions and gives back the rest; true when what it
+    /// owns changed.
+    async fn rebalance(
+        &self,
+        member: &mut Membership,
+        partitions: i32,
+    ) -> Result<bool, sqlx::Error> {
+        let members: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks
+              WHERE locktype = 'advisory' AND granted AND objsubid = 2
+                AND classid = $1::int::oid
+                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        )
+        .bind(member.classes.0)
+        .fetch_one(&mut member.session)
+        .await?;
+        let share = (partitions as usize).div_ceil(members.max(1) as usize);
+        let before = member.owned.clone();
+        while member.owned.len() > share {
+            let last = *member
+                .owned
+                .iter()
+                .next_back()
+                .expect("over a share of at least 1");
+            sqlx::query("SELECT pg_advisory_unlock($1, $2)")
+                .bind(member.classes.1)
+                .bind(last)
+                .execute(&mut member.session)
+                .await?;
+            member.owned.remove(&last);
+        }
+        for partition in 0..partitions {
+            if member.owned.len() >= share {
+                break;
+            }
+            if member.owned.contains(&partition) {
+                continue;
+            }
+            let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, $2)")
+                .bind(member.classes.1)
+                .bind(partition)
+                .fetch_one(&mut member.session)
+                .await?;
+            if locked {
+                member.owned.insert(partition);
+            }
+        }
+        Ok(member.owned != before)
+    }
+
+    /// Points the consumer at the owned partitions, each from its stored next offset.
+    async fn assign(&self, owned: &BTreeSet<i32>) -> Result<(), ConsumeError> {
+        let stored: Vec<(i32, i64)> = sqlx::query_as(
+            "SELECT partition, next_offset FROM kafka_offsets WHERE consumer = $1 AND topic = $2",
+        )
+        .bind(&self.name)
+        .bind(&self.topic)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut list = TopicPartitionList::new();
+        for &partition in owned {
+            let offset = match stored.iter().find(|s| s.0 == partition) {
+                Some(&(_, next)) if next > 0 => Offset::Offset(next),
+                _ => Offset::Beginning,
+            };
+            list.add_partition_offset(&self.topic, partition, offset)
+                .map_err(|e| ConsumeError::Kafka(e.to_string()))?;
+        }
+        self.consumer
+            .assign(&list)
+            .map_err(|e| ConsumeError::Kafka(e.to_string()))?;
+        tracing::info!(group = %self.name, partitions = ?owned, "consuming partitions");
+        Ok(())
+    }
+
+    /// How many partitions the topic has, once it exists.
+    async fn partitions(&self, shutdown: &CancellationToken) -> Option<i32> {
+        loop {
+            let metadata = self
+                .consumer
+                .fetch_metadata(Some(&self.topic), Duration::from_secs(5));
+            match metadata {
+                Ok(metadata) => {
+                    let count = metadata
+                        .topics()
+                        .iter()
+                        .find(|t| t.name() == self.topic)
+                        .map_or(0, |t| t.partitions().len());
+                    if count > 0 {
+                        return Some(count as i32);
+                    }
+                    tracing::info!(topic = %self.topic, "waiting for the topic");
+                }
+                Err(error) => tracing::warn!(%error, "kafka metadata"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return None,
+                _ = tokio::time::sleep(REBALANCE_EVERY) => {}
+            }
+        }
     }
 
     /// Consumes until `shutdown`; a message that fails is tried again with backoff, never
@@ -106,9 +260,31 @@ impl KafkaProjector {
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let name = self.projector.name();
         tracing::info!(projector = name, group = %self.name, "consuming the topic");
-        loop {
+        let Some(partitions) = self.partitions(&shutdown).await else {
+            return Ok(());
+        };
+        let mut member: Option<Membership> = None;
+        let mut next_look = tokio::time::Instant::now();
+        while !shutdown.is_cancelled() {
+            if tokio::time::Instant::now() >= next_look {
+                next_look = tokio::time::Instant::now() + REBALANCE_EVERY;
+                if let Err(error) = self.look(&mut member, partitions).await {
+                    // The session (and so every lock) may be gone: start over with nothing.
+                    tracing::warn!(%error, "group membership lost; rejoining");
+                    member = None;
+                    let _ = self.consumer.unassign();
+                    continue;
+                }
+            }
+            if member.as_ref().is_none_or(|m| m.owned.is_empty()) {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep_until(next_look) => continue,
+                }
+            }
             let message = tokio::select! {
                 _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep_until(next_look) => continue,
                 message = self.consumer.recv() => message,
             };
             let message = match message {
@@ -141,12 +317,24 @@ impl KafkaProjector {
                     }
                 }
             }
-            // Where to resume reading; PostgreSQL's offsets decide what was applied.
-            if let Err(error) = self.consumer.commit_message(&message, CommitMode::Async) {
-                tracing::debug!(%error, "offset commit to kafka failed (harmless)");
-            }
         }
         tracing::info!(projector = name, "consumer stopped");
+        Ok(())
+    }
+
+    /// Joins when out of the group, then takes this member's share.
+    async fn look(
+        &self,
+        member: &mut Option<Membership>,
+        partitions: i32,
+    ) -> Result<(), ConsumeError> {
+        if member.is_none() {
+            *member = Some(self.join().await?);
+        }
+        let current = member.as_mut().expect("joined above");
+        if self.rebalance(current, partitions).await? {
+            self.assign(&current.owned).await?;
+        }
         Ok(())
     }
 

@@ -32,9 +32,6 @@ use tokio_util::sync::CancellationToken;
 /// The relay's name: its checkpoint row, its line in the admin endpoint and the metrics.
 pub const NAME: &str = "kafka_relay";
 
-/// Any 64-bit number, the same for every relay: the advisory lock only one holds at a time.
-const LOCK: i64 = 0x7265_6c61_795f_6b61; // "relay_ka"
-
 /// Where and how the log is published.
 #[derive(Debug, Clone)]
 pub struct KafkaSettings {
@@ -174,10 +171,12 @@ impl Relay {
                 .bind(NAME)
                 .execute(&mut conn)
                 .await?;
-                let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-                    .bind(LOCK)
-                    .fetch_one(&mut conn)
-                    .await?;
+                // One lock per schema: deployments that share a database keep their own relay.
+                let locked: bool = sqlx::query_scalar(
+                    "SELECT pg_try_advisory_lock(hashtext(current_schema() || ':kafka_relay'), 0)",
+                )
+                .fetch_one(&mut conn)
+                .await?;
                 Ok::<_, sqlx::Error>(locked.then_some(conn))
             };
             match attempt.await {
