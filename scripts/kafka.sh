@@ -4,6 +4,7 @@
 # ten minutes the first time) and Python's confluent-kafka (the outside client the tests read
 # the topic with). Idempotent.
 #   scripts/kafka.sh              # install what is missing
+#   scripts/kafka.sh build-deps   # only what building rdkafka needs (cmake, libcurl, g++)
 #   scripts/kafka.sh start        # and run a broker on 127.0.0.1:9092 (memory storage) unless
 #                                 # one answers there; KAFKA_TOPIC is created by the service
 # Production runs a real Kafka cluster instead: see README.md.
@@ -26,6 +27,7 @@ apt_install() {
 command -v cmake >/dev/null || apt_install cmake
 dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || apt_install libcurl4-openssl-dev
 command -v c++ >/dev/null || apt_install g++
+[ "${1:-}" = build-deps ] && exit 0
 if ! command -v tansu >/dev/null; then
   log "building the tansu broker (cargo install, about ten minutes)"
   cargo install tansu --locked --features dynostore,postgres --quiet

@@ -1,0 +1,309 @@
+//! The harness: databases, the `relations` server as a child process, load drivers with
+//! latency histograms, and the results table.
+
+use std::future::Future;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Connection, PgConnection, PgPool};
+use tokio::sync::Mutex;
+
+/// Where the services are and which binary to run.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// `postgres://.../postgres`: databases are made beside it.
+    pub admin_url: String,
+    /// Redis.
+    pub redis_url: String,
+    /// The `relations` binary (release).
+    pub bin: String,
+}
+
+impl Env {
+    /// The URL of database `name`.
+    pub fn url(&self, name: &str) -> String {
+        let (base, _) = self.admin_url.rsplit_once('/').expect("a URL ends in /db");
+        format!("{base}/{name}")
+    }
+
+    /// A fresh, migrated database `name`.
+    pub async fn fresh_database(&self, name: &str) -> anyhow::Result<PgPool> {
+        let mut admin = PgConnection::connect(&self.admin_url).await?;
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .execute(&mut admin)
+            .await?;
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut admin)
+            .await?;
+        let status = Command::new(&self.bin)
+            .arg("migrate")
+            .env("DATABASE_URL", self.url(name))
+            .env("RUST_LOG", "warn")
+            .status()
+            .context("running relations migrate")?;
+        anyhow::ensure!(status.success(), "relations migrate failed");
+        self.pool(name, 8).await
+    }
+
+    /// A pool on database `name`.
+    pub async fn pool(&self, name: &str, size: u32) -> anyhow::Result<PgPool> {
+        Ok(PgPoolOptions::new()
+            .max_connections(size)
+            .connect(&self.url(name))
+            .await?)
+    }
+}
+
+/// `relations serve` on a database, as a child process.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl Server {
+    /// Starts the server on `database` with extra environment, and waits until it is ready.
+    pub async fn start(
+        env: &Env,
+        database: &str,
+        port: u16,
+        extra: &[(&str, String)],
+    ) -> anyhow::Result<Self> {
+        let mut command = Command::new(&env.bin);
+        command
+            .arg("serve")
+            .env("DATABASE_URL", env.url(database))
+            .env("REDIS_URL", &env.redis_url)
+            .env("RELATIONS_REDIS_PREFIX", format!("bench:{database}:"))
+            .env("RELATIONS_JWT_SECRET", SECRET)
+            .env("RELATIONS_HTTP_ADDR", format!("127.0.0.1:{port}"))
+            .env("RELATIONS_RATE_CAPACITY", "1000000000")
+            .env("RELATIONS_RATE_REFILL_PER_SEC", "1000000")
+            .env("RELATIONS_FOLLOW_LIMIT", "100000000")
+            .env("RELATIONS_DB_MAX_CONNECTIONS", "48")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for (key, value) in extra {
+            command.env(key, value);
+        }
+        let child = command.spawn().context("starting relations serve")?;
+        let server = Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(response) = client.get(format!("{}/readyz", server.base)).send().await {
+                if response.status().is_success() {
+                    return Ok(server);
+                }
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the server never got ready");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The process id (for `perf` and `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Resident memory, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// The HS256 key the bench servers run with.
+pub const SECRET: &str = "bench-secret";
+
+/// A token for `user`.
+pub fn token(user: i64) -> String {
+    let claims = serde_json::json!({"sub": user.to_string(), "exp": 4_000_000_000u64});
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .expect("a token encodes")
+}
+
+/// An HTTP client for load (keep-alive, no proxy, generous pool).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("a client builds")
+}
+
+/// What a load run measured.
+pub struct Stats {
+    /// Operations that succeeded.
+    pub ok: u64,
+    /// Operations that failed.
+    pub errors: u64,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+    /// Latencies of successful operations, in microseconds.
+    pub latency: Histogram<u64>,
+}
+
+impl Stats {
+    /// Successful operations per second.
+    pub fn per_sec(&self) -> f64 {
+        self.ok as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// A latency quantile, in milliseconds.
+    pub fn ms(&self, quantile: f64) -> f64 {
+        self.latency.value_at_quantile(quantile) as f64 / 1000.0
+    }
+
+    /// `p50/p99/p999` in milliseconds.
+    pub fn quantiles(&self) -> String {
+        format!(
+            "{:.2}/{:.2}/{:.2} ms",
+            self.ms(0.5),
+            self.ms(0.99),
+            self.ms(0.999)
+        )
+    }
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("bounds are valid")
+}
+
+/// `clients` tasks run `op(client, i)` back to back for `duration`; each returns success.
+pub async fn closed_loop<F, Fut>(clients: usize, duration: Duration, op: F) -> Stats
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let op = Arc::new(op);
+    let shared = Arc::new(Mutex::new((histogram(), 0u64, 0u64)));
+    let start = Instant::now();
+    let deadline = start + duration;
+    let tasks: Vec<_> = (0..clients)
+        .map(|client| {
+            let (op, shared) = (op.clone(), shared.clone());
+            tokio::spawn(async move {
+                let mut local = histogram();
+                let (mut ok, mut errors, mut i) = (0u64, 0u64, 0u64);
+                while Instant::now() < deadline {
+                    let began = Instant::now();
+                    if op(client, i).await {
+                        ok += 1;
+                        let _ = local.record(began.elapsed().as_micros().max(1) as u64);
+                    } else {
+                        errors += 1;
+                    }
+                    i += 1;
+                }
+                let mut shared = shared.lock().await;
+                shared.0.add(&local).expect("same bounds");
+                shared.1 += ok;
+                shared.2 += errors;
+            })
+        })
+        .collect();
+    for task in tasks {
+        let _ = task.await;
+    }
+    let elapsed = start.elapsed();
+    let (latency, ok, errors) = Arc::try_unwrap(shared)
+        .ok()
+        .expect("every task ended")
+        .into_inner();
+    Stats {
+        ok,
+        errors,
+        elapsed,
+        latency,
+    }
+}
+
+/// One line of the results table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// Scenario letter and name.
+    pub scenario: String,
+    /// What was measured.
+    pub measure: String,
+    /// The figure.
+    pub value: String,
+    /// The baseline it is compared with, and its figure.
+    pub baseline: String,
+    /// value / baseline, where both are rates (or baseline / value for times).
+    pub ratio: Option<f64>,
+    /// The target, and whether it was met.
+    pub target: String,
+}
+
+impl Row {
+    /// A row.
+    pub fn new(scenario: &str, measure: &str, value: String) -> Self {
+        Self {
+            scenario: scenario.to_owned(),
+            measure: measure.to_owned(),
+            value,
+            baseline: String::new(),
+            ratio: None,
+            target: String::new(),
+        }
+    }
+
+    /// With a baseline and the ratio to it.
+    pub fn against(mut self, baseline: String, ratio: f64) -> Self {
+        self.baseline = baseline;
+        self.ratio = Some(ratio);
+        self
+    }
+
+    /// With a target.
+    pub fn target(mut self, target: &str, met: bool) -> Self {
+        self.target = format!("{target} {}", if met { "(met)" } else { "(NOT met)" });
+        self
+    }
+}
+
+/// The table, as Markdown.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| scenario | measure | value | baseline | ratio | target |\n|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            row.scenario,
+            row.measure,
+            row.value,
+            row.baseline,
+            row.ratio.map(|r| format!("{r:.2}x")).unwrap_or_default(),
+            row.target
+        ));
+    }
+    out
+}
