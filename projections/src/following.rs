@@ -5,7 +5,10 @@
 //! land in one read-model transaction, so no reader ever sees a follow beside a block (rule 5).
 //! Two projectors at different positions could show exactly that.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use relations_domain::{RelationEvent, RelationPair};
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
@@ -24,6 +27,99 @@ impl Projector for Following {
 
     fn tables(&self) -> &'static [&'static str] {
         &["rm_follows", "rm_follow_counts", "rm_blocks"]
+    }
+
+    /// The batch's net effect in a handful of statements: the touched edges' rows are read
+    /// once, the events are folded over them in memory exactly as [`Following::apply`] would
+    /// fold them one by one, and what changed is written back with array parameters.
+    async fn apply_batch(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        let mut decoded = Vec::with_capacity(events.len());
+        for event in events
+            .iter()
+            .filter(|e| e.stream_type == RelationPair::TYPE)
+        {
+            decoded.push((decode::<RelationEvent>(event)?, event.occurred_at));
+        }
+        if decoded.is_empty() {
+            return Ok(());
+        }
+        let mut follow_keys: HashSet<Edge> = HashSet::new();
+        let mut block_keys: HashSet<Edge> = HashSet::new();
+        for (event, _) in &decoded {
+            let (a, b) = event.users();
+            let (a, b) = (a.get(), b.get());
+            match event {
+                RelationEvent::Followed { .. } | RelationEvent::Unfollowed { .. } => {
+                    follow_keys.insert((a, b));
+                    follow_keys.insert((b, a));
+                }
+                RelationEvent::Blocked { .. } | RelationEvent::Unblocked { .. } => {
+                    block_keys.insert((a, b));
+                }
+            }
+        }
+        let mut follows =
+            Edges::load(conn, "rm_follows", "follower", "followee", &follow_keys).await?;
+        let mut blocks = Edges::load(conn, "rm_blocks", "blocker", "blocked", &block_keys).await?;
+        // user -> (following, followers, friends)
+        let mut deltas: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
+        for (event, at) in decoded {
+            let (a, b) = event.users();
+            let (a, b) = (a.get(), b.get());
+            let sign = match event {
+                RelationEvent::Followed { .. } if follows.add((a, b), at) => 1,
+                RelationEvent::Unfollowed { .. } if follows.remove((a, b)) => -1,
+                RelationEvent::Blocked { .. } => {
+                    blocks.add((a, b), at);
+                    continue;
+                }
+                RelationEvent::Unblocked { .. } => {
+                    blocks.remove((a, b));
+                    continue;
+                }
+                RelationEvent::Followed { .. } | RelationEvent::Unfollowed { .. } => continue,
+            };
+            let friends = if follows.has((b, a)) { sign } else { 0 };
+            let d = deltas.entry(a).or_default();
+            d.0 += sign;
+            d.2 += friends;
+            let d = deltas.entry(b).or_default();
+            d.1 += sign;
+            d.2 += friends;
+        }
+        follows.write(conn).await?;
+        blocks.write(conn).await?;
+        deltas.retain(|_, d| *d != (0, 0, 0));
+        if !deltas.is_empty() {
+            let mut columns: [Vec<i64>; 4] = Default::default();
+            for (user, (following, followers, friends)) in deltas {
+                for (column, value) in columns
+                    .iter_mut()
+                    .zip([user, following, followers, friends])
+                {
+                    column.push(value);
+                }
+            }
+            let [users, following, followers, friends] = columns;
+            // Ascending user order (a BTreeMap), like every other writer of these rows.
+            sqlx::query(
+                "INSERT INTO rm_follow_counts AS c (user_id, following, followers, friends)
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
+                 ON CONFLICT (user_id) DO UPDATE SET following = c.following + excluded.following,
+                     followers = c.followers + excluded.followers, friends = c.friends + excluded.friends",
+            )
+            .bind(&users)
+            .bind(&following)
+            .bind(&followers)
+            .bind(&friends)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(())
     }
 
     async fn apply(
@@ -112,6 +208,113 @@ impl Projector for Following {
             .bind(following)
             .bind(followers)
             .bind(friends)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// A directed edge `(from, to)`.
+type Edge = (i64, i64);
+
+/// The rows of one edge table a batch touches: as they were, and as the batch leaves them.
+struct Edges {
+    table: &'static str,
+    from: &'static str,
+    to: &'static str,
+    /// Present before the batch.
+    before: HashSet<Edge>,
+    /// Present now, with their `since` when (re)made by the batch (`None`: the old row stands).
+    now: HashMap<Edge, Option<DateTime<Utc>>>,
+}
+
+impl Edges {
+    async fn load(
+        conn: &mut PgConnection,
+        table: &'static str,
+        from: &'static str,
+        to: &'static str,
+        keys: &HashSet<Edge>,
+    ) -> Result<Self, sqlx::Error> {
+        let (a, b): (Vec<i64>, Vec<i64>) = keys.iter().copied().unzip();
+        let rows: Vec<(i64, i64)> = if keys.is_empty() {
+            vec![]
+        } else {
+            sqlx::query_as(&format!(
+                "SELECT t.{from}, t.{to} FROM {table} t
+                   JOIN unnest($1::bigint[], $2::bigint[]) AS k(a, b) ON t.{from} = k.a AND t.{to} = k.b"
+            ))
+            .bind(&a)
+            .bind(&b)
+            .fetch_all(&mut *conn)
+            .await?
+        };
+        let before: HashSet<Edge> = rows.into_iter().collect();
+        let now = before.iter().map(|&e| (e, None)).collect();
+        Ok(Self {
+            table,
+            from,
+            to,
+            before,
+            now,
+        })
+    }
+
+    fn has(&self, edge: Edge) -> bool {
+        self.now.contains_key(&edge)
+    }
+
+    /// Adds the edge unless present; whether it was added.
+    fn add(&mut self, edge: Edge, since: DateTime<Utc>) -> bool {
+        if self.has(edge) {
+            return false;
+        }
+        self.now.insert(edge, Some(since));
+        true
+    }
+
+    /// Removes the edge if present; whether it was.
+    fn remove(&mut self, edge: Edge) -> bool {
+        self.now.remove(&edge).is_some()
+    }
+
+    /// Deletes what went (or was made anew), inserts what came.
+    async fn write(self, conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+        let (mut gone_a, mut gone_b) = (Vec::new(), Vec::new());
+        for &(a, b) in &self.before {
+            if !matches!(self.now.get(&(a, b)), Some(None)) {
+                gone_a.push(a);
+                gone_b.push(b);
+            }
+        }
+        let (mut new_a, mut new_b, mut new_since) = (Vec::new(), Vec::new(), Vec::new());
+        for (&(a, b), since) in &self.now {
+            if let Some(since) = since {
+                new_a.push(a);
+                new_b.push(b);
+                new_since.push(*since);
+            }
+        }
+        let (table, from, to) = (self.table, self.from, self.to);
+        if !gone_a.is_empty() {
+            sqlx::query(&format!(
+                "DELETE FROM {table} t USING unnest($1::bigint[], $2::bigint[]) AS k(a, b)
+                  WHERE t.{from} = k.a AND t.{to} = k.b"
+            ))
+            .bind(&gone_a)
+            .bind(&gone_b)
+            .execute(&mut *conn)
+            .await?;
+        }
+        if !new_a.is_empty() {
+            sqlx::query(&format!(
+                "INSERT INTO {table} ({from}, {to}, since)
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[])"
+            ))
+            .bind(&new_a)
+            .bind(&new_b)
+            .bind(&new_since)
             .execute(&mut *conn)
             .await?;
         }

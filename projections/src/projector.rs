@@ -35,6 +35,19 @@ pub trait Projector: Send + Sync {
         conn: &mut PgConnection,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError>;
+
+    /// Folds a batch of events, in order, into the read model: by default one by one; a
+    /// projector may write the batch's net effect at once, with the same result.
+    async fn apply_batch(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        for event in events {
+            self.apply(conn, event).await?;
+        }
+        Ok(())
+    }
 }
 
 /// Decodes an event's payload, naming the event on failure.

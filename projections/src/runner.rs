@@ -326,9 +326,7 @@ pub(crate) async fn apply_batch(
     let Some(last) = events.last().map(|e: &RecordedEvent| e.position) else {
         return Ok(None);
     };
-    for event in &events {
-        projector.apply(conn, event).await?;
-    }
+    projector.apply_batch(conn, &events).await?;
     sqlx::query(
         "UPDATE projector_checkpoints
             SET transaction_id = $2, global_position = $3,
