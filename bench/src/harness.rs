@@ -233,10 +233,7 @@ where
         let _ = task.await;
     }
     let elapsed = start.elapsed();
-    let (latency, ok, errors) = Arc::try_unwrap(shared)
-        .ok()
-        .expect("every task ended")
-        .into_inner();
+    let (latency, ok, errors) = std::mem::replace(&mut *shared.lock().await, (histogram(), 0, 0));
     Stats {
         ok,
         errors,

@@ -736,7 +736,7 @@ async fn feed(env: &Env, scale: Scale, python: Option<&str>) -> anyhow::Result<V
     let hybrid = &pages[0].1;
     for (mode, stats) in &pages {
         let mut row = Row::new(
-            &format!("e. feed first page, 1,000 authors (50 over threshold), 16 clients"),
+            "e. feed first page, 1,000 authors (50 over threshold), 16 clients",
             mode,
             rate(stats),
         );

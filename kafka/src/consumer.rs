@@ -214,10 +214,12 @@ impl KafkaProjector {
         .await?;
         let mut list = TopicPartitionList::new();
         for &partition in owned {
-            let offset = match stored.iter().find(|s| s.0 == partition) {
-                Some(&(_, next)) if next > 0 => Offset::Offset(next),
-                _ => Offset::Beginning,
-            };
+            // Never `Offset::Beginning`: that asks the broker for the earliest offset, and
+            // tansu answers such questions wrongly once producers batch (it skipped the start
+            // of partitions here). Offset 0 is fetched directly; where retention removed it,
+            // `auto.offset.reset=earliest` moves on to the first offset kept.
+            let next = stored.iter().find(|s| s.0 == partition).map_or(0, |s| s.1);
+            let offset = Offset::Offset(next);
             list.add_partition_offset(&self.topic, partition, offset)
                 .map_err(|e| ConsumeError::Kafka(e.to_string()))?;
         }

@@ -336,6 +336,8 @@ async fn two_consumer_processes_killed_at_random_end_equal_to_a_fresh_fold() {
     };
     let (last, ()) = futures::join!(load, chaos);
     relay_checkpoint_reached(&app, &last).await;
+    // Everything reached the topic (the relay's side), whatever the consumers make of it.
+    assert_topic_matches_the_log(&app).await;
 
     // Once the group has caught up, the read models equal a fresh fold of the whole log.
     let deadline = Instant::now() + Duration::from_secs(90);
