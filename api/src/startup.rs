@@ -6,7 +6,7 @@ use anyhow::Context;
 use relations_kafka::Relay;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db::{self, PoolSettings};
-use relations_store::{PostStore, RelationStore};
+use relations_store::{CommitSignal, PostStore, RelationStore};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -42,6 +42,7 @@ impl Application {
         let listener = TcpListener::bind(config.http_addr)
             .await
             .with_context(|| format!("binding {}", config.http_addr))?;
+        let signal = CommitSignal::spawn(pool.clone());
         let caches = Caches::new(redis.clone(), config.feed.projector());
         let projectors = relations_projections::all(config.feed.projector(), Some(&caches));
         let runners: Vec<Runner> = if config.run_projectors {
@@ -79,8 +80,8 @@ impl Application {
             projectors: Arc::new(projectors),
             cache: caches.reads,
             inboxes: caches.inboxes,
-            relations: RelationStore::new(pool.clone(), config.follow_limit),
-            posts: PostStore::new(pool.clone()),
+            relations: RelationStore::new(pool.clone(), config.follow_limit, signal.clone()),
+            posts: PostStore::new(pool.clone(), signal),
             jwt: JwtKeys::new(&config.jwt.jwt_secret),
             limiter: RateLimiter::new(
                 redis.clone(),

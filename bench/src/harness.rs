@@ -49,33 +49,43 @@ impl Env {
         self.pool(name, 8).await
     }
 
-    /// A pool on database `name`.
+    /// A pool on database `name`, every connection opened before it is handed out (so a
+    /// timed run never pays for connecting).
     pub async fn pool(&self, name: &str, size: u32) -> anyhow::Result<PgPool> {
-        Ok(PgPoolOptions::new()
+        let pool = PgPoolOptions::new()
             .max_connections(size)
+            .min_connections(size)
             .connect(&self.url(name))
-            .await?)
+            .await?;
+        let held: Vec<_> = futures::future::try_join_all((0..size).map(|_| pool.acquire())).await?;
+        drop(held);
+        Ok(pool)
     }
 }
 
-/// `relations serve` on a database, as a child process.
+/// `relations serve` on a database, as a child process (and its projectors, when they run in
+/// a `relations project` process of their own).
 pub struct Server {
     child: Child,
+    projectors: Option<Child>,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
 }
 
 impl Server {
     /// Starts the server on `database` with extra environment, and waits until it is ready.
+    /// With `projectors`, only those run, in a `relations project` process beside it.
     pub async fn start(
         env: &Env,
         database: &str,
         port: u16,
         extra: &[(&str, String)],
+        projectors: Option<&[&str]>,
     ) -> anyhow::Result<Self> {
         let mut command = Command::new(&env.bin);
         command
             .arg("serve")
+            .env("RELATIONS_RUN_PROJECTORS", projectors.is_none().to_string())
             .env("DATABASE_URL", env.url(database))
             .env("REDIS_URL", &env.redis_url)
             .env("RELATIONS_REDIS_PREFIX", format!("bench:{database}:"))
@@ -84,7 +94,7 @@ impl Server {
             .env("RELATIONS_RATE_CAPACITY", "1000000000")
             .env("RELATIONS_RATE_REFILL_PER_SEC", "1000000")
             .env("RELATIONS_FOLLOW_LIMIT", "100000000")
-            .env("RELATIONS_DB_MAX_CONNECTIONS", "48")
+            .env("RELATIONS_DB_MAX_CONNECTIONS", "32")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
@@ -92,8 +102,31 @@ impl Server {
             command.env(key, value);
         }
         let child = command.spawn().context("starting relations serve")?;
+        let projectors = match projectors {
+            Some(names) => {
+                let mut command = Command::new(&env.bin);
+                command.arg("project");
+                for name in names {
+                    command.args(["--only", name]);
+                }
+                Some(
+                    command
+                        .env("DATABASE_URL", env.url(database))
+                        .env("REDIS_URL", &env.redis_url)
+                        .env("RELATIONS_REDIS_PREFIX", format!("bench:{database}:"))
+                        .env("RELATIONS_DB_MAX_CONNECTIONS", "8")
+                        .env("RUST_LOG", "warn")
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::inherit())
+                        .spawn()
+                        .context("starting relations project")?,
+                )
+            }
+            None => None,
+        };
         let server = Self {
             child,
+            projectors,
             base: format!("http://127.0.0.1:{port}"),
         };
         let client = reqwest::Client::new();
@@ -114,7 +147,7 @@ impl Server {
         self.child.id()
     }
 
-    /// Resident memory, in KiB.
+    /// Resident memory of the HTTP server, in KiB.
     pub fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
@@ -128,10 +161,12 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
+        for child in std::iter::once(&mut self.child).chain(self.projectors.as_mut()) {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+        }
     }
 }
 

@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ProjectionError;
 use crate::projector::Projector;
 
-/// The channel the events table NOTIFYs on every append.
-pub const CHANNEL: &str = "relations_events";
+/// The channel committed appends are signalled on.
+pub use relations_store::signal::CHANNEL;
 
 /// A wake-up for runners when the log grows. Only a hint: runners poll as well.
 #[derive(Clone, Default)]

@@ -8,6 +8,7 @@ use sqlx::{Postgres, Transaction};
 
 use crate::error::StoreError;
 use crate::idempotency::StoredAnswer;
+use crate::signal::CommitSignal;
 
 /// How many times a command is decided again after losing an optimistic-concurrency race
 /// before the client is told to retry.
@@ -53,11 +54,13 @@ pub(crate) async fn finish<T>(
     tx: Transaction<'_, Postgres>,
     result: Result<Attempt<T>, StoreError>,
     round: u32,
+    signal: &CommitSignal,
 ) -> Result<Option<Executed<T>>, StoreError> {
     tracing::Span::current().record("attempts", round);
     match result {
         Ok(Attempt::Decided(outcome)) => {
             tx.commit().await?;
+            signal.committed();
             Ok(Some(Executed::Fresh(outcome)))
         }
         Ok(Attempt::Replayed(answer)) => {

@@ -14,6 +14,7 @@ pub mod metadata;
 pub mod position;
 pub mod posts;
 pub mod relations;
+pub mod signal;
 
 pub use command::Executed;
 pub use error::StoreError;
@@ -22,3 +23,4 @@ pub use metadata::EventMetadata;
 pub use position::{BadPosition, LogPosition};
 pub use posts::{Deleted, PostStore, PostView, Published};
 pub use relations::{RelationOutcome, RelationStore};
+pub use signal::CommitSignal;

@@ -15,6 +15,7 @@ use crate::error::StoreError;
 use crate::idempotency::{self, Idempotency};
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
+use crate::signal::CommitSignal;
 
 /// A post as the API shows it (SPEC.md's `Post`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,12 +50,13 @@ pub struct Deleted {
 #[derive(Clone)]
 pub struct PostStore {
     pool: PgPool,
+    signal: CommitSignal,
 }
 
 impl PostStore {
-    /// A store on `pool`.
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    /// A store on `pool` that wakes log readers through `signal` after each commit.
+    pub fn new(pool: PgPool, signal: CommitSignal) -> Self {
+        Self { pool, signal }
     }
 
     /// Publishes a new post by `author`, made now.
@@ -137,7 +139,7 @@ impl PostStore {
                 },
                 other => other,
             };
-            if let Some(done) = finish(tx, result, round).await? {
+            if let Some(done) = finish(tx, result, round, &self.signal).await? {
                 return Ok(done);
             }
         }

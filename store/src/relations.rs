@@ -17,6 +17,7 @@ use crate::error::StoreError;
 use crate::idempotency::{self, Idempotency};
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
+use crate::signal::CommitSignal;
 
 /// The answer to a relation command (SPEC.md: `{changed, relation, position}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,12 +35,18 @@ pub struct RelationOutcome {
 pub struct RelationStore {
     pool: PgPool,
     follow_limit: u32,
+    signal: CommitSignal,
 }
 
 impl RelationStore {
-    /// A store on `pool` that enforces `follow_limit` (rule 3).
-    pub fn new(pool: PgPool, follow_limit: u32) -> Self {
-        Self { pool, follow_limit }
+    /// A store on `pool` that enforces `follow_limit` (rule 3) and wakes log readers through
+    /// `signal` after each commit.
+    pub fn new(pool: PgPool, follow_limit: u32, signal: CommitSignal) -> Self {
+        Self {
+            pool,
+            follow_limit,
+            signal,
+        }
     }
 
     /// Decides `command` and appends its events, retrying lost races inside.
@@ -60,7 +67,7 @@ impl RelationStore {
             let result = self
                 .attempt(&mut tx, command, &stream, loaded, metadata, idempotency)
                 .await;
-            if let Some(done) = finish(tx, result, round).await? {
+            if let Some(done) = finish(tx, result, round, &self.signal).await? {
                 return Ok(done);
             }
         }
