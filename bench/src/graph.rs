@@ -109,7 +109,7 @@ pub async fn caught_up(pool: &PgPool, names: &[&str]) -> anyhow::Result<Duration
     loop {
         let behind: i64 = sqlx::query_scalar(
             "WITH head AS (SELECT transaction_id::text::bigint AS t, global_position AS g FROM events
-                            ORDER BY transaction_id DESC, global_position DESC LIMIT 1)
+                            ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1)
              SELECT count(*) FROM unnest($1::text[]) AS n(name) CROSS JOIN head
                LEFT JOIN projector_checkpoints c ON c.name = n.name
               WHERE (COALESCE(c.transaction_id, 0), COALESCE(c.global_position, 0)) < (head.t, head.g)",

@@ -38,6 +38,9 @@ pub struct RecordedEvent {
     pub metadata: serde_json::Value,
 }
 
+/// The columns of [`RecordedEvent`]. `transaction_id` comes out as a bigint under its own name,
+/// so an ORDER BY must name `events.transaction_id` (the indexed xid8), not the alias: ordering
+/// by the alias sorts the whole rest of the log on every read.
 const COLUMNS: &str = "event_id, transaction_id::text::bigint AS transaction_id, global_position, \
     aggregate_type, aggregate_id, sequence, event_type, event_version, occurred_at, \
     payload::jsonb AS payload, metadata::jsonb AS metadata";
@@ -84,7 +87,7 @@ pub async fn read_after(
         "SELECT {COLUMNS} FROM events
           WHERE (transaction_id, global_position) > ($1::text::xid8, $2)
             AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          ORDER BY transaction_id, global_position
+          ORDER BY events.transaction_id, events.global_position
           LIMIT $3"
     );
     let rows = sqlx::query(&sql)
@@ -123,7 +126,7 @@ pub async fn head<'e>(executor: impl PgExecutor<'e>) -> Result<LogPosition, sqlx
     let row = sqlx::query(
         "SELECT transaction_id::text::bigint AS transaction_id, global_position FROM events
           WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          ORDER BY transaction_id DESC, global_position DESC LIMIT 1",
+          ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1",
     )
     .fetch_optional(executor)
     .await?;
