@@ -256,7 +256,36 @@ impl Feed {
         .into_iter()
         .flatten()
         .collect();
-        self.trim(conn, &over).await
+        self.trim_one(conn, &over).await
+    }
+
+    /// Drops the oldest entry of each reader's inbox, one over the cap after a push (every
+    /// write path leaves an inbox at most at the cap): an index probe each, where [`Feed::trim`]
+    /// would walk the whole inbox.
+    async fn trim_one(
+        &self,
+        conn: &mut PgConnection,
+        readers: &[i64],
+    ) -> Result<(), ProjectionError> {
+        if readers.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "WITH victims AS (
+                 SELECT r.reader, (SELECT min(seq) FROM feed_inbox WHERE reader = r.reader) AS seq
+                   FROM unnest($1::bigint[]) AS r(reader)),
+             gone AS (
+                 DELETE FROM feed_inbox i USING victims v
+                  WHERE i.reader = v.reader AND i.seq = v.seq
+                 RETURNING i.reader, i.seq)
+             UPDATE feed_readers r
+                SET size = r.size - 1, watermark = greatest(r.watermark, gone.seq)
+               FROM gone WHERE r.reader = gone.reader",
+        )
+        .bind(readers)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
     }
 
     /// Copies `author`'s live posts above `reader`'s watermark into the inbox, the newest
