@@ -56,6 +56,11 @@ struct Args {
     /// Only these scenarios (letters a to f); all when empty.
     #[arg(long)]
     only: Vec<char>,
+    /// Users in the graph of (a), (b), (c), (f); the rebuild graph of (d) gets 2.4 times as
+    /// many. Defaults: 3,000 with --quick, else 50,000. LinkBench-like scales are 10k, 1M, 10M
+    /// (about 12 follows per user: a 1M-user graph appends about 12M events).
+    #[arg(long)]
+    users: Option<i64>,
     /// Record a system-wide `perf` profile into this file during the 64-client follow run.
     #[arg(long)]
     profile: Option<String>,
@@ -735,6 +740,9 @@ async fn feed(env: &Env, scale: Scale, python: Option<&str>) -> anyhow::Result<V
             }
         })
         .await;
+        if mode == "hybrid" {
+            rows.push(inbox_bytes(&env.redis_url, &db).await?);
+        }
         pages.push((mode, stats));
     }
     let hybrid = &pages[0].1;
@@ -768,6 +776,47 @@ async fn feed(env: &Env, scale: Scale, python: Option<&str>) -> anyhow::Result<V
         ));
     }
     Ok(rows)
+}
+
+/// Redis bytes per cached inbox entry (sorted sets of the readers whose feeds were read),
+/// beside Stream-Framework's feed of 1,000 activities when it ran.
+async fn inbox_bytes(redis_url: &str, db: &str) -> anyhow::Result<Row> {
+    let client = redis::Client::open(redis_url)?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("bench:{db}:feed:*"))
+        .query_async(&mut conn)
+        .await?;
+    let (mut bytes, mut entries) = (0i64, 0i64);
+    for key in keys.iter().filter(|k| !k.ends_with(":gen")) {
+        let used: Option<i64> = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(key)
+            .query_async(&mut conn)
+            .await?;
+        let count: i64 = redis::cmd("ZCARD").arg(key).query_async(&mut conn).await?;
+        bytes += used.unwrap_or(0);
+        entries += count;
+    }
+    let ours = bytes as f64 / entries.max(1) as f64;
+    let mut row = Row::new(
+        "f. memory (Redis)",
+        "bytes per cached inbox entry (hybrid feed readers' sorted sets)",
+        format!("{ours:.0} B ({entries} entries)"),
+    );
+    let theirs: Option<i64> = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("bench_sf_feed:1")
+        .query_async(&mut conn)
+        .await?;
+    if let Some(theirs) = theirs {
+        let per = theirs as f64 / 1000.0;
+        row = row.against(
+            format!("Stream-Framework feed: {per:.0} B per entry"),
+            per / ours,
+        );
+    }
+    Ok(row)
 }
 
 /// Stream-Framework's RedisFeed on the same Redis: (fan-out of one activity to 5,000
