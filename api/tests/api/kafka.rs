@@ -247,15 +247,7 @@ async fn every_event_reaches_the_topic_in_stream_order_even_across_a_frozen_brok
 
     relay_checkpoint_reached(&app, &last).await;
     assert_topic_matches_the_log(&app).await;
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.metrics().await;
     assert!(
         text.contains("relations_projector_lag_events{projector=\"kafka_relay\"}"),
         "relay lag not in the metrics"

@@ -78,14 +78,6 @@ async fn with_redis_down_the_limiter_fails_open() {
     let (status, body) = app.get("/readyz").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["checks"]["redis"], serde_json::json!(false));
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics().await;
     assert!(metrics.contains("relations_rate_limiter_unavailable_total"));
 }

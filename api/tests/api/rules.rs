@@ -194,15 +194,7 @@ async fn operations_endpoints_answer() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["checks"]["database"], json!(true));
     app.command("follow", 1, 2).await;
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains("relations_http_requests_total"),
         "{metrics}"
