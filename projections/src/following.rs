@@ -30,8 +30,8 @@ impl Projector for Following {
     }
 
     /// The batch's net effect in a handful of statements: the touched edges' rows are read
-    /// once, the events are folded over them in memory exactly as [`Following::apply`] would
-    /// fold them one by one, and what changed is written back with array parameters.
+    /// once, the events are folded over them in memory in log order, and what changed is
+    /// written back with array parameters.
     async fn apply_batch(
         &self,
         conn: &mut PgConnection,
@@ -122,96 +122,14 @@ impl Projector for Following {
         Ok(())
     }
 
+    /// One event is a batch of one: a single fold, whoever calls (the Kafka consumer applies
+    /// message by message).
     async fn apply(
         &self,
         conn: &mut PgConnection,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
-        if event.stream_type != RelationPair::TYPE {
-            return Ok(());
-        }
-        let (follower, followee, delta) = match decode::<RelationEvent>(event)? {
-            RelationEvent::Followed { follower, followee } => {
-                let inserted = sqlx::query(
-                    "INSERT INTO rm_follows (follower, followee, since) VALUES ($1, $2, $3)
-                     ON CONFLICT DO NOTHING",
-                )
-                .bind(follower.get())
-                .bind(followee.get())
-                .bind(event.occurred_at)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected();
-                if inserted == 0 {
-                    return Ok(());
-                }
-                (follower, followee, 1i64)
-            }
-            RelationEvent::Unfollowed {
-                follower, followee, ..
-            } => {
-                let deleted =
-                    sqlx::query("DELETE FROM rm_follows WHERE follower = $1 AND followee = $2")
-                        .bind(follower.get())
-                        .bind(followee.get())
-                        .execute(&mut *conn)
-                        .await?
-                        .rows_affected();
-                if deleted == 0 {
-                    return Ok(());
-                }
-                (follower, followee, -1i64)
-            }
-            RelationEvent::Blocked { blocker, blocked } => {
-                sqlx::query(
-                    "INSERT INTO rm_blocks (blocker, blocked, since) VALUES ($1, $2, $3)
-                     ON CONFLICT DO NOTHING",
-                )
-                .bind(blocker.get())
-                .bind(blocked.get())
-                .bind(event.occurred_at)
-                .execute(&mut *conn)
-                .await?;
-                return Ok(());
-            }
-            RelationEvent::Unblocked { blocker, blocked } => {
-                sqlx::query("DELETE FROM rm_blocks WHERE blocker = $1 AND blocked = $2")
-                    .bind(blocker.get())
-                    .bind(blocked.get())
-                    .execute(&mut *conn)
-                    .await?;
-                return Ok(());
-            }
-        };
-        let mutual: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM rm_follows WHERE follower = $2 AND followee = $1)",
-        )
-        .bind(follower.get())
-        .bind(followee.get())
-        .fetch_one(&mut *conn)
-        .await?;
-        let friends = if mutual { delta } else { 0 };
-        // Ascending user order, like every other writer of these rows.
-        let mut rows = [
-            (follower.get(), delta, 0i64, friends),
-            (followee.get(), 0i64, delta, friends),
-        ];
-        rows.sort_unstable_by_key(|r| r.0);
-        for (user, following, followers, friends) in rows {
-            sqlx::query(
-                "INSERT INTO rm_follow_counts AS c (user_id, following, followers, friends)
-                 VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (user_id) DO UPDATE SET following = c.following + $2,
-                     followers = c.followers + $3, friends = c.friends + $4",
-            )
-            .bind(user)
-            .bind(following)
-            .bind(followers)
-            .bind(friends)
-            .execute(&mut *conn)
-            .await?;
-        }
-        Ok(())
+        self.apply_batch(conn, std::slice::from_ref(event)).await
     }
 }
 
