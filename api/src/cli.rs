@@ -171,13 +171,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let pool = connect(&database).await?;
             let caches = match redis_url {
                 Some(url) => Some(relations_projections::Caches::new(
-                    crate::redis_conn::Redis::new(&url, &redis_prefix)?,
-                    feed.projector(),
+                    relations_projections::redis::Redis::new(&url, &redis_prefix)?,
+                    feed.settings(),
                 )),
                 None => None,
             };
             let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
-            let projectors: Vec<_> = relations_projections::all(feed.projector(), caches.as_ref())
+            let projectors: Vec<_> = relations_projections::all(feed.settings(), caches.as_ref())
                 .into_iter()
                 .filter(|p| wanted(p.name()))
                 .collect();
@@ -240,8 +240,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             database,
         } => {
             let projector =
-                relations_projections::by_name(&name, feed.projector()).with_context(|| {
-                    let names: Vec<_> = relations_projections::all(feed.projector(), None)
+                relations_projections::by_name(&name, feed.settings()).with_context(|| {
+                    let names: Vec<_> = relations_projections::all(feed.settings(), None)
                         .iter()
                         .map(|p| p.name())
                         .collect();
@@ -253,12 +253,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
             )?);
             bar.set_message(format!("rebuilding {name}"));
-            let report =
-                relations_projections::rebuild::rebuild(&pool, projector, |done, total| {
+            let report = relations_projections::runtime::rebuild::rebuild(
+                &pool,
+                projector,
+                |done, total| {
                     bar.set_length(total);
                     bar.set_position(done);
-                })
-                .await?;
+                },
+            )
+            .await?;
             bar.finish();
             tracing::info!(projector = %name, events = report.events, position = %report.position, "rebuilt and swapped in");
             Ok(())
@@ -270,12 +273,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             database,
         } => {
             let pool = connect(&database).await?;
-            let scope = relations_projections::verify::Scope {
+            let scope = relations_projections::runtime::verify::Scope {
                 whole_log,
                 projectors: only,
             };
-            let differences =
-                relations_projections::verify::verify_with(&pool, feed.projector(), &scope).await?;
+            let differences = relations_projections::verify(&pool, feed.settings(), &scope).await?;
             if differences.is_empty() {
                 println!("read models agree with the log");
                 Ok(())

@@ -53,9 +53,9 @@ pub struct FeedConfig {
 }
 
 impl FeedConfig {
-    /// The projector these settings make.
-    pub fn projector(self) -> relations_projections::feed::Feed {
-        relations_projections::feed::Feed {
+    /// The feed projector's settings.
+    pub fn settings(self) -> relations_projections::feed::Settings {
+        relations_projections::feed::Settings {
             big_v_threshold: i64::from(self.big_v_threshold),
             inbox_cap: i64::from(self.feed_inbox_cap),
         }

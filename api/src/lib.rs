@@ -17,6 +17,5 @@ pub mod startup;
 pub mod state;
 pub mod telemetry;
 
-pub use relations_projections::redis_conn;
 pub use routes::app;
 pub use startup::Application;

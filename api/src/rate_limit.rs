@@ -10,7 +10,7 @@ use std::sync::Arc;
 use redis::Script;
 use relations_domain::UserId;
 
-use crate::redis_conn::{Redis, CALL_TIMEOUT};
+use relations_projections::redis::{Redis, CALL_TIMEOUT};
 
 /// KEYS[1] the bucket; ARGV capacity, refill per second. Time is Redis's own clock, so every
 /// instance agrees. Returns {allowed, microseconds until the next token}.

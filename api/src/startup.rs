@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::JwtKeys;
 use crate::config::Config;
 use crate::rate_limit::RateLimiter;
-use crate::redis_conn::Redis;
 use crate::routes;
 use crate::state::{AppState, ProjectorEntry};
+use relations_projections::redis::Redis;
 use relations_projections::Caches;
 
 /// A built application: connected, migrated, bound, not yet serving.
@@ -43,8 +43,8 @@ impl Application {
             .await
             .with_context(|| format!("binding {}", config.http_addr))?;
         let signal = CommitSignal::spawn(pool.clone());
-        let caches = Caches::new(redis.clone(), config.feed.projector());
-        let projectors = relations_projections::all(config.feed.projector(), Some(&caches));
+        let caches = Caches::new(redis.clone(), config.feed.settings());
+        let projectors = relations_projections::all(config.feed.settings(), Some(&caches));
         let runners: Vec<Runner> = if config.run_projectors {
             projectors
                 .iter()

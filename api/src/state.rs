@@ -3,16 +3,16 @@
 use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
-use relations_projections::cache::Cache;
-use relations_projections::feed_cache::InboxCache;
-use relations_projections::runner::Health;
+use relations_projections::feed::inbox_cache::InboxCache;
+use relations_projections::following::cache::Cache;
+use relations_projections::runtime::Health;
 use relations_store::{PostStore, RelationStore};
 use sqlx::PgPool;
 
 use crate::auth::JwtKeys;
 use crate::config::Config;
 use crate::rate_limit::RateLimiter;
-use crate::redis_conn::Redis;
+use relations_projections::redis::Redis;
 
 /// A projector as this process knows it.
 #[derive(Clone)]

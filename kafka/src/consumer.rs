@@ -31,6 +31,7 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use relations_projections::Projector;
+use relations_store::db::end_transaction;
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
@@ -38,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use crate::relay::KafkaSettings;
 
 /// The projectors that may consume the topic (see the module docs).
-pub const PARTITION_SAFE: &[&str] = &["following"];
+pub const PARTITION_SAFE: &[&str] = &[relations_projections::following::NAME];
 
 /// Why a message was not applied; it is tried again.
 #[derive(Debug, thiserror::Error)]
@@ -344,14 +345,10 @@ impl KafkaProjector {
     pub async fn apply(&self, message: &BorrowedMessage<'_>) -> Result<Applied, ConsumeError> {
         let mut tx = self.pool.begin().await?;
         let result = self.apply_in(&mut tx, message).await;
-        // Every path ends the transaction explicitly (see the runner's note on the horizon).
-        match result {
-            Ok(Applied::Applied | Applied::Duplicate) => tx.commit().await?,
-            Ok(Applied::SeenOffset) | Err(_) => {
-                let _ = tx.rollback().await;
-            }
-        }
-        result
+        end_transaction(tx, result, |applied| {
+            matches!(applied, Applied::Applied | Applied::Duplicate)
+        })
+        .await
     }
 
     async fn apply_in(

@@ -23,7 +23,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use relations_projections::runner::{checkpoint, Health};
+use relations_projections::runtime::{checkpoint, Health};
 use relations_projections::Wakeup;
 use relations_store::log::read_after;
 use sqlx::{PgConnection, PgPool};
@@ -115,7 +115,7 @@ impl Relay {
     /// Publishes the next batch after the checkpoint and advances it; how many were published.
     #[tracing::instrument(name = "relay.step", skip_all, fields(events))]
     async fn step(&self, conn: &mut PgConnection) -> Result<usize, RelayError> {
-        let after = checkpoint(&mut *conn, NAME).await?;
+        let after = checkpoint::read(&mut *conn, NAME).await?;
         let events = read_after(conn, after, self.batch_size).await?;
         let Some(last) = events.last().map(|e| e.position) else {
             return Ok(0);

@@ -4,52 +4,55 @@
 //! rows, so its effect is exactly once whatever crashes. Projectors never see cqrs-es's
 //! in-process query dispatch; they read the log (`relations_store::log`) like any other reader.
 //! This crate depends on the domain and the store, never on the web layer.
+//!
+//! - [`runtime`]: what every projector runs on (runner, checkpoints, wake-ups, health, status,
+//!   read-your-writes, rebuild, verify);
+//! - [`following`]: follows, blocks and counts, their queries, their Redis cache;
+//! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
+//! - [`redis`]: the one Redis connection that the caches and the API's rate limiter share.
 
-pub mod cache;
 pub mod error;
 pub mod feed;
-pub mod feed_cache;
-pub mod feed_read;
 pub mod following;
-pub mod projector;
-pub mod read;
-pub mod rebuild;
-pub mod redis_conn;
-pub mod runner;
-pub mod verify;
+pub mod redis;
+pub mod runtime;
 
 use std::sync::Arc;
 
 pub use error::ProjectionError;
-pub use projector::Projector;
-pub use runner::{wait_for, ProjectorStatus, Runner, Wakeup};
+use runtime::verify::{Check, Scope};
+pub use runtime::{Projector, ProjectorStatus, Runner, Wakeup};
 
 /// The Redis caches projectors keep current.
 #[derive(Clone)]
 pub struct Caches {
     /// Counts and first pages of lists.
-    pub reads: cache::Cache,
+    pub reads: following::cache::Cache,
     /// Feed inboxes.
-    pub inboxes: feed_cache::InboxCache,
+    pub inboxes: feed::inbox_cache::InboxCache,
 }
 
 impl Caches {
     /// Both caches on `redis`; inboxes hold at most `feed.inbox_cap` entries.
-    pub fn new(redis: redis_conn::Redis, feed: feed::Feed) -> Self {
+    pub fn new(redis: redis::Redis, feed: feed::Settings) -> Self {
         Self {
-            reads: cache::Cache::new(redis.clone()),
-            inboxes: feed_cache::InboxCache::new(redis, feed.inbox_cap),
+            reads: following::cache::Cache::new(redis.clone()),
+            inboxes: feed::inbox_cache::InboxCache::new(redis, feed.inbox_cap),
         }
     }
 }
 
 /// Every projector, in the order they are reported; the cache projectors only with caches.
-pub fn all(feed: feed::Feed, caches: Option<&Caches>) -> Vec<Arc<dyn Projector>> {
-    let mut projectors: Vec<Arc<dyn Projector>> =
-        vec![Arc::new(following::Following), Arc::new(feed)];
+pub fn all(feed: feed::Settings, caches: Option<&Caches>) -> Vec<Arc<dyn Projector>> {
+    let mut projectors: Vec<Arc<dyn Projector>> = vec![
+        Arc::new(following::Following),
+        Arc::new(feed::Feed { settings: feed }),
+    ];
     if let Some(caches) = caches {
-        projectors.push(Arc::new(cache::CacheInvalidator::new(caches.reads.clone())));
-        projectors.push(Arc::new(feed_cache::FeedCacheProjector::new(
+        projectors.push(Arc::new(following::cache::CacheInvalidator::new(
+            caches.reads.clone(),
+        )));
+        projectors.push(Arc::new(feed::inbox_cache::FeedCacheProjector::new(
             caches.inboxes.clone(),
         )));
     }
@@ -57,6 +60,23 @@ pub fn all(feed: feed::Feed, caches: Option<&Caches>) -> Vec<Arc<dyn Projector>>
 }
 
 /// The read-model projector called `name` (the ones `rebuild` can rebuild).
-pub fn by_name(name: &str, feed: feed::Feed) -> Option<Arc<dyn Projector>> {
+pub fn by_name(name: &str, feed: feed::Settings) -> Option<Arc<dyn Projector>> {
     all(feed, None).into_iter().find(|p| p.name() == name)
+}
+
+/// Every difference between the read models in `scope` (and always the write side's guard
+/// rows) and a fresh fold of the log; empty when they agree. Each model runs its own check.
+pub async fn verify(
+    pool: &sqlx::PgPool,
+    feed: feed::Settings,
+    scope: &Scope,
+) -> Result<Vec<String>, ProjectionError> {
+    let mut checks: Vec<Box<dyn Check>> = vec![Box::new(following::verify::GuardCheck::default())];
+    if scope.covers(following::NAME) {
+        checks.push(Box::new(following::verify::FollowingCheck::default()));
+    }
+    if scope.covers(feed::NAME) {
+        checks.push(Box::new(feed::verify::FeedCheck::new(feed)));
+    }
+    runtime::verify::run(pool, checks, scope).await
 }

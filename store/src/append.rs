@@ -9,8 +9,9 @@
 use cqrs_es::persist::PersistedEventRepository;
 use cqrs_es::{Aggregate, DomainEvent, EventEnvelope};
 use postgres_es::PostgresEventRepository;
-use sqlx::{PgConnection, Row};
+use sqlx::{FromRow, PgConnection};
 
+use crate::command::Attempt;
 use crate::error::StoreError;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
@@ -36,18 +37,17 @@ pub(crate) async fn load<A: Aggregate>(
     Ok(Loaded { aggregate, version })
 }
 
-/// Another writer appended to the stream since it was loaded.
-pub(crate) struct Conflict;
-
 /// Appends `events` after `version` in the caller's transaction and returns the last one's
-/// place in the log. A conflict aborts the transaction: the caller rolls back and decides again.
+/// place in the log ([`Attempt::Decided`]), or [`Attempt::Conflict`] when another writer appended
+/// to the stream since it was loaded: that aborts the transaction, and the caller rolls back and
+/// decides again.
 pub(crate) async fn append<A: Aggregate>(
     conn: &mut PgConnection,
     id: &str,
     version: usize,
     events: &[A::Event],
     metadata: &EventMetadata,
-) -> Result<Result<LogPosition, Conflict>, StoreError> {
+) -> Result<Attempt<LogPosition>, StoreError> {
     let metadata = metadata.to_json();
     let mut last = LogPosition::START;
     for (offset, event) in events.iter().enumerate() {
@@ -69,16 +69,13 @@ pub(crate) async fn append<A: Aggregate>(
         .await;
         match inserted {
             Ok(row) => {
-                last = LogPosition {
-                    transaction_id: row.try_get("transaction_id")?,
-                    global_position: row.try_get("global_position")?,
-                }
+                last = LogPosition::from_row(&row)?;
             }
             Err(sqlx::Error::Database(e)) if e.constraint() == Some("events_pkey") => {
-                return Ok(Err(Conflict))
+                return Ok(Attempt::Conflict)
             }
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(Ok(last))
+    Ok(Attempt::Decided(last))
 }

@@ -45,3 +45,30 @@ pub async fn connect(database_url: &str, settings: &PoolSettings) -> Result<PgPo
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
     MIGRATOR.run(pool).await
 }
+
+/// Ends `tx` the way `result` says: an `Ok` value that `commit` accepts is committed; any other
+/// ending is rolled back. Always explicitly: a transaction left to sqlx's lazy rollback on drop
+/// sits idle holding a transaction id, and so holds back the cluster-wide horizon that every log
+/// reader waits on. When both the work and the rollback fail, the work's error is returned.
+pub async fn end_transaction<T, E: From<sqlx::Error>>(
+    tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    result: Result<T, E>,
+    commit: impl FnOnce(&T) -> bool,
+) -> Result<T, E> {
+    match result {
+        Ok(value) if commit(&value) => {
+            tx.commit().await?;
+            Ok(value)
+        }
+        Ok(value) => {
+            tx.rollback().await?;
+            Ok(value)
+        }
+        Err(error) => {
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(%rollback, "rollback after a failed transaction failed too");
+            }
+            Err(error)
+        }
+    }
+}

@@ -5,6 +5,7 @@
 //! Depends on the domain, sqlx and cqrs-es; never on a web framework or on the read models.
 
 mod append;
+pub mod bulk;
 mod command;
 pub mod db;
 pub mod error;

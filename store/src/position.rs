@@ -65,6 +65,18 @@ impl<'de> serde::Deserialize<'de> for LogPosition {
     }
 }
 
+/// Decodes the columns `transaction_id` (as a bigint) and `global_position`, as every query that
+/// returns a position names them.
+impl sqlx::FromRow<'_, sqlx::postgres::PgRow> for LogPosition {
+    fn from_row(row: &sqlx::postgres::PgRow) -> Result<Self, sqlx::Error> {
+        use sqlx::Row;
+        Ok(Self {
+            transaction_id: row.try_get("transaction_id")?,
+            global_position: row.try_get("global_position")?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,18 +1,15 @@
 //! Post commands: publish and delete, each on the post's own stream, appended in one
 //! transaction with the idempotency answer.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use cqrs_es::event_sink::EventSink;
-use cqrs_es::Aggregate;
-use postgres_es::PostgresEventRepository;
-use relations_domain::{Post, PostCommand, PostContent, PostEvent, PostId, UserId};
+use relations_domain::{Post, PostCommand, PostContent, PostId, UserId};
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 
-use crate::append::{append, load, Loaded};
-use crate::command::{finish, Attempt, Executed, MAX_ATTEMPTS};
+use crate::command::{Executed, Executor, StoreCommand};
 use crate::error::StoreError;
-use crate::idempotency::{self, Idempotency};
+use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 use crate::signal::CommitSignal;
@@ -49,14 +46,15 @@ pub struct Deleted {
 /// Carries out post commands against the event store.
 #[derive(Clone)]
 pub struct PostStore {
-    pool: PgPool,
-    signal: CommitSignal,
+    executor: Executor,
 }
 
 impl PostStore {
     /// A store on `pool` that wakes log readers through `signal` after each commit.
     pub fn new(pool: PgPool, signal: CommitSignal) -> Self {
-        Self { pool, signal }
+        Self {
+            executor: Executor { pool, signal },
+        }
     }
 
     /// Publishes a new post by `author`, made now.
@@ -75,7 +73,7 @@ impl PostStore {
         // Microseconds: what PostgreSQL keeps, so every read model shows the same instant.
         let now = Utc::now();
         let created_at = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
-        let view = PostView {
+        let post = PostView {
             id: post_id,
             author,
             content: content.as_str().to_owned(),
@@ -87,11 +85,8 @@ impl PostStore {
             content,
             created_at,
         };
-        self.execute(command, metadata, idempotency, 201, |position| Published {
-            post: view.clone(),
-            position,
-        })
-        .await
+        let command = Publish { command, post };
+        self.executor.execute(&command, metadata, idempotency).await
     }
 
     /// Deletes `post_id` on behalf of `actor` (rule 8: only its author).
@@ -105,70 +100,80 @@ impl PostStore {
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<Deleted>, StoreError> {
-        let command = PostCommand::Delete { post_id, actor };
-        self.execute(command, metadata, idempotency, 200, |position| Deleted {
-            position,
-        })
-        .await
-    }
-
-    async fn execute<T: Serialize>(
-        &self,
-        command: PostCommand,
-        metadata: &EventMetadata,
-        idempotency: Option<&Idempotency>,
-        status: u16,
-        answer: impl Fn(LogPosition) -> T,
-    ) -> Result<Executed<T>, StoreError> {
-        let repo = PostgresEventRepository::new(self.pool.clone());
-        let stream = command.post_id().to_string();
-        for round in 1..=MAX_ATTEMPTS {
-            let loaded = load::<Post>(&repo, &stream).await?;
-            let mut tx = self.pool.begin().await?;
-            let result = attempt(&mut tx, &command, &stream, loaded, metadata, idempotency)
-                .await
-                .map(|decided| decided.map(&answer));
-            let result = match result {
-                Ok(Attempt::Decided(outcome)) => match idempotency {
-                    Some(idem) => {
-                        idempotency::record(&mut tx, command.actor(), idem, status, &outcome)
-                            .await
-                            .map(|()| Attempt::Decided(outcome))
-                    }
-                    None => Ok(Attempt::Decided(outcome)),
-                },
-                other => other,
-            };
-            if let Some(done) = finish(tx, result, round, &self.signal).await? {
-                return Ok(done);
-            }
-        }
-        unreachable!("finish gives up after MAX_ATTEMPTS")
+        let command = Delete(PostCommand::Delete { post_id, actor });
+        self.executor.execute(&command, metadata, idempotency).await
     }
 }
 
-/// One attempt inside `tx`: claim the idempotency key, decide, append.
-async fn attempt(
-    tx: &mut PgConnection,
-    command: &PostCommand,
-    stream: &str,
-    loaded: Loaded<Post>,
-    metadata: &EventMetadata,
-    idempotency: Option<&Idempotency>,
-) -> Result<Attempt<LogPosition>, StoreError> {
-    if let Some(idem) = idempotency {
-        if let Some(stored) = idempotency::claim(tx, command.actor(), idem).await? {
-            return Ok(Attempt::Replayed(stored));
+/// A publish, with the view it answers.
+struct Publish {
+    command: PostCommand,
+    post: PostView,
+}
+
+/// A delete.
+struct Delete(PostCommand);
+
+// A post command that is decided always appends (the aggregate refuses a no-op with an
+// error), so the position below is never the default.
+
+#[async_trait]
+impl StoreCommand for Publish {
+    type Aggregate = Post;
+    type Answer = Published;
+
+    fn stream(&self) -> String {
+        self.command.post_id().to_string()
+    }
+
+    fn actor(&self) -> UserId {
+        self.command.actor()
+    }
+
+    fn command(&self) -> PostCommand {
+        self.command.clone()
+    }
+
+    fn status(&self) -> u16 {
+        201
+    }
+
+    async fn prepare(&self, _conn: &mut PgConnection) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn answer(&self, _post: &Post, position: Option<LogPosition>) -> Published {
+        Published {
+            post: self.post.clone(),
+            position: position.unwrap_or_default(),
         }
     }
-    let mut post = loaded.aggregate;
-    let sink = EventSink::default();
-    post.handle(command.clone(), &(), &sink).await?;
-    let events: Vec<PostEvent> = sink.collect().await;
-    Ok(
-        match append::<Post>(tx, stream, loaded.version, &events, metadata).await? {
-            Ok(position) => Attempt::Decided(position),
-            Err(_conflict) => Attempt::Conflict,
-        },
-    )
+}
+
+#[async_trait]
+impl StoreCommand for Delete {
+    type Aggregate = Post;
+    type Answer = Deleted;
+
+    fn stream(&self) -> String {
+        self.0.post_id().to_string()
+    }
+
+    fn actor(&self) -> UserId {
+        self.0.actor()
+    }
+
+    fn command(&self) -> PostCommand {
+        self.0.clone()
+    }
+
+    async fn prepare(&self, _conn: &mut PgConnection) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn answer(&self, _post: &Post, position: Option<LogPosition>) -> Deleted {
+        Deleted {
+            position: position.unwrap_or_default(),
+        }
+    }
 }

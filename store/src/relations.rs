@@ -1,20 +1,17 @@
 //! Relation commands: follow, unfollow, block, unblock, each decided on its pair's stream and
-//! appended in one transaction with the guard rows and the idempotency answer.
+//! appended in one transaction with the guard rows (rule 3) and the idempotency answer.
 
-use cqrs_es::event_sink::EventSink;
-use cqrs_es::Aggregate;
-use postgres_es::PostgresEventRepository;
+use async_trait::async_trait;
 use relations_domain::{
     following_deltas, guarded_users, FollowBudget, Relation, RelationCommand, RelationError,
-    RelationPair, UserId,
+    RelationEvent, RelationPair, UserId,
 };
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 
-use crate::append::{append, load};
-use crate::command::{finish, Attempt, Executed, MAX_ATTEMPTS};
+use crate::command::{Executed, Executor, StoreCommand};
 use crate::error::StoreError;
-use crate::idempotency::{self, Idempotency};
+use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 use crate::signal::CommitSignal;
@@ -33,9 +30,8 @@ pub struct RelationOutcome {
 /// Carries out relation commands against the event store.
 #[derive(Clone)]
 pub struct RelationStore {
-    pool: PgPool,
+    executor: Executor,
     follow_limit: u32,
-    signal: CommitSignal,
 }
 
 impl RelationStore {
@@ -43,9 +39,8 @@ impl RelationStore {
     /// `signal` after each commit.
     pub fn new(pool: PgPool, follow_limit: u32, signal: CommitSignal) -> Self {
         Self {
-            pool,
+            executor: Executor { pool, signal },
             follow_limit,
-            signal,
         }
     }
 
@@ -60,89 +55,78 @@ impl RelationStore {
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<RelationOutcome>, StoreError> {
         let stream = command.pair().map_err(RelationError::from)?.stream_id();
-        let repo = PostgresEventRepository::new(self.pool.clone());
-        for round in 1..=MAX_ATTEMPTS {
-            let loaded = load::<RelationPair>(&repo, &stream).await?;
-            let mut tx = self.pool.begin().await?;
-            let result = self
-                .attempt(&mut tx, command, &stream, loaded, metadata, idempotency)
-                .await;
-            if let Some(done) = finish(tx, result, round, &self.signal).await? {
-                return Ok(done);
-            }
-        }
-        unreachable!("finish gives up after MAX_ATTEMPTS")
+        let command = GuardedRelationCommand {
+            command,
+            stream,
+            follow_limit: self.follow_limit,
+        };
+        self.executor.execute(&command, metadata, idempotency).await
     }
 }
 
-impl RelationStore {
-    /// One attempt inside `tx`: claim the idempotency key, lock the guard rows, decide, append,
-    /// update the guards, record the answer.
-    async fn attempt(
-        &self,
-        tx: &mut PgConnection,
-        command: RelationCommand,
-        stream: &str,
-        loaded: crate::append::Loaded<RelationPair>,
-        metadata: &EventMetadata,
-        idempotency: Option<&Idempotency>,
-    ) -> Result<Attempt<RelationOutcome>, StoreError> {
-        if let Some(idem) = idempotency {
-            if let Some(answer) = idempotency::claim(tx, command.actor(), idem).await? {
-                return Ok(Attempt::Replayed(answer));
+/// A relation command with what its rules are checked against.
+struct GuardedRelationCommand {
+    command: RelationCommand,
+    stream: String,
+    follow_limit: u32,
+}
+
+#[async_trait]
+impl StoreCommand for GuardedRelationCommand {
+    type Aggregate = RelationPair;
+    type Answer = RelationOutcome;
+
+    fn stream(&self) -> String {
+        self.stream.clone()
+    }
+
+    fn actor(&self) -> UserId {
+        self.command.actor()
+    }
+
+    fn command(&self) -> RelationCommand {
+        self.command
+    }
+
+    /// Locks the guard rows of every user whose following count the command may change, in
+    /// ascending order, and returns the actor's budget. Taken before the append, so a
+    /// transaction that holds a stream's new version never waits for a guard row.
+    async fn prepare(&self, conn: &mut PgConnection) -> Result<FollowBudget, StoreError> {
+        let mut budget = FollowBudget {
+            following: 0,
+            limit: self.follow_limit,
+        };
+        for user in guarded_users(self.command) {
+            let following = lock_guard(conn, user).await?;
+            if user == self.command.actor() {
+                budget.following = following;
             }
         }
-        let budget = lock_guards(tx, command, self.follow_limit).await?;
-        let mut pair = loaded.aggregate;
-        let sink = EventSink::default();
-        pair.handle(command, &budget, &sink).await?;
-        let events = sink.collect().await;
-        let position = if events.is_empty() {
-            None
-        } else {
-            match append::<RelationPair>(tx, stream, loaded.version, &events, metadata).await? {
-                Ok(position) => Some(position),
-                Err(_conflict) => return Ok(Attempt::Conflict),
-            }
-        };
-        for (user, delta) in following_deltas(&events) {
+        Ok(budget)
+    }
+
+    async fn appended(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RelationEvent],
+    ) -> Result<(), StoreError> {
+        for (user, delta) in following_deltas(events) {
             sqlx::query("UPDATE follow_guard SET following = following + $2 WHERE user_id = $1")
                 .bind(user.get())
                 .bind(delta)
-                .execute(&mut *tx)
+                .execute(&mut *conn)
                 .await?;
         }
-        let outcome = RelationOutcome {
-            changed: position.is_some(),
-            relation: pair.relation(command.actor(), command.target()),
-            position,
-        };
-        if let Some(idem) = idempotency {
-            idempotency::record(tx, command.actor(), idem, 200, &outcome).await?;
-        }
-        Ok(Attempt::Decided(outcome))
+        Ok(())
     }
-}
 
-/// Locks the guard rows of every user whose following count the command may change, in
-/// ascending order, and returns the actor's budget. Taken before the append, so a transaction
-/// that holds a stream's new version never waits for a guard row.
-async fn lock_guards(
-    conn: &mut PgConnection,
-    command: RelationCommand,
-    limit: u32,
-) -> Result<FollowBudget, StoreError> {
-    let mut budget = FollowBudget {
-        following: 0,
-        limit,
-    };
-    for user in guarded_users(command) {
-        let following = lock_guard(conn, user).await?;
-        if user == command.actor() {
-            budget.following = following;
+    fn answer(&self, pair: &RelationPair, position: Option<LogPosition>) -> RelationOutcome {
+        RelationOutcome {
+            changed: position.is_some(),
+            relation: pair.relation(self.command.actor(), self.command.target()),
+            position,
         }
     }
-    Ok(budget)
 }
 
 async fn lock_guard(conn: &mut PgConnection, user: UserId) -> Result<u32, StoreError> {

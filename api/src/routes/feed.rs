@@ -6,7 +6,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use relations_domain::UserId;
-use relations_projections::feed_read::{self, Inbox, Page, PageStart, PgInbox};
+use relations_projections::feed::query::{self as feed_read, Inbox, Page, PageStart, PgInbox};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

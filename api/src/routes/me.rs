@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use relations_projections::read;
+use relations_projections::following::query as read;
 use serde::Deserialize;
 use serde_json::Value;
 

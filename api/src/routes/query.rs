@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
-use relations_projections::read::{self, Edge};
+use relations_projections::following::query::{self as read, Edge};
 use relations_store::LogPosition;
 use serde::Serialize;
 
@@ -48,7 +48,7 @@ pub async fn catch_up(state: &AppState, min_position: Option<&str>) -> Result<()
         .filter(|p| p.essential)
         .map(|p| p.name)
         .collect();
-    if relations_projections::wait_for(&state.pool, &names, position, wait).await? {
+    if relations_projections::runtime::wait_for(&state.pool, &names, position, wait).await? {
         Ok(())
     } else {
         Err(ApiError::NotCaughtUp)

@@ -351,8 +351,9 @@ pub async fn projector_reached(app: &TestApp, name: &str, position: &str) {
 /// `relations verify` in process: every read model (the feed's inbox invariant included)
 /// equals a fresh fold of the log, under the app's own feed settings.
 pub async fn assert_verified(app: &TestApp) {
-    let differences = relations_projections::verify::verify(&app.pool, app.config.feed.projector())
-        .await
-        .unwrap();
+    let differences =
+        relations_projections::verify(&app.pool, app.config.feed.settings(), &Default::default())
+            .await
+            .unwrap();
     assert!(differences.is_empty(), "{differences:#?}");
 }

@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use relations_domain::UserId;
-use relations_projections::read;
+use relations_projections::following::query as read;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::query::{catch_up, items, limit, offset, Cursor};
 use crate::state::AppState;
-use relations_projections::cache::Entry;
+use relations_projections::following::cache::Entry;
 
 /// The `{id}` path segment.
 fn user(raw: &str) -> Result<UserId, ApiError> {

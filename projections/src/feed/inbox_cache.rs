@@ -22,10 +22,13 @@ use relations_domain::{Post, PostEvent, RelationEvent, RelationPair, UserId};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, PgPool};
 
+use super::query::{inbox_head, Inbox, PgInbox};
 use crate::error::ProjectionError;
-use crate::feed_read::{inbox_head, Inbox, PgInbox};
-use crate::projector::{decode, Projector};
-use crate::redis_conn::{Redis, CALL_TIMEOUT};
+use crate::redis::{Redis, CALL_TIMEOUT};
+use crate::runtime::projector::{decode, Projector};
+
+/// The inbox cache projector's name.
+pub const NAME: &str = "feed_cache";
 
 /// How long an inbox stays cached without being read or changed.
 const TTL: Duration = Duration::from_secs(3600);
@@ -293,7 +296,7 @@ async fn followers(conn: &mut PgConnection, author: i64) -> Result<Vec<i64>, sql
 #[async_trait]
 impl Projector for FeedCacheProjector {
     fn name(&self) -> &'static str {
-        "feed_cache"
+        NAME
     }
 
     fn tables(&self) -> &'static [&'static str] {
@@ -301,7 +304,7 @@ impl Projector for FeedCacheProjector {
     }
 
     fn upstreams(&self) -> &'static [&'static str] {
-        &["feed"]
+        &[super::NAME]
     }
 
     fn essential(&self) -> bool {

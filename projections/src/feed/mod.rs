@@ -24,30 +24,30 @@ use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
 use crate::error::ProjectionError;
-use crate::projector::{decode, Projector};
+use crate::runtime::projector::{decode, Projector};
 
-/// See the module docs.
-#[derive(Debug, Clone, Copy)]
+mod fan_out;
+pub mod inbox_cache;
+pub mod query;
+mod settings;
+pub mod verify;
+
+pub use settings::Settings;
+
+/// The projector; see the module docs.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Feed {
-    /// Authors with at least this many followers are pulled.
-    pub big_v_threshold: i64,
-    /// Entries kept per inbox.
-    pub inbox_cap: i64,
+    /// Its threshold and cap.
+    pub settings: Settings,
 }
 
-impl Default for Feed {
-    fn default() -> Self {
-        Self {
-            big_v_threshold: 5000,
-            inbox_cap: 1000,
-        }
-    }
-}
+/// The projector's name.
+pub const NAME: &str = "feed";
 
 #[async_trait]
 impl Projector for Feed {
     fn name(&self) -> &'static str {
-        "feed"
+        NAME
     }
 
     fn tables(&self) -> &'static [&'static str] {
@@ -199,7 +199,7 @@ impl Feed {
             .await?;
         let Some(row) = row else { return Ok(false) };
         let before: bool = row.try_get("pulled")?;
-        let after = row.try_get::<i64, _>("followers")? >= self.big_v_threshold;
+        let after = row.try_get::<i64, _>("followers")? >= self.settings.big_v_threshold;
         if before == after {
             return Ok(after);
         }
@@ -230,136 +230,6 @@ impl Feed {
             }
         }
         Ok(after)
-    }
-
-    /// Pushes post `seq` by `author` into every follower's inbox, then trims the full ones.
-    async fn fan_out(
-        &self,
-        conn: &mut PgConnection,
-        author: UserId,
-        seq: i64,
-    ) -> Result<(), ProjectionError> {
-        let over: Vec<i64> = sqlx::query_scalar::<_, Option<i64>>(
-            "WITH pushed AS (
-                 INSERT INTO feed_inbox (reader, seq, author)
-                 SELECT follower, $2, $1 FROM feed_follows WHERE followee = $1
-                 ON CONFLICT DO NOTHING RETURNING reader)
-             INSERT INTO feed_readers AS r (reader, size) SELECT reader, 1 FROM pushed
-             ON CONFLICT (reader) DO UPDATE SET size = r.size + 1
-             RETURNING CASE WHEN size > $3 THEN reader END",
-        )
-        .bind(author.get())
-        .bind(seq)
-        .bind(self.inbox_cap)
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .flatten()
-        .collect();
-        self.trim_one(conn, &over).await
-    }
-
-    /// Drops the oldest entry of each reader's inbox, one over the cap after a push (every
-    /// write path leaves an inbox at most at the cap): an index probe each, where [`Feed::trim`]
-    /// would walk the whole inbox.
-    async fn trim_one(
-        &self,
-        conn: &mut PgConnection,
-        readers: &[i64],
-    ) -> Result<(), ProjectionError> {
-        if readers.is_empty() {
-            return Ok(());
-        }
-        sqlx::query(
-            "WITH victims AS (
-                 SELECT r.reader, (SELECT min(seq) FROM feed_inbox WHERE reader = r.reader) AS seq
-                   FROM unnest($1::bigint[]) AS r(reader)),
-             gone AS (
-                 DELETE FROM feed_inbox i USING victims v
-                  WHERE i.reader = v.reader AND i.seq = v.seq
-                 RETURNING i.reader, i.seq)
-             UPDATE feed_readers r
-                SET size = r.size - 1, watermark = greatest(r.watermark, gone.seq)
-               FROM gone WHERE r.reader = gone.reader",
-        )
-        .bind(readers)
-        .execute(&mut *conn)
-        .await?;
-        Ok(())
-    }
-
-    /// Copies `author`'s live posts above `reader`'s watermark into the inbox, the newest
-    /// `inbox_cap` of them; when there were more, the watermark rises to the newest left out.
-    async fn backfill(
-        &self,
-        conn: &mut PgConnection,
-        reader: i64,
-        author: i64,
-    ) -> Result<(), ProjectionError> {
-        let mut seqs: Vec<i64> = sqlx::query_scalar(
-            "SELECT seq FROM rm_posts
-              WHERE author = $2 AND NOT deleted
-                AND seq > COALESCE((SELECT watermark FROM feed_readers WHERE reader = $1), 0)
-              ORDER BY seq DESC LIMIT $3",
-        )
-        .bind(reader)
-        .bind(author)
-        .bind(self.inbox_cap + 1)
-        .fetch_all(&mut *conn)
-        .await?;
-        let left_out = (seqs.len() as i64 > self.inbox_cap)
-            .then(|| seqs.pop())
-            .flatten();
-        let row = sqlx::query(
-            "WITH added AS (
-                 INSERT INTO feed_inbox (reader, seq, author)
-                 SELECT $1, s, $2 FROM unnest($3::bigint[]) AS s
-                 ON CONFLICT DO NOTHING RETURNING seq)
-             INSERT INTO feed_readers AS r (reader, size, watermark)
-             VALUES ($1, (SELECT count(*) FROM added), COALESCE($4, 0))
-             ON CONFLICT (reader) DO UPDATE
-                SET size = r.size + excluded.size,
-                    watermark = greatest(r.watermark, excluded.watermark)
-             RETURNING size",
-        )
-        .bind(reader)
-        .bind(author)
-        .bind(&seqs)
-        .bind(left_out)
-        .fetch_one(&mut *conn)
-        .await?;
-        let size: i32 = row.try_get("size")?;
-        if i64::from(size) > self.inbox_cap {
-            self.trim(conn, &[reader]).await?;
-        }
-        Ok(())
-    }
-
-    /// Drops every entry beyond the newest `inbox_cap` of each reader's inbox and raises their
-    /// watermarks to the newest entry dropped.
-    async fn trim(&self, conn: &mut PgConnection, readers: &[i64]) -> Result<(), ProjectionError> {
-        if readers.is_empty() {
-            return Ok(());
-        }
-        sqlx::query(
-            "WITH victims AS (
-                 SELECT r.reader, x.seq FROM unnest($1::bigint[]) AS r(reader)
-                 CROSS JOIN LATERAL (SELECT seq FROM feed_inbox WHERE reader = r.reader
-                                      ORDER BY seq DESC OFFSET $2) AS x),
-             gone AS (
-                 DELETE FROM feed_inbox i USING victims v
-                  WHERE i.reader = v.reader AND i.seq = v.seq
-                 RETURNING i.reader, i.seq)
-             UPDATE feed_readers r
-                SET size = r.size - g.n, watermark = greatest(r.watermark, g.top)
-               FROM (SELECT reader, count(*) AS n, max(seq) AS top FROM gone GROUP BY reader) g
-              WHERE r.reader = g.reader",
-        )
-        .bind(readers)
-        .bind(self.inbox_cap)
-        .execute(&mut *conn)
-        .await?;
-        Ok(())
     }
 }
 

@@ -20,8 +20,11 @@ use serde::Serialize;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
-use crate::projector::Projector;
-use crate::redis_conn::{Redis, CALL_TIMEOUT};
+use crate::redis::{Redis, CALL_TIMEOUT};
+use crate::runtime::projector::Projector;
+
+/// The cache projector's name.
+pub const NAME: &str = "cache";
 
 /// How long an entry lives without invalidation.
 const TTL: Duration = Duration::from_secs(600);
@@ -166,7 +169,7 @@ impl CacheInvalidator {
 #[async_trait]
 impl Projector for CacheInvalidator {
     fn name(&self) -> &'static str {
-        "cache"
+        NAME
     }
 
     fn tables(&self) -> &'static [&'static str] {
@@ -175,7 +178,7 @@ impl Projector for CacheInvalidator {
 
     fn upstreams(&self) -> &'static [&'static str] {
         // Counts hold `following`'s counters and `feed`'s post counts.
-        &["following", "feed"]
+        &[super::NAME, crate::feed::NAME]
     }
 
     fn essential(&self) -> bool {

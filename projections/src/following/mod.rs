@@ -14,7 +14,14 @@ use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
-use crate::projector::{decode, Projector};
+use crate::runtime::projector::{decode, Projector};
+
+pub mod cache;
+pub mod query;
+pub mod verify;
+
+/// The projector's name.
+pub const NAME: &str = "following";
 
 /// See the module docs.
 pub struct Following;
@@ -22,7 +29,7 @@ pub struct Following;
 #[async_trait]
 impl Projector for Following {
     fn name(&self) -> &'static str {
-        "following"
+        NAME
     }
 
     fn tables(&self) -> &'static [&'static str] {

@@ -1,0 +1,145 @@
+//! `verify`'s checks of projector `following`'s tables and of the write side's guard rows,
+//! against a fold of the relation events.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use async_trait::async_trait;
+use relations_domain::{RelationEvent, RelationPair};
+use relations_store::log::RecordedEvent;
+use sqlx::{PgConnection, Row};
+
+use crate::error::ProjectionError;
+use crate::runtime::projector::decode;
+use crate::runtime::verify::{diff, pairs, Check};
+
+/// Who follows and blocks whom, folded from the relation events (other streams are skipped).
+#[derive(Debug, Default)]
+pub(crate) struct Graph {
+    /// (follower, followee)
+    pub follows: BTreeSet<(i64, i64)>,
+    /// (blocker, blocked)
+    pub blocks: BTreeSet<(i64, i64)>,
+}
+
+impl Graph {
+    /// Folds `event` if it is a relation event.
+    pub fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        if event.stream_type != RelationPair::TYPE {
+            return Ok(());
+        }
+        match decode(event)? {
+            RelationEvent::Followed { follower, followee } => {
+                self.follows.insert((follower.get(), followee.get()));
+            }
+            RelationEvent::Unfollowed {
+                follower, followee, ..
+            } => {
+                self.follows.remove(&(follower.get(), followee.get()));
+            }
+            RelationEvent::Blocked { blocker, blocked } => {
+                self.blocks.insert((blocker.get(), blocked.get()));
+            }
+            RelationEvent::Unblocked { blocker, blocked } => {
+                self.blocks.remove(&(blocker.get(), blocked.get()));
+            }
+        }
+        Ok(())
+    }
+
+    /// user -> (following, followers, friends), zero rows left out.
+    fn counts(&self) -> BTreeMap<i64, (i64, i64, i64)> {
+        let mut counts: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
+        for &(a, b) in &self.follows {
+            counts.entry(a).or_default().0 += 1;
+            counts.entry(b).or_default().1 += 1;
+            if self.follows.contains(&(b, a)) {
+                counts.entry(a).or_default().2 += 1;
+            }
+        }
+        counts
+    }
+}
+
+/// `rm_follows`, `rm_blocks` and `rm_follow_counts` against the fold up to the checkpoint.
+#[derive(Debug, Default)]
+pub struct FollowingCheck(Graph);
+
+#[async_trait]
+impl Check for FollowingCheck {
+    fn projector(&self) -> Option<&'static str> {
+        Some(super::NAME)
+    }
+
+    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        self.0.fold(event)
+    }
+
+    async fn compare(
+        &self,
+        conn: &mut PgConnection,
+        out: &mut Vec<String>,
+    ) -> Result<(), ProjectionError> {
+        let follows = pairs(&mut *conn, "SELECT follower, followee FROM rm_follows").await?;
+        let blocks = pairs(&mut *conn, "SELECT blocker, blocked FROM rm_blocks").await?;
+        let counts: BTreeSet<(i64, (i64, i64, i64))> = sqlx::query(
+            "SELECT user_id, following, followers, friends FROM rm_follow_counts
+              WHERE following <> 0 OR followers <> 0 OR friends <> 0",
+        )
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
+        .collect::<Result<_, sqlx::Error>>()?;
+        diff(
+            "rm_follows (follower, followee)",
+            &self.0.follows,
+            &follows,
+            out,
+        );
+        diff("rm_blocks (blocker, blocked)", &self.0.blocks, &blocks, out);
+        let expected: BTreeSet<_> = self.0.counts().into_iter().collect();
+        diff(
+            "rm_follow_counts (user, (following, followers, friends))",
+            &expected,
+            &counts,
+            out,
+        );
+        Ok(())
+    }
+}
+
+/// The write side's `follow_guard` rows (rule 3) against every relation event committed.
+#[derive(Debug, Default)]
+pub struct GuardCheck(Graph);
+
+#[async_trait]
+impl Check for GuardCheck {
+    fn projector(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        self.0.fold(event)
+    }
+
+    async fn compare(
+        &self,
+        conn: &mut PgConnection,
+        out: &mut Vec<String>,
+    ) -> Result<(), ProjectionError> {
+        let guards = pairs(
+            conn,
+            "SELECT user_id, following::bigint FROM follow_guard WHERE following <> 0",
+        )
+        .await?;
+        let expected: BTreeSet<(i64, i64)> = self
+            .0
+            .counts()
+            .into_iter()
+            .filter(|(_, c)| c.0 != 0)
+            .map(|(u, c)| (u, c.0))
+            .collect();
+        diff("follow_guard (user, following)", &expected, &guards, out);
+        Ok(())
+    }
+}

@@ -1,0 +1,20 @@
+//! What every projector runs on, whatever its read model: the [`Projector`] contract, the
+//! runner that applies batches under its checkpoint, wake-ups, health, progress reports,
+//! read-your-writes waits, rebuilds and verification.
+
+pub mod checkpoint;
+pub mod health;
+pub mod projector;
+pub mod rebuild;
+pub mod runner;
+pub mod status;
+pub mod verify;
+pub mod wait;
+pub mod wakeup;
+
+pub use health::Health;
+pub use projector::Projector;
+pub use runner::{Runner, Step};
+pub use status::ProjectorStatus;
+pub use wait::wait_for;
+pub use wakeup::Wakeup;

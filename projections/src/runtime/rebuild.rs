@@ -1,0 +1,167 @@
+//! `relations rebuild NAME`: fold the whole log into shadow tables while the live read model
+//! keeps serving, then swap them in atomically.
+//!
+//! The shadow tables live in a schema of their own (`rebuild_<name>_<live schema>`), created `LIKE` the live
+//! ones with every index, beside a shadow checkpoint. The rebuild connection puts that schema
+//! first on its `search_path`, so the projector's own code, with unqualified table names, writes
+//! the shadows. Once caught up, one transaction locks the live checkpoint (the live runner waits),
+//! applies the last events, drops the live tables, moves the shadows in, and takes over the
+//! checkpoint. Readers see the old model or the new one, never a mix.
+
+use std::sync::Arc;
+
+use relations_store::{log, LogPosition};
+use sqlx::{Connection, PgConnection, PgPool};
+
+use super::checkpoint;
+use super::projector::Projector;
+use super::runner::apply_batch;
+use crate::error::ProjectionError;
+
+/// Events per batch while rebuilding.
+const BATCH: i64 = 5_000;
+
+/// What a finished rebuild did.
+#[derive(Debug, Clone, Copy)]
+pub struct RebuildReport {
+    /// Events folded.
+    pub events: u64,
+    /// The checkpoint the new read model took over.
+    pub position: LogPosition,
+}
+
+/// Rebuilds `projector`'s read model; `progress(applied, total)` is called after each batch.
+pub async fn rebuild(
+    pool: &PgPool,
+    projector: Arc<dyn Projector>,
+    progress: impl Fn(u64, u64),
+) -> Result<RebuildReport, ProjectionError> {
+    let mut conn = pool.acquire().await?.detach();
+    let shadow = Shadow::create(&mut conn, projector.as_ref()).await?;
+    let total = log::count_after(&mut conn, LogPosition::START).await? as u64;
+    let mut applied = 0u64;
+    progress(0, total);
+    loop {
+        let mut tx = conn.begin().await?;
+        let batch = next_batch(&mut tx, projector.as_ref()).await?;
+        tx.commit().await?;
+        match batch {
+            Some(n) => {
+                applied += n as u64;
+                progress(applied, total.max(applied));
+            }
+            None => break,
+        }
+    }
+    let (position, last) = shadow.swap(&mut conn, projector.as_ref()).await?;
+    applied += last;
+    progress(applied, applied);
+    conn.close().await?;
+    Ok(RebuildReport {
+        events: applied,
+        position,
+    })
+}
+
+/// Applies the next batch after the (shadow) checkpoint; `None` when caught up.
+async fn next_batch(
+    conn: &mut PgConnection,
+    projector: &dyn Projector,
+) -> Result<Option<usize>, ProjectionError> {
+    let after = checkpoint::read(&mut *conn, projector.name()).await?;
+    apply_batch(conn, projector, after, None, BATCH).await
+}
+
+/// The shadow schema a rebuild writes, beside the live one.
+struct Shadow {
+    /// The live read model's schema: the first on the service's search_path (`public` unless
+    /// a deployment chose another).
+    live: String,
+    /// `rebuild_<name>_<live>`.
+    schema: String,
+}
+
+impl Shadow {
+    /// Creates the shadow tables (`LIKE` the live ones, every index included) and a shadow
+    /// checkpoint, and points `conn`'s search_path at them.
+    async fn create(
+        conn: &mut PgConnection,
+        projector: &dyn Projector,
+    ) -> Result<Self, ProjectionError> {
+        let name = projector.name();
+        let live: String = sqlx::query_scalar("SELECT current_schema()")
+            .fetch_one(&mut *conn)
+            .await?;
+        let schema = format!("rebuild_{name}_{live}");
+        sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query(&format!("CREATE SCHEMA {schema}"))
+            .execute(&mut *conn)
+            .await?;
+        for table in projector.tables().iter().chain(&["projector_checkpoints"]) {
+            sqlx::query(&format!(
+                "CREATE TABLE {schema}.{table} (LIKE {live}.{table} INCLUDING ALL)"
+            ))
+            .execute(&mut *conn)
+            .await?;
+        }
+        sqlx::query(&format!("SET search_path = {schema}, {live}"))
+            .execute(&mut *conn)
+            .await?;
+        checkpoint::register(&mut *conn, name).await?;
+        Ok(Self { live, schema })
+    }
+
+    /// The swap, in one transaction: hold the live checkpoint so the live runner waits, apply
+    /// the last events, move the shadows in, take over the checkpoint. Returns the checkpoint
+    /// and how many events the last catch-up applied.
+    async fn swap(
+        self,
+        conn: &mut PgConnection,
+        projector: &dyn Projector,
+    ) -> Result<(LogPosition, u64), ProjectionError> {
+        let (name, live, schema) = (projector.name(), &self.live, &self.schema);
+        let mut tx = conn.begin().await?;
+        sqlx::query(&format!(
+            "INSERT INTO {live}.projector_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING"
+        ))
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&format!(
+            "SELECT 1 FROM {live}.projector_checkpoints WHERE name = $1 FOR UPDATE"
+        ))
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        let mut applied = 0;
+        while let Some(n) = next_batch(&mut tx, projector).await? {
+            applied += n as u64;
+        }
+        let position = checkpoint::read(&mut *tx, name).await?;
+        for table in projector.tables() {
+            sqlx::query(&format!("DROP TABLE {live}.{table}"))
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(&format!("ALTER TABLE {schema}.{table} SET SCHEMA {live}"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query(&format!(
+            "UPDATE {live}.projector_checkpoints AS live
+                SET transaction_id = s.transaction_id, global_position = s.global_position,
+                    events_applied = s.events_applied, updated_at = now()
+               FROM {schema}.projector_checkpoints AS s
+              WHERE live.name = $1 AND s.name = $1"
+        ))
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((position, applied))
+    }
+}

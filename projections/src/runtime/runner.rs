@@ -1,0 +1,182 @@
+//! Running a projector: catch up from its checkpoint in batches, one transaction per batch,
+//! woken by NOTIFY and polling as a fallback; failures retried with backoff and reported.
+//!
+//! Only one instance applies a projector at a time: a batch starts by locking the projector's
+//! checkpoint row `FOR UPDATE SKIP LOCKED`; an instance that finds it locked waits its turn.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use relations_store::db::end_transaction;
+use relations_store::log::{self, RecordedEvent};
+use relations_store::LogPosition;
+use sqlx::{PgConnection, PgPool};
+use tokio_util::sync::CancellationToken;
+
+use super::checkpoint;
+use super::health::Health;
+use super::projector::Projector;
+use super::wakeup::Wakeup;
+use crate::error::ProjectionError;
+
+/// What one step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Applied this many events and advanced the checkpoint.
+    Applied(usize),
+    /// Nothing new below the horizon.
+    CaughtUp,
+    /// Another instance holds the projector right now.
+    Elsewhere,
+}
+
+/// Runs one projector.
+#[derive(Clone)]
+pub struct Runner {
+    pool: PgPool,
+    projector: Arc<dyn Projector>,
+    health: Arc<Health>,
+    batch_size: i64,
+    poll_interval: Duration,
+    /// Whether this projector's checkpoint row is known to exist.
+    registered: Arc<AtomicBool>,
+}
+
+impl Runner {
+    /// A runner for `projector` on `pool`.
+    pub fn new(pool: PgPool, projector: Arc<dyn Projector>) -> Self {
+        Self {
+            pool,
+            projector,
+            health: Arc::default(),
+            batch_size: 500,
+            poll_interval: Duration::from_millis(500),
+            registered: Arc::default(),
+        }
+    }
+
+    /// Events per batch (whole transactions are never split, so a batch may hold a few more).
+    pub fn with_batch_size(mut self, batch_size: i64) -> Self {
+        self.batch_size = batch_size.max(1);
+        self
+    }
+
+    /// The projector's name.
+    pub fn name(&self) -> &'static str {
+        self.projector.name()
+    }
+
+    /// This runner's health.
+    pub fn health(&self) -> Arc<Health> {
+        self.health.clone()
+    }
+
+    /// Applies the next batch, if this instance can take the projector and there is one.
+    #[tracing::instrument(name = "projector.step", skip_all, fields(projector = self.projector.name(), events))]
+    pub async fn step(&self) -> Result<Step, ProjectionError> {
+        let name = self.projector.name();
+        // Once per runner, not per poll: an idle step must write nothing.
+        if !self.registered.load(Ordering::Relaxed) {
+            checkpoint::register(&self.pool, name).await?;
+            self.registered.store(true, Ordering::Relaxed);
+        }
+        // Look before locking: an idle runner takes no transaction id, so it never holds back
+        // the horizon other readers wait on.
+        let before = checkpoint::read(&self.pool, name).await?;
+        if !log::has_after(&self.pool, before).await? {
+            return Ok(Step::CaughtUp);
+        }
+        let mut tx = self.pool.begin().await?;
+        let result = self.locked_batch(&mut tx).await;
+        let step = end_transaction(tx, result, |step| matches!(step, Step::Applied(_))).await?;
+        let Step::Applied(applied) = step else {
+            return Ok(step);
+        };
+        tracing::Span::current().record("events", applied);
+        metrics::counter!("relations_projector_events_total", "projector" => name)
+            .increment(applied as u64);
+        Ok(Step::Applied(applied))
+    }
+
+    /// Inside the step's transaction: lock the checkpoint (or find it taken), apply a batch.
+    async fn locked_batch(&self, tx: &mut PgConnection) -> Result<Step, ProjectionError> {
+        let Some(after) = checkpoint::try_lock(tx, self.projector.name()).await? else {
+            return Ok(Step::Elsewhere);
+        };
+        let mut until: Option<LogPosition> = None;
+        for upstream in self.projector.upstreams() {
+            let at = checkpoint::read(&mut *tx, upstream).await?;
+            until = Some(until.map_or(at, |u| u.min(at)));
+        }
+        let applied =
+            apply_batch(tx, self.projector.as_ref(), after, until, self.batch_size).await?;
+        Ok(applied.map_or(Step::CaughtUp, Step::Applied))
+    }
+
+    /// Steps until `shutdown`: straight on while there is work, otherwise waiting for a
+    /// wake-up or the poll interval; after a failure, backing off up to 30 s.
+    pub async fn run(self, wakeup: Wakeup, shutdown: CancellationToken) {
+        let name = self.projector.name();
+        tracing::info!(projector = name, "projector started");
+        let mut backoff = Duration::from_millis(100);
+        while !shutdown.is_cancelled() {
+            let step = self.step().await;
+            self.health.stepped(format!("{step:?}"));
+            let pause = match step {
+                Ok(Step::Applied(_)) => {
+                    self.health.succeeded();
+                    backoff = Duration::from_millis(100);
+                    continue;
+                }
+                Ok(Step::CaughtUp | Step::Elsewhere) => {
+                    self.health.succeeded();
+                    None
+                }
+                Err(error) => {
+                    self.health.failed(&error);
+                    metrics::counter!("relations_projector_errors_total", "projector" => name)
+                        .increment(1);
+                    tracing::error!(projector = name, %error, retry_in = ?backoff, "projector step failed");
+                    let pause = backoff;
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    Some(pause)
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = async {
+                    match pause {
+                        Some(pause) => tokio::time::sleep(pause).await,
+                        None => wakeup.wait(self.poll_interval).await,
+                    }
+                } => {}
+            }
+        }
+        tracing::info!(projector = name, "projector stopped");
+    }
+}
+
+/// Reads the batch after `after`, applies it and advances the checkpoint, all on `conn` (the
+/// caller's transaction, which holds the checkpoint row). Table names are unqualified, so a
+/// rebuild's `search_path` points the same code at its shadow tables. `None` when caught up;
+/// otherwise how many events were applied.
+pub(crate) async fn apply_batch(
+    conn: &mut PgConnection,
+    projector: &dyn Projector,
+    after: LogPosition,
+    until: Option<LogPosition>,
+    batch_size: i64,
+) -> Result<Option<usize>, ProjectionError> {
+    let mut events = log::read_after(conn, after, batch_size).await?;
+    if let Some(until) = until {
+        // Checkpoints sit at transaction boundaries, so this never splits a transaction.
+        events.retain(|e| e.position <= until);
+    }
+    let Some(last) = events.last().map(|e: &RecordedEvent| e.position) else {
+        return Ok(None);
+    };
+    projector.apply_batch(conn, &events).await?;
+    checkpoint::advance(conn, projector.name(), last, events.len()).await?;
+    Ok(Some(events.len()))
+}

@@ -1,0 +1,60 @@
+//! A projector's progress as the admin endpoint and `/readyz` report it.
+
+use relations_store::{log, LogPosition};
+use serde::Serialize;
+use sqlx::PgPool;
+
+use super::checkpoint;
+use super::health::Health;
+
+/// A projector's progress as the admin endpoint reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectorStatus {
+    /// The projector's name.
+    pub name: String,
+    /// Its checkpoint.
+    pub position: LogPosition,
+    /// Events below the horizon not applied yet.
+    pub lag_events: i64,
+    /// Age of the oldest event not applied yet (0 when caught up).
+    pub lag_seconds: f64,
+    /// `caught_up`, `catching_up` or `failing`.
+    pub state: &'static str,
+    /// The last error, while failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Seconds since this process's runner last finished a step, and what it found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_step: Option<(f64, String)>,
+}
+
+impl ProjectorStatus {
+    /// Reads `name`'s checkpoint and lag; `health` is this process's runner, if it runs one.
+    pub async fn read(
+        pool: &PgPool,
+        name: &str,
+        health: Option<&Health>,
+    ) -> Result<Self, sqlx::Error> {
+        let position = checkpoint::read(pool, name).await?;
+        let lag = log::lag(pool, position).await?;
+        let lag_events = lag.events;
+        let failing = health.is_some_and(|h| h.failures() > 0);
+        Ok(Self {
+            name: name.to_owned(),
+            position,
+            lag_events,
+            lag_seconds: lag.seconds,
+            state: if failing {
+                "failing"
+            } else if lag_events > 0 {
+                "catching_up"
+            } else {
+                "caught_up"
+            },
+            last_error: health.and_then(|h| h.last_error()),
+            last_step: health
+                .and_then(|h| h.last_step())
+                .map(|(ago, what)| (ago.as_secs_f64(), what)),
+        })
+    }
+}

@@ -1,0 +1,231 @@
+//! The global log, read in commit order without ever skipping an event.
+//!
+//! Events are visited in `(transaction_id, global_position)` order, and only below the oldest
+//! transaction still open (`pg_snapshot_xmin`): an event whose transaction has not committed
+//! yet may carry a lower `global_position` than events already visible, and reading past it
+//! would skip it for good. Every transaction below the horizon has committed or aborted, so
+//! what is read there never changes.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::postgres::PgRow;
+use sqlx::{FromRow, PgConnection, PgExecutor, Row};
+
+use crate::position::LogPosition;
+
+pub use envelope::{BadEnvelope, ENVELOPE_SCHEMA};
+pub use replay::Replay;
+
+/// One event as the log holds it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordedEvent {
+    /// Unique id; consumers de-duplicate by it.
+    pub event_id: uuid::Uuid,
+    /// The event's place in the log.
+    pub position: LogPosition,
+    /// The aggregate type (`relation`, ...).
+    pub stream_type: String,
+    /// The stream within the type (`"3:9"` for a relation pair).
+    pub stream_id: String,
+    /// 1-based version within the stream.
+    pub stream_version: i64,
+    /// `Followed`, `Unfollowed`, ...
+    pub event_type: String,
+    /// Payload schema version.
+    pub event_version: String,
+    /// When the command was decided.
+    pub occurred_at: DateTime<Utc>,
+    /// cqrs-es's externally tagged payload: `{"<event_type>": {...}}`.
+    pub payload: serde_json::Value,
+    /// `{"request_id", "actor"}`.
+    pub metadata: serde_json::Value,
+}
+
+/// The horizon: events of transactions below the oldest one still open, which have all
+/// committed or aborted. Written once; every read of the log below the horizon uses it.
+macro_rules! below_horizon {
+    () => {
+        "transaction_id < pg_snapshot_xmin(pg_current_snapshot())"
+    };
+}
+
+/// Events after `($1, $2)`, a position bound as `(text, bigint)` (xid8 has no binary form
+/// sqlx knows).
+macro_rules! after_position {
+    () => {
+        "(transaction_id, global_position) > ($1::text::xid8, $2)"
+    };
+}
+
+/// The columns of [`RecordedEvent`]. `transaction_id` comes out as a bigint under its own name,
+/// so an ORDER BY must name `events.transaction_id` (the indexed xid8), not the alias: ordering
+/// by the alias sorts the whole rest of the log on every read.
+macro_rules! columns {
+    () => {
+        "event_id, transaction_id::text::bigint AS transaction_id, global_position, \
+         aggregate_type, aggregate_id, sequence, event_type, event_version, occurred_at, \
+         payload::jsonb AS payload, metadata::jsonb AS metadata"
+    };
+}
+
+mod envelope;
+mod replay;
+
+impl FromRow<'_, PgRow> for RecordedEvent {
+    fn from_row(row: &PgRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            event_id: row.try_get("event_id")?,
+            position: LogPosition::from_row(row)?,
+            stream_type: row.try_get("aggregate_type")?,
+            stream_id: row.try_get("aggregate_id")?,
+            stream_version: row.try_get("sequence")?,
+            event_type: row.try_get("event_type")?,
+            event_version: row.try_get("event_version")?,
+            occurred_at: row.try_get("occurred_at")?,
+            payload: row.try_get("payload")?,
+            metadata: row.try_get("metadata")?,
+        })
+    }
+}
+
+impl RecordedEvent {
+    /// The payload's inner object (`payload[event_type]`).
+    pub fn data(&self) -> &serde_json::Value {
+        &self.payload[self.event_type.as_str()]
+    }
+
+    /// Decodes the payload as an aggregate's event type.
+    pub fn decode<E: serde::de::DeserializeOwned>(&self) -> Result<E, serde_json::Error> {
+        E::deserialize(&self.payload)
+    }
+}
+
+/// Up to `limit` events after `after`, in commit order, all below the horizon, extended to
+/// whole transactions: a batch never ends in the middle of one, so a projector that commits per
+/// batch never shows a reader half of a command (a block without its unfollows).
+pub async fn read_after(
+    conn: &mut PgConnection,
+    after: LogPosition,
+    limit: i64,
+) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    let mut events: Vec<RecordedEvent> = sqlx::query_as(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM events WHERE ",
+        after_position!(),
+        " AND ",
+        below_horizon!(),
+        " ORDER BY events.transaction_id, events.global_position LIMIT $3"
+    ))
+    .bind(after.transaction_id.to_string())
+    .bind(after.global_position)
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    if events.len() as i64 == limit {
+        if let Some(last) = events.last().map(|e| e.position) {
+            // The rest of the last transaction (committed: it is below the horizon).
+            let rest: Vec<RecordedEvent> = sqlx::query_as(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM events
+                  WHERE transaction_id = $1::text::xid8 AND global_position > $2
+                  ORDER BY global_position"
+            ))
+            .bind(last.transaction_id.to_string())
+            .bind(last.global_position)
+            .fetch_all(&mut *conn)
+            .await?;
+            events.extend(rest);
+        }
+    }
+    Ok(events)
+}
+
+/// The events in the caller's snapshot that lie at or above the horizon (their
+/// transactions committed after the oldest open one began), in log order. Readers never see
+/// these yet; `verify` needs them to compare the write side's guard rows, which count every
+/// committed event.
+pub async fn read_unsettled(conn: &mut PgConnection) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM events WHERE NOT (",
+        below_horizon!(),
+        ") ORDER BY events.transaction_id, events.global_position"
+    ))
+    .fetch_all(conn)
+    .await
+}
+
+/// The position of the last event below the horizon: how far a reader could get now.
+pub async fn head<'e>(executor: impl PgExecutor<'e>) -> Result<LogPosition, sqlx::Error> {
+    let head: Option<LogPosition> = sqlx::query_as(concat!(
+        "SELECT transaction_id::text::bigint AS transaction_id, global_position FROM events
+          WHERE ",
+        below_horizon!(),
+        "
+          ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1"
+    ))
+    .fetch_optional(executor)
+    .await?;
+    Ok(head.unwrap_or(LogPosition::START))
+}
+
+/// Whether any event lies between `after` and the horizon.
+pub async fn has_after<'e>(
+    executor: impl PgExecutor<'e>,
+    after: LogPosition,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(concat!(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE ",
+        after_position!(),
+        " AND ",
+        below_horizon!(),
+        ")"
+    ))
+    .bind(after.transaction_id.to_string())
+    .bind(after.global_position)
+    .fetch_one(executor)
+    .await
+}
+
+/// How far a reader at some position is behind the horizon.
+#[derive(Debug, Clone, Copy, PartialEq, FromRow)]
+pub struct Lag {
+    /// Events between the position and the horizon.
+    pub events: i64,
+    /// Age in seconds of the oldest of them (0 when there are none).
+    pub seconds: f64,
+}
+
+/// How far `after` is behind the horizon.
+pub async fn lag<'e>(
+    executor: impl PgExecutor<'e>,
+    after: LogPosition,
+) -> Result<Lag, sqlx::Error> {
+    let lag: Lag = sqlx::query_as(concat!(
+        "SELECT count(*) AS events,
+                COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at))::float8, 0) AS seconds
+           FROM events WHERE ",
+        after_position!(),
+        " AND ",
+        below_horizon!()
+    ))
+    .bind(after.transaction_id.to_string())
+    .bind(after.global_position)
+    .fetch_one(executor)
+    .await?;
+    Ok(Lag {
+        seconds: lag.seconds.max(0.0),
+        ..lag
+    })
+}
+
+/// How many events lie between `after` and the horizon.
+pub async fn count_after<'e>(
+    executor: impl PgExecutor<'e>,
+    after: LogPosition,
+) -> Result<i64, sqlx::Error> {
+    lag(executor, after).await.map(|lag| lag.events)
+}
