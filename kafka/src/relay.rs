@@ -142,18 +142,7 @@ impl Relay {
             result.map_err(|(error, _)| error)?;
         }
         // Every event up to `last` is acknowledged: only now may the checkpoint pass them.
-        sqlx::query(
-            "UPDATE projector_checkpoints
-                SET transaction_id = $2, global_position = $3,
-                    events_applied = events_applied + $4, updated_at = now()
-              WHERE name = $1",
-        )
-        .bind(NAME)
-        .bind(last.transaction_id)
-        .bind(last.global_position)
-        .bind(events.len() as i64)
-        .execute(&mut *conn)
-        .await?;
+        checkpoint::advance(conn, NAME, last, events.len()).await?;
         tracing::Span::current().record("events", events.len());
         metrics::counter!("relations_projector_events_total", "projector" => NAME)
             .increment(events.len() as u64);
@@ -165,12 +154,7 @@ impl Relay {
         loop {
             let attempt = async {
                 let mut conn = self.pool.acquire().await?.detach();
-                sqlx::query(
-                    "INSERT INTO projector_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING",
-                )
-                .bind(NAME)
-                .execute(&mut conn)
-                .await?;
+                checkpoint::register(&mut conn, NAME).await?;
                 // One lock per schema: deployments that share a database keep their own relay.
                 let locked: bool = sqlx::query_scalar(
                     "SELECT pg_try_advisory_lock(hashtext(current_schema() || ':kafka_relay'), 0)",

@@ -71,9 +71,10 @@ pub async fn verify(
     feed: feed::Settings,
     scope: &Scope,
 ) -> Result<Vec<String>, ProjectionError> {
-    let mut checks: Vec<Box<dyn Check>> = vec![Box::new(following::verify::GuardCheck::default())];
+    let mut checks: Vec<Box<dyn Check>> =
+        vec![Box::new(following::verify::FollowingCheck::guards())];
     if scope.covers(following::NAME) {
-        checks.push(Box::new(following::verify::FollowingCheck::default()));
+        checks.push(Box::new(following::verify::FollowingCheck::read_model()));
     }
     if scope.covers(feed::NAME) {
         checks.push(Box::new(feed::verify::FeedCheck::new(feed)));

@@ -8,6 +8,36 @@ use relations_domain::UserId;
 use super::Feed;
 use crate::error::ProjectionError;
 
+/// Drops the oldest entry of each reader's inbox that is over the cap (`$1` the readers, `$2`
+/// the cap): after a push an inbox is at most one over, since every write path leaves it at
+/// most at the cap, so this is an index probe each, where [`TRIM_TO_CAP`] walks the inbox.
+const TRIM_OLDEST: &str = "WITH victims AS (
+                 SELECT r.reader, (SELECT min(seq) FROM feed_inbox WHERE reader = r.reader) AS seq
+                   FROM unnest($1::bigint[]) AS r(reader)
+                   JOIN feed_readers f ON f.reader = r.reader AND f.size > $2),
+             gone AS (
+                 DELETE FROM feed_inbox i USING victims v
+                  WHERE i.reader = v.reader AND i.seq = v.seq
+                 RETURNING i.reader, i.seq)
+             UPDATE feed_readers r
+                SET size = r.size - 1, watermark = greatest(r.watermark, gone.seq)
+               FROM gone WHERE r.reader = gone.reader";
+
+/// Drops every entry beyond the newest `$2` (the cap) of each reader's inbox (`$1`), raising
+/// their watermarks to the newest entry dropped.
+const TRIM_TO_CAP: &str = "WITH victims AS (
+                 SELECT r.reader, x.seq FROM unnest($1::bigint[]) AS r(reader)
+                 CROSS JOIN LATERAL (SELECT seq FROM feed_inbox WHERE reader = r.reader
+                                      ORDER BY seq DESC OFFSET $2) AS x),
+             gone AS (
+                 DELETE FROM feed_inbox i USING victims v
+                  WHERE i.reader = v.reader AND i.seq = v.seq
+                 RETURNING i.reader, i.seq)
+             UPDATE feed_readers r
+                SET size = r.size - g.n, watermark = greatest(r.watermark, g.top)
+               FROM (SELECT reader, count(*) AS n, max(seq) AS top FROM gone GROUP BY reader) g
+              WHERE r.reader = g.reader";
+
 impl Feed {
     /// Pushes post `seq` by `author` into every follower's inbox, then trims the full ones.
     pub(super) async fn fan_out(
@@ -33,36 +63,7 @@ impl Feed {
         .into_iter()
         .flatten()
         .collect();
-        self.trim_one(conn, &over).await
-    }
-
-    /// Drops the oldest entry of each reader's inbox, one over the cap after a push (every
-    /// write path leaves an inbox at most at the cap): an index probe each, where [`Feed::trim`]
-    /// would walk the whole inbox.
-    pub(super) async fn trim_one(
-        &self,
-        conn: &mut PgConnection,
-        readers: &[i64],
-    ) -> Result<(), ProjectionError> {
-        if readers.is_empty() {
-            return Ok(());
-        }
-        sqlx::query(
-            "WITH victims AS (
-                 SELECT r.reader, (SELECT min(seq) FROM feed_inbox WHERE reader = r.reader) AS seq
-                   FROM unnest($1::bigint[]) AS r(reader)),
-             gone AS (
-                 DELETE FROM feed_inbox i USING victims v
-                  WHERE i.reader = v.reader AND i.seq = v.seq
-                 RETURNING i.reader, i.seq)
-             UPDATE feed_readers r
-                SET size = r.size - 1, watermark = greatest(r.watermark, gone.seq)
-               FROM gone WHERE r.reader = gone.reader",
-        )
-        .bind(readers)
-        .execute(&mut *conn)
-        .await?;
-        Ok(())
+        self.trim(conn, TRIM_OLDEST, &over).await
     }
 
     /// Copies `author`'s live posts above `reader`'s watermark into the inbox, the newest
@@ -107,39 +108,26 @@ impl Feed {
         .await?;
         let size: i32 = row.try_get("size")?;
         if i64::from(size) > self.settings.inbox_cap {
-            self.trim(conn, &[reader]).await?;
+            self.trim(conn, TRIM_TO_CAP, &[reader]).await?;
         }
         Ok(())
     }
 
-    /// Drops every entry beyond the newest `inbox_cap` of each reader's inbox and raises their
-    /// watermarks to the newest entry dropped.
+    /// Trims the inboxes of `readers` with `sql` ([`TRIM_OLDEST`] or [`TRIM_TO_CAP`]).
     pub(super) async fn trim(
         &self,
         conn: &mut PgConnection,
+        sql: &'static str,
         readers: &[i64],
     ) -> Result<(), ProjectionError> {
         if readers.is_empty() {
             return Ok(());
         }
-        sqlx::query(
-            "WITH victims AS (
-                 SELECT r.reader, x.seq FROM unnest($1::bigint[]) AS r(reader)
-                 CROSS JOIN LATERAL (SELECT seq FROM feed_inbox WHERE reader = r.reader
-                                      ORDER BY seq DESC OFFSET $2) AS x),
-             gone AS (
-                 DELETE FROM feed_inbox i USING victims v
-                  WHERE i.reader = v.reader AND i.seq = v.seq
-                 RETURNING i.reader, i.seq)
-             UPDATE feed_readers r
-                SET size = r.size - g.n, watermark = greatest(r.watermark, g.top)
-               FROM (SELECT reader, count(*) AS n, max(seq) AS top FROM gone GROUP BY reader) g
-              WHERE r.reader = g.reader",
-        )
-        .bind(readers)
-        .bind(self.settings.inbox_cap)
-        .execute(&mut *conn)
-        .await?;
+        sqlx::query(sql)
+            .bind(readers)
+            .bind(self.settings.inbox_cap)
+            .execute(&mut *conn)
+            .await?;
         Ok(())
     }
 }

@@ -22,7 +22,7 @@ use relations_domain::{Post, PostEvent, RelationEvent, RelationPair, UserId};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, PgPool};
 
-use super::query::{inbox_head, Inbox, PgInbox};
+use super::query::{inbox_head, Inbox, InboxEntries, InboxRange, PgInbox};
 use crate::error::ProjectionError;
 use crate::redis::{Redis, CALL_TIMEOUT};
 use crate::runtime::projector::{decode, Projector};
@@ -238,12 +238,15 @@ impl Inbox for InboxCache {
     async fn entries(
         &self,
         pool: &PgPool,
-        reader: UserId,
-        before: i64,
-        limit: i64,
-    ) -> Result<(Vec<i64>, i64), ProjectionError> {
+        range: InboxRange,
+    ) -> Result<InboxEntries, ProjectionError> {
+        let InboxRange {
+            reader,
+            before,
+            limit,
+        } = range;
         let Ok(mut conn) = self.redis.connection().await else {
-            return PgInbox.entries(pool, reader, before, limit).await;
+            return PgInbox.entries(pool, range).await;
         };
         match self.cached(&mut conn, reader.get(), before, limit).await {
             Ok(Some(hit)) => {
@@ -261,7 +264,7 @@ impl Inbox for InboxCache {
             }
             Err(error) => {
                 tracing::warn!(%error, "inbox cache unavailable; reading PostgreSQL");
-                PgInbox.entries(pool, reader, before, limit).await
+                PgInbox.entries(pool, range).await
             }
         }
     }

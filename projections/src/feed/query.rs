@@ -38,18 +38,29 @@ pub struct PageStart {
     pub max_time: Option<DateTime<Utc>>,
 }
 
+/// Which part of a reader's inbox to read: up to `limit` seqs below `before`.
+#[derive(Debug, Clone, Copy)]
+pub struct InboxRange {
+    /// Whose inbox.
+    pub reader: UserId,
+    /// Seqs strictly below this one.
+    pub before: i64,
+    /// At most this many.
+    pub limit: i64,
+}
+
+/// Inbox seqs, newest first, and the watermark (below it the inbox may be incomplete).
+pub type InboxEntries = (Vec<i64>, i64);
+
 /// A reader's pushed inbox: PostgreSQL, or a cache in front of it.
 #[async_trait]
 pub trait Inbox: Send + Sync {
-    /// Up to `limit` inbox seqs below `before` and above the watermark, newest first, and the
-    /// watermark (below it the inbox may be incomplete).
+    /// The entries in `range` above the watermark, and the watermark.
     async fn entries(
         &self,
         pool: &PgPool,
-        reader: UserId,
-        before: i64,
-        limit: i64,
-    ) -> Result<(Vec<i64>, i64), ProjectionError>;
+        range: InboxRange,
+    ) -> Result<InboxEntries, ProjectionError>;
 }
 
 /// The inbox as PostgreSQL holds it.
@@ -60,19 +71,17 @@ impl Inbox for PgInbox {
     async fn entries(
         &self,
         pool: &PgPool,
-        reader: UserId,
-        before: i64,
-        limit: i64,
-    ) -> Result<(Vec<i64>, i64), ProjectionError> {
+        range: InboxRange,
+    ) -> Result<InboxEntries, ProjectionError> {
         let row = sqlx::query(
             "SELECT w, ARRAY(SELECT seq FROM feed_inbox
                               WHERE reader = $1 AND seq < $2 AND seq > w
                               ORDER BY seq DESC LIMIT $3) AS seqs
                FROM (SELECT COALESCE((SELECT watermark FROM feed_readers WHERE reader = $1), 0) AS w) t",
         )
-        .bind(reader.get())
-        .bind(before)
-        .bind(limit)
+        .bind(range.reader.get())
+        .bind(range.before)
+        .bind(range.limit)
         .fetch_one(pool)
         .await?;
         Ok((row.try_get("seqs")?, row.try_get("w")?))
@@ -85,7 +94,12 @@ pub async fn inbox_head(
     reader: UserId,
     limit: i64,
 ) -> Result<(Vec<i64>, i64), ProjectionError> {
-    PgInbox.entries(pool, reader, i64::MAX, limit).await
+    let range = InboxRange {
+        reader,
+        before: i64::MAX,
+        limit,
+    };
+    PgInbox.entries(pool, range).await
 }
 
 const POST_COLUMNS: &str = "seq, post_id, author, content, created_at";
@@ -309,7 +323,16 @@ pub async fn feed(
         let mut exhausted = true;
         match &sources {
             Sources::Following { pulled, watermark } => {
-                let (pushed, cached) = inbox.entries(pool, reader, bound, want).await?;
+                let (pushed, cached) = inbox
+                    .entries(
+                        pool,
+                        InboxRange {
+                            reader,
+                            before: bound,
+                            limit: want,
+                        },
+                    )
+                    .await?;
                 let watermark = cached.max(*watermark);
                 let pulled = pull(pool, pulled, bound, want).await?;
                 exhausted &= pushed.len() < want as usize && pulled.len() < want as usize;

@@ -67,16 +67,15 @@ pub async fn following(
     offset: i64,
     limit: i64,
 ) -> Result<Vec<Edge>, sqlx::Error> {
-    let rows = sqlx::query(
+    by_offset(
+        pool,
         "SELECT followee AS id, since FROM rm_follows WHERE follower = $1
           ORDER BY since DESC, followee DESC OFFSET $2 LIMIT $3",
+        user,
+        offset,
+        limit,
     )
-    .bind(user.get())
-    .bind(offset)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    edges(rows)
+    .await
 }
 
 /// Who follows `user`, newest first, strictly after the search-after key `(since, id)`.
@@ -105,18 +104,34 @@ pub async fn friends(
     offset: i64,
     limit: i64,
 ) -> Result<Vec<Edge>, sqlx::Error> {
-    let rows = sqlx::query(
+    by_offset(
+        pool,
         "SELECT f.followee AS id, greatest(f.since, b.since) AS since
            FROM rm_follows f
            JOIN rm_follows b ON b.follower = f.followee AND b.followee = f.follower
           WHERE f.follower = $1
           ORDER BY 2 DESC, 1 DESC OFFSET $2 LIMIT $3",
+        user,
+        offset,
+        limit,
     )
-    .bind(user.get())
-    .bind(offset)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
+    .await
+}
+
+/// Runs an offset page query: `$1` the user, `$2` the offset, `$3` the limit.
+async fn by_offset(
+    pool: &PgPool,
+    sql: &'static str,
+    user: UserId,
+    offset: i64,
+    limit: i64,
+) -> Result<Vec<Edge>, sqlx::Error> {
+    let rows = sqlx::query(sql)
+        .bind(user.get())
+        .bind(offset)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
     edges(rows)
 }
 

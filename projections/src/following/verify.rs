@@ -60,21 +60,32 @@ impl Graph {
     }
 }
 
-/// `rm_follows`, `rm_blocks` and `rm_follow_counts` against the fold up to the checkpoint.
-#[derive(Debug, Default)]
-pub struct FollowingCheck(Graph);
+/// Projector `following`'s tables against the fold up to its checkpoint, or the write side's
+/// guard rows against every relation event committed.
+#[derive(Debug)]
+pub struct FollowingCheck {
+    graph: Graph,
+    write_side: bool,
+}
 
-#[async_trait]
-impl Check for FollowingCheck {
-    fn projector(&self) -> Option<&'static str> {
-        Some(super::NAME)
+impl FollowingCheck {
+    /// `rm_follows`, `rm_blocks` and `rm_follow_counts`.
+    pub fn read_model() -> Self {
+        Self {
+            graph: Graph::default(),
+            write_side: false,
+        }
     }
 
-    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        self.0.fold(event)
+    /// `follow_guard` (rule 3), which counts every committed event, settled or not.
+    pub fn guards() -> Self {
+        Self {
+            graph: Graph::default(),
+            write_side: true,
+        }
     }
 
-    async fn compare(
+    async fn compare_read_model(
         &self,
         conn: &mut PgConnection,
         out: &mut Vec<String>,
@@ -90,14 +101,15 @@ impl Check for FollowingCheck {
         .iter()
         .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
         .collect::<Result<_, sqlx::Error>>()?;
+        let graph = &self.graph;
         diff(
             "rm_follows (follower, followee)",
-            &self.0.follows,
+            &graph.follows,
             &follows,
             out,
         );
-        diff("rm_blocks (blocker, blocked)", &self.0.blocks, &blocks, out);
-        let expected: BTreeSet<_> = self.0.counts().into_iter().collect();
+        diff("rm_blocks (blocker, blocked)", &graph.blocks, &blocks, out);
+        let expected: BTreeSet<_> = graph.counts().into_iter().collect();
         diff(
             "rm_follow_counts (user, (following, followers, friends))",
             &expected,
@@ -106,23 +118,8 @@ impl Check for FollowingCheck {
         );
         Ok(())
     }
-}
 
-/// The write side's `follow_guard` rows (rule 3) against every relation event committed.
-#[derive(Debug, Default)]
-pub struct GuardCheck(Graph);
-
-#[async_trait]
-impl Check for GuardCheck {
-    fn projector(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        self.0.fold(event)
-    }
-
-    async fn compare(
+    async fn compare_guards(
         &self,
         conn: &mut PgConnection,
         out: &mut Vec<String>,
@@ -133,7 +130,7 @@ impl Check for GuardCheck {
         )
         .await?;
         let expected: BTreeSet<(i64, i64)> = self
-            .0
+            .graph
             .counts()
             .into_iter()
             .filter(|(_, c)| c.0 != 0)
@@ -141,5 +138,27 @@ impl Check for GuardCheck {
             .collect();
         diff("follow_guard (user, following)", &expected, &guards, out);
         Ok(())
+    }
+}
+
+#[async_trait]
+impl Check for FollowingCheck {
+    fn projector(&self) -> Option<&'static str> {
+        (!self.write_side).then_some(super::NAME)
+    }
+
+    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        self.graph.fold(event)
+    }
+
+    async fn compare(
+        &self,
+        conn: &mut PgConnection,
+        out: &mut Vec<String>,
+    ) -> Result<(), ProjectionError> {
+        match self.write_side {
+            true => self.compare_guards(conn, out).await,
+            false => self.compare_read_model(conn, out).await,
+        }
     }
 }
