@@ -20,6 +20,7 @@ use serde::Serialize;
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
 
 use crate::error::ApiError;
 use crate::extract::MAX_BODY_BYTES;
@@ -76,14 +77,45 @@ async fn on_middleware_error(error: BoxError) -> ApiError {
     }
 }
 
-/// A command's answer: the fresh outcome with `status`, or the first answer stored under the
-/// request's Idempotency-Key, marked `idempotent-replayed: true`.
-pub fn command_answer<T: Serialize>(executed: Executed<T>, status: StatusCode) -> Response {
-    match executed {
-        Executed::Fresh(outcome) => (status, Json(outcome)).into_response(),
-        Executed::Replayed(stored) => {
-            let status = StatusCode::from_u16(stored.status).unwrap_or(status);
-            (status, [("idempotent-replayed", "true")], Json(stored.body)).into_response()
+/// A command's answer, typed by its outcome `T`: the fresh outcome with `status`, or the first
+/// answer stored under the request's Idempotency-Key (that same `T`, as it was first sent),
+/// marked `idempotent-replayed: true`.
+pub struct CommandAnswer<T> {
+    executed: Executed<T>,
+    status: StatusCode,
+}
+
+impl<T> CommandAnswer<T> {
+    /// `executed`, answered with `status` when fresh.
+    pub fn new(executed: Executed<T>, status: StatusCode) -> Self {
+        Self { executed, status }
+    }
+}
+
+impl<T: Serialize> IntoResponse for CommandAnswer<T> {
+    fn into_response(self) -> Response {
+        match self.executed {
+            Executed::Fresh(outcome) => (self.status, Json(outcome)).into_response(),
+            Executed::Replayed(stored) => {
+                let status = StatusCode::from_u16(stored.status).unwrap_or(self.status);
+                (status, [("idempotent-replayed", "true")], Json(stored.body)).into_response()
+            }
         }
     }
+}
+
+/// Every route's contract, from the handlers' own `#[utoipa::path]` annotations.
+pub fn described() -> utoipa::openapi::OpenApi {
+    let mut doc = relation::Doc::openapi();
+    for module in [
+        users::Doc::openapi(),
+        posts::Doc::openapi(),
+        feed::Doc::openapi(),
+        me::Doc::openapi(),
+        admin::Doc::openapi(),
+        ops::Doc::openapi(),
+    ] {
+        doc.merge(module);
+    }
+    doc
 }

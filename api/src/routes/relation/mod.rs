@@ -5,6 +5,7 @@ mod status;
 
 use axum::routing::{get, post};
 use axum::Router;
+use utoipa::OpenApi;
 
 use crate::state::AppState;
 use command::Verb;
@@ -31,3 +32,15 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/relation/status", get(status::status))
         .route("/api/v1/relation/batch", get(status::batch))
 }
+
+/// The relation routes' contract.
+#[derive(OpenApi)]
+#[openapi(paths(
+    command::follow,
+    command::unfollow,
+    command::block,
+    command::unblock,
+    status::status,
+    status::batch
+))]
+pub struct Doc;
