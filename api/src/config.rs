@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use relations_domain::UserId;
 
@@ -18,6 +19,45 @@ pub struct DatabaseConfig {
     /// Upper bound on the shared pool's connections.
     #[arg(long, env = "RELATIONS_DB_MAX_CONNECTIONS", default_value_t = 32)]
     pub db_max_connections: u32,
+}
+
+impl DatabaseConfig {
+    /// The pool every command and the server use (the one place a pool is made from settings).
+    pub async fn connect(&self) -> anyhow::Result<sqlx::PgPool> {
+        let settings = relations_store::db::PoolSettings {
+            max_connections: self.db_max_connections,
+            ..Default::default()
+        };
+        relations_store::db::connect(&self.database_url, &settings)
+            .await
+            .context("connecting to PostgreSQL (DATABASE_URL)")
+    }
+}
+
+/// Where Redis is: `serve` needs it (rate limiter and caches, so it is required there);
+/// `project` runs projector `cache` only when it is set.
+#[derive(Debug, Clone, Args)]
+pub struct RedisConfig {
+    /// Redis: rate limiter and caches (`serve` requires it; `project` leaves projector `cache`
+    /// out when unset).
+    #[arg(long = "redis-url", env = "REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+    /// Prefix of every Redis key this instance writes (lets deployments and tests share a Redis).
+    #[arg(long, env = "RELATIONS_REDIS_PREFIX", default_value = "relations:")]
+    pub redis_prefix: String,
+}
+
+impl RedisConfig {
+    /// A client, when a URL is set.
+    pub fn connect(&self) -> anyhow::Result<Option<relations_projections::redis::Redis>> {
+        self.redis_url
+            .as_deref()
+            .map(|url| {
+                relations_projections::redis::Redis::new(url, &self.redis_prefix)
+                    .context("REDIS_URL")
+            })
+            .transpose()
+    }
 }
 
 /// The HS256 key that signs and checks tokens.
@@ -100,11 +140,8 @@ pub struct Config {
     #[command(flatten)]
     pub jwt: JwtConfig,
     /// Redis: rate limiter and caches.
-    #[arg(long = "redis-url", env = "REDIS_URL", hide_env_values = true)]
-    pub redis_url: String,
-    /// Prefix of every Redis key this instance writes (lets deployments and tests share a Redis).
-    #[arg(long, env = "RELATIONS_REDIS_PREFIX", default_value = "relations:")]
-    pub redis_prefix: String,
+    #[command(flatten)]
+    pub redis: RedisConfig,
     /// Kafka: where the log is published.
     #[command(flatten)]
     pub kafka: KafkaConfig,

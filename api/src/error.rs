@@ -8,7 +8,24 @@ use axum::Json;
 use relations_domain::{PostError, RelationError};
 use relations_projections::ProjectionError;
 use relations_store::StoreError;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Every error answer's body: `{"error": {"code", "message"}}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// An error's code and message.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// SNAKE_CASE code, stable for clients.
+    pub code: &'static str,
+    /// For humans; opaque for 5xx.
+    pub message: String,
+}
 
 /// Why a request was not answered with success.
 #[derive(Debug, thiserror::Error)]
@@ -109,7 +126,9 @@ impl IntoResponse for ApiError {
         };
         let mut response = (
             status,
-            Json(json!({"error": {"code": code, "message": message}})),
+            Json(ErrorBody {
+                error: ErrorDetail { code, message },
+            }),
         )
             .into_response();
         if let Some(secs) = retry_after {

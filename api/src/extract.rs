@@ -70,6 +70,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ReqId {
 }
 
 /// The optional `Idempotency-Key` header, checked.
+#[derive(Default)]
 pub struct IdempotencyHeader(pub Option<IdempotencyKey>);
 
 impl IdempotencyHeader {

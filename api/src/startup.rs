@@ -5,7 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use relations_kafka::Relay;
 use relations_projections::{Runner, Wakeup};
-use relations_store::db::{self, PoolSettings};
+use relations_store::db;
 use relations_store::{CommitSignal, PostStore, RelationStore};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -15,7 +15,6 @@ use crate::config::Config;
 use crate::rate_limit::RateLimiter;
 use crate::routes;
 use crate::state::{AppState, ProjectorEntry};
-use relations_projections::redis::Redis;
 use relations_projections::Caches;
 
 /// A built application: connected, migrated, bound, not yet serving.
@@ -30,15 +29,9 @@ impl Application {
     /// Connects to PostgreSQL, applies migrations, and binds the listen address (port 0 picks a
     /// free port).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let settings = PoolSettings {
-            max_connections: config.database.db_max_connections,
-            ..PoolSettings::default()
-        };
-        let pool = db::connect(&config.database.database_url, &settings)
-            .await
-            .context("connecting to PostgreSQL (DATABASE_URL)")?;
+        let pool = config.database.connect().await?;
         db::migrate(&pool).await.context("applying migrations")?;
-        let redis = Redis::new(&config.redis_url, &config.redis_prefix).context("REDIS_URL")?;
+        let redis = config.redis.connect()?.context("serve needs REDIS_URL")?;
         let listener = TcpListener::bind(config.http_addr)
             .await
             .with_context(|| format!("binding {}", config.http_addr))?;

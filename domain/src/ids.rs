@@ -20,6 +20,7 @@ pub enum UserIdError {
 ///
 /// The service does not own profiles; a user exists as soon as an id is named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(try_from = "i64", into = "i64")]
 pub struct UserId(i64);
 

@@ -14,6 +14,7 @@ use crate::ids::UserId;
 
 /// A post's id: a UUID (version 7, so ids sort roughly by creation), made by the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(value_type = String, format = "uuid"))]
 #[serde(transparent)]
 pub struct PostId(uuid::Uuid);
 

@@ -6,6 +6,7 @@ use crate::ids::UserId;
 
 /// The one-word summary of a relation, from `from`'s side (seed 002's enumeration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RelationState {
     /// No follow and no block either way.
@@ -54,6 +55,7 @@ impl Facts {
 
 /// SPEC.md's `Relation`: `from`'s relation to `to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Relation {
     /// The user whose side this is.
     pub from: UserId,

@@ -16,6 +16,7 @@ use crate::signal::CommitSignal;
 
 /// A post as the API shows it (SPEC.md's `Post`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PostView {
     /// The post's id.
     pub id: PostId,
@@ -29,17 +30,21 @@ pub struct PostView {
 
 /// The answer to a publish: `{post, position}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Published {
     /// The new post.
     pub post: PostView,
     /// Where its event sits in the log.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub position: LogPosition,
 }
 
 /// The answer to a delete: `{position}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Deleted {
     /// Where the deletion sits in the log.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub position: LogPosition,
 }
 

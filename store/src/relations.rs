@@ -18,12 +18,14 @@ use crate::signal::CommitSignal;
 
 /// The answer to a relation command (SPEC.md: `{changed, relation, position}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RelationOutcome {
     /// Whether any event was appended.
     pub changed: bool,
     /// The actor's relation to the target as the decision left it.
     pub relation: Relation,
     /// Where the appended events ended in the log; none when nothing changed.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub position: Option<LogPosition>,
 }
 

@@ -7,11 +7,12 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use relations_domain::UserId;
 use relations_projections::feed::query::{self as feed_read, Inbox, Page, PageStart, PgInbox};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use relations_store::{LogPosition, PostView};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::auth::Actor;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
 use crate::routes::query::catch_up;
 use crate::state::AppState;
@@ -24,8 +25,14 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/users/{id}/posts", get(timeline))
 }
 
+/// The feed routes' contract.
+#[derive(OpenApi)]
+#[openapi(paths(feed, new_count, timeline))]
+pub struct Doc;
+
 /// Paging of posts (seed 003): `max_time`, `size`, `cursor`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PostPageParams {
     /// Only posts created at or before this (RFC 3339, or milliseconds since the epoch).
     max_time: Option<String>,
@@ -33,8 +40,34 @@ pub struct PostPageParams {
     size: Option<i64>,
     /// The previous page's `next_cursor`.
     cursor: Option<String>,
-    /// Read-your-writes.
-    min_position: Option<String>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>)]
+    min_position: Option<LogPosition>,
+}
+
+/// A page of posts: `{items, next_cursor}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PostPage {
+    /// Newest first.
+    pub items: Vec<PostView>,
+    /// The next page's cursor; none after the last page.
+    pub next_cursor: Option<String>,
+}
+
+impl From<Page> for PostPage {
+    fn from(page: Page) -> Self {
+        Self {
+            items: page.items,
+            next_cursor: page.next.map(|seq| seq.to_string()),
+        }
+    }
+}
+
+/// `new_count`'s answer: `{count}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewCount {
+    /// Feed posts newer than the caller's read mark.
+    pub count: i64,
 }
 
 impl PostPageParams {
@@ -80,23 +113,20 @@ fn parse_time(raw: &str) -> Result<DateTime<Utc>, ApiError> {
         .map_err(|_| bad())
 }
 
-fn page_json(page: Page) -> Json<Value> {
-    Json(json!({
-        "items": page.items,
-        "next_cursor": page.next.map(|seq| seq.to_string()),
-    }))
-}
-
 /// The caller's feed, newest first: `{items, next_cursor}`. Followed authors' posts (pushed
 /// into the caller's inbox, or pulled from big authors' timelines), or the recommended feed
-/// when the caller follows nobody. A first page moves the read mark.
+/// when the caller follows nobody. A first page (no cursor, no max_time) moves the read mark.
+#[utoipa::path(get, path = "/api/v1/feed", tag = "queries", security(("bearer" = [])),
+    params(PostPageParams),
+    responses((status = 200, body = PostPage), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 async fn feed(
     State(state): State<AppState>,
     actor: Actor,
     ApiQuery(p): ApiQuery<PostPageParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PostPage>, ApiError> {
     let (size, start) = (p.size()?, p.start()?);
-    catch_up(&state, p.min_position.as_deref()).await?;
+    catch_up(&state, p.min_position).await?;
     // Read-your-writes must not wait on the cache projector: read the inbox from PostgreSQL.
     let inbox: &dyn Inbox = if p.min_position.is_some() {
         &PgInbox
@@ -113,36 +143,47 @@ async fn feed(
     if let Some(mark) = mark {
         feed_read::mark_read(&state.pool, actor.user, mark).await?;
     }
-    Ok(page_json(page))
+    Ok(Json(page.into()))
 }
 
 /// `new_count` parameters.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct NewCountParams {
-    min_position: Option<String>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>)]
+    min_position: Option<LogPosition>,
 }
 
 /// How many feed posts are newer than the caller's read mark: `{count}`.
+#[utoipa::path(get, path = "/api/v1/feed/new_count", tag = "queries", security(("bearer" = [])),
+    params(NewCountParams),
+    responses((status = 200, body = NewCount), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 async fn new_count(
     State(state): State<AppState>,
     actor: Actor,
     ApiQuery(p): ApiQuery<NewCountParams>,
-) -> Result<Json<Value>, ApiError> {
-    catch_up(&state, p.min_position.as_deref()).await?;
+) -> Result<Json<NewCount>, ApiError> {
+    catch_up(&state, p.min_position).await?;
     let recommended = state.config.recommended();
     let count = feed_read::new_count(&state.pool, actor.user, &recommended).await?;
-    Ok(Json(json!({ "count": count })))
+    Ok(Json(NewCount { count }))
 }
 
 /// An author's live posts, newest first: `{items, next_cursor}`.
+#[utoipa::path(get, path = "/api/v1/users/{id}/posts", tag = "queries",
+    params(("id" = i64, Path, description = "The author"), PostPageParams),
+    responses((status = 200, body = PostPage), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 async fn timeline(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<PostPageParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PostPage>, ApiError> {
     let author: UserId = id.parse().map_err(|_| ApiError::NotFound)?;
     let (size, start) = (p.size()?, p.start()?);
-    catch_up(&state, p.min_position.as_deref()).await?;
+    catch_up(&state, p.min_position).await?;
     let page = feed_read::timeline(&state.pool, author, start, size).await?;
-    Ok(page_json(page))
+    Ok(Json(page.into()))
 }

@@ -2,6 +2,7 @@
 //! cross-cutting layers.
 
 mod admin;
+mod command;
 mod feed;
 mod me;
 mod ops;
@@ -12,14 +13,12 @@ mod users;
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderName, Request, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::{middleware, BoxError, Json, Router};
-use relations_store::Executed;
-use serde::Serialize;
+use axum::http::{HeaderName, Request};
+use axum::{middleware, BoxError, Router};
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
 
 use crate::error::ApiError;
 use crate::extract::MAX_BODY_BYTES;
@@ -76,14 +75,18 @@ async fn on_middleware_error(error: BoxError) -> ApiError {
     }
 }
 
-/// A command's answer: the fresh outcome with `status`, or the first answer stored under the
-/// request's Idempotency-Key, marked `idempotent-replayed: true`.
-pub fn command_answer<T: Serialize>(executed: Executed<T>, status: StatusCode) -> Response {
-    match executed {
-        Executed::Fresh(outcome) => (status, Json(outcome)).into_response(),
-        Executed::Replayed(stored) => {
-            let status = StatusCode::from_u16(stored.status).unwrap_or(status);
-            (status, [("idempotent-replayed", "true")], Json(stored.body)).into_response()
-        }
+/// Every route's contract, from the handlers' own `#[utoipa::path]` annotations.
+pub fn described() -> utoipa::openapi::OpenApi {
+    let mut doc = relation::Doc::openapi();
+    for module in [
+        users::Doc::openapi(),
+        posts::Doc::openapi(),
+        feed::Doc::openapi(),
+        me::Doc::openapi(),
+        admin::Doc::openapi(),
+        ops::Doc::openapi(),
+    ] {
+        doc.merge(module);
     }
+    doc
 }

@@ -8,7 +8,8 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use relations_projections::ProjectorStatus;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
 
 use crate::state::AppState;
 
@@ -20,14 +21,49 @@ pub fn router() -> Router<AppState> {
         .route("/metrics", get(metrics))
 }
 
+/// The operations routes' contract.
+#[derive(OpenApi)]
+#[openapi(paths(healthz, readyz, metrics))]
+pub struct Doc;
+
+/// `/healthz`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Liveness {
+    /// Always `ok`.
+    pub status: &'static str,
+}
+
+/// `/readyz`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    /// Whether this process can do its work.
+    pub ready: bool,
+    /// What was checked.
+    pub checks: ReadinessChecks,
+}
+
+/// What `/readyz` checks.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadinessChecks {
+    /// PostgreSQL answered within a second.
+    pub database: bool,
+    /// Redis answered (reported, not required).
+    pub redis: bool,
+    /// Essential projectors failing for longer than the stuck threshold.
+    pub stuck_projectors: Vec<&'static str>,
+}
+
 /// The process is alive.
-async fn healthz() -> impl IntoResponse {
-    Json(json!({"status": "ok"}))
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Liveness)))]
+async fn healthz() -> Json<Liveness> {
+    Json(Liveness { status: "ok" })
 }
 
 /// The process can do its work: PostgreSQL answers and no projector it runs is stuck. Redis is
 /// reported, not required (the service degrades without it).
-async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
+async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) {
     let database = tokio::time::timeout(
         Duration::from_secs(1),
         sqlx::query("SELECT 1").execute(&state.pool),
@@ -36,7 +72,7 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     .is_ok_and(|r| r.is_ok());
     let redis = state.redis.ping().await;
     let stuck_after = Duration::from_millis(state.config.stuck_after_ms);
-    let stuck: Vec<&str> = state
+    let stuck: Vec<&'static str> = state
         .projectors
         .iter()
         .filter(|p| {
@@ -54,17 +90,18 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (
-        status,
-        Json(json!({
-            "ready": ready,
-            "checks": {"database": database, "redis": redis, "stuck_projectors": stuck}
-        })),
-    )
+    let checks = ReadinessChecks {
+        database,
+        redis,
+        stuck_projectors: stuck,
+    };
+    (status, Json(Readiness { ready, checks }))
 }
 
 /// Prometheus text format. Projector positions and lags are read at scrape time, so they are
 /// as fresh as the scrape.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, body = String, content_type = "text/plain")))]
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     for projector in state.projectors.iter() {
         let name = projector.name;

@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
 use relations_projections::following::query::{self as read, Edge};
 use relations_store::LogPosition;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -34,13 +35,10 @@ pub fn offset(offset: Option<i64>) -> Result<i64, ApiError> {
 }
 
 /// Waits until the read models reflect `min_position`, when one is given.
-pub async fn catch_up(state: &AppState, min_position: Option<&str>) -> Result<(), ApiError> {
-    let Some(raw) = min_position else {
+pub async fn catch_up(state: &AppState, min_position: Option<LogPosition>) -> Result<(), ApiError> {
+    let Some(position) = min_position else {
         return Ok(());
     };
-    let position: LogPosition = raw
-        .parse()
-        .map_err(|e: relations_store::BadPosition| ApiError::InvalidInput(e.to_string()))?;
     let wait = Duration::from_millis(state.config.catch_up_wait_ms);
     let names: Vec<&str> = state
         .projectors
@@ -96,7 +94,7 @@ impl std::fmt::Display for Cursor {
 }
 
 /// One item of a user list.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ListItem {
     /// The listed user.
     pub user: UserId,
@@ -105,6 +103,26 @@ pub struct ListItem {
     /// The viewer's relation to `user`, when a viewer was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relation: Option<Relation>,
+}
+
+/// An offset-paged list of users: `{items, total, next_offset}`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OffsetPage {
+    /// Newest first.
+    pub items: Vec<ListItem>,
+    /// Every item of the list.
+    pub total: i64,
+    /// The next page's offset; none after the last page.
+    pub next_offset: Option<i64>,
+}
+
+/// A cursor-paged list of users: `{items, next_cursor}`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CursorPage {
+    /// Newest first.
+    pub items: Vec<ListItem>,
+    /// The next page's cursor; none after the last page.
+    pub next_cursor: Option<String>,
 }
 
 /// Turns a page of edges into items, annotated for `viewer` with one query for the whole page.

@@ -123,7 +123,7 @@ async fn first_pages_follow_writes_through_invalidation() {
 #[tokio::test]
 async fn with_redis_down_queries_read_the_database() {
     let mut config = test_config().await;
-    config.redis_url = "redis://127.0.0.1:1".to_owned();
+    config.redis.redis_url = Some("redis://127.0.0.1:1".to_owned());
     let app = spawn_with(config).await;
     let (_, body) = app.command("follow", 1, 2).await;
     settled(&app, body["position"].as_str().unwrap()).await;

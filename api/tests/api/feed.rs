@@ -486,12 +486,12 @@ async fn users_who_follow_nobody_get_the_recommended_feed_without_blocked_author
 }
 
 async fn zadd(app: &TestApp, reader: i64, seq: i64) {
-    let mut redis = redis::Client::open(app.config.redis_url.as_str())
+    let mut redis = redis::Client::open(app.config.redis.redis_url.as_deref().unwrap())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let key = format!("{}feed:{reader}", app.config.redis_prefix);
+    let key = format!("{}feed:{reader}", app.config.redis.redis_prefix);
     let _: () = redis::cmd("ZADD")
         .arg(&key)
         .arg(seq)
@@ -691,12 +691,12 @@ async fn an_empty_inbox_is_cached_with_its_sentinel() {
     let at = position_of(&app, "follow", 20, 1).await;
     projector_reached(&app, "feed_cache", &at).await;
     assert!(pages(&app, 20, "size=5").await.is_empty());
-    let mut redis = redis::Client::open(app.config.redis_url.as_str())
+    let mut redis = redis::Client::open(app.config.redis.redis_url.as_deref().unwrap())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let key = format!("{}feed:20", app.config.redis_prefix);
+    let key = format!("{}feed:20", app.config.redis.redis_prefix);
     let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
         .arg(&key)
         .arg(0)
@@ -734,12 +734,12 @@ async fn a_post_trimmed_in_postgresql_before_the_cache_heard_of_it_is_still_show
     // As if PostgreSQL trimmed the oldest post while the cache projector lagged behind: the
     // cached inbox never gets it, PostgreSQL's watermark passes it.
     let oldest = seq_of(&app, &ids[0]).await;
-    let mut redis = redis::Client::open(app.config.redis_url.as_str())
+    let mut redis = redis::Client::open(app.config.redis.redis_url.as_deref().unwrap())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let key = format!("{}feed:10", app.config.redis_prefix);
+    let key = format!("{}feed:10", app.config.redis.redis_prefix);
     let _: () = redis::cmd("ZREM")
         .arg(&key)
         .arg(oldest)

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use relations_api::auth::JwtKeys;
-use relations_api::config::{Config, DatabaseConfig, FeedConfig, JwtConfig, KafkaConfig};
+use relations_api::config::{
+    Config, DatabaseConfig, FeedConfig, JwtConfig, KafkaConfig, RedisConfig,
+};
 use relations_api::Application;
 use relations_domain::UserId;
 use reqwest::StatusCode;
@@ -96,8 +98,10 @@ pub async fn test_config() -> Config {
         jwt: JwtConfig {
             jwt_secret: SECRET.to_owned(),
         },
-        redis_url: redis_url(),
-        redis_prefix: format!("test:{}:", uuid::Uuid::new_v4().simple()),
+        redis: RedisConfig {
+            redis_url: Some(redis_url()),
+            redis_prefix: format!("test:{}:", uuid::Uuid::new_v4().simple()),
+        },
         kafka: KafkaConfig {
             kafka_brokers: None,
             kafka_topic: "relations.events".to_owned(),

@@ -11,6 +11,7 @@ mod feed;
 mod feed_model;
 mod idempotency;
 mod kafka;
+mod openapi;
 mod queries;
 mod rate_limit;
 mod rules;

@@ -69,7 +69,7 @@ async fn the_bucket_refills() {
 #[tokio::test]
 async fn with_redis_down_the_limiter_fails_open() {
     let mut config = test_config().await;
-    config.redis_url = "redis://127.0.0.1:1".to_owned();
+    config.redis.redis_url = Some("redis://127.0.0.1:1".to_owned());
     config.rate_capacity = 1;
     let app = spawn_with(config).await;
     for target in 2..6 {

@@ -176,6 +176,7 @@ async fn search_after(
 
 /// A user's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Counts {
     /// Users they follow.
     pub following: i64,

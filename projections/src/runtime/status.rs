@@ -9,10 +9,12 @@ use super::health::Health;
 
 /// A projector's progress as the admin endpoint reports it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProjectorStatus {
     /// The projector's name.
     pub name: String,
     /// Its checkpoint.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub position: LogPosition,
     /// Events below the horizon not applied yet.
     pub lag_events: i64,

@@ -2,65 +2,127 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::routing::{post, MethodRouter};
 use relations_domain::{RelationCommand, UserId};
-use relations_store::EventMetadata;
+use relations_store::RelationOutcome;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-use crate::auth::Actor;
-use crate::error::ApiError;
-use crate::extract::{ApiJson, IdempotencyHeader, ReqId};
-use crate::routes::command_answer;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::ApiJson;
+use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 
-/// Which command a route carries (a const parameter, so one handler serves all four).
-pub struct Verb;
+/// Which relation command a route carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// `POST /api/v1/relation/follow`
+    Follow,
+    /// `POST /api/v1/relation/unfollow`
+    Unfollow,
+    /// `POST /api/v1/relation/block`
+    Block,
+    /// `POST /api/v1/relation/unblock`
+    Unblock,
+}
 
 impl Verb {
-    pub const FOLLOW: u8 = 0;
-    pub const UNFOLLOW: u8 = 1;
-    pub const BLOCK: u8 = 2;
-    pub const UNBLOCK: u8 = 3;
+    /// Every verb, in the order the routes are listed.
+    pub const ALL: [Verb; 4] = [Verb::Follow, Verb::Unfollow, Verb::Block, Verb::Unblock];
 
-    fn command(verb: u8, actor: UserId, target: UserId) -> RelationCommand {
-        match verb {
-            Verb::FOLLOW => RelationCommand::Follow { actor, target },
-            Verb::UNFOLLOW => RelationCommand::Unfollow { actor, target },
-            Verb::BLOCK => RelationCommand::Block { actor, target },
-            _ => RelationCommand::Unblock { actor, target },
+    /// The route that carries it.
+    pub fn path(self) -> &'static str {
+        match self {
+            Verb::Follow => "/api/v1/relation/follow",
+            Verb::Unfollow => "/api/v1/relation/unfollow",
+            Verb::Block => "/api/v1/relation/block",
+            Verb::Unblock => "/api/v1/relation/unblock",
+        }
+    }
+
+    fn command(self, actor: UserId, target: UserId) -> RelationCommand {
+        match self {
+            Verb::Follow => RelationCommand::Follow { actor, target },
+            Verb::Unfollow => RelationCommand::Unfollow { actor, target },
+            Verb::Block => RelationCommand::Block { actor, target },
+            Verb::Unblock => RelationCommand::Unblock { actor, target },
         }
     }
 }
 
 /// The request body.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 pub struct TargetBody {
     /// The other user.
     pub target: UserId,
 }
 
-/// Authenticates, parses, rate-limits, then decides and appends.
-pub async fn handle<const VERB: u8>(
-    State(state): State<AppState>,
-    actor: Actor,
-    ReqId(request_id): ReqId,
-    idempotency: IdempotencyHeader,
-    ApiJson(body): ApiJson<TargetBody>,
-) -> Result<Response, ApiError> {
-    let command = Verb::command(VERB, actor.user, body.target);
+/// The route for `verb`: parses, rate-limits, then decides and appends.
+pub fn route(verb: Verb) -> MethodRouter<AppState> {
+    post(
+        move |State(state): State<AppState>,
+              request: CommandRequest,
+              ApiJson(body): ApiJson<TargetBody>| async move {
+            handle(verb, state, request, body).await
+        },
+    )
+}
+
+async fn handle(
+    verb: Verb,
+    state: AppState,
+    mut request: CommandRequest,
+    body: TargetBody,
+) -> Result<CommandAnswer<RelationOutcome>, ApiError> {
+    let command = verb.command(request.actor(), body.target);
     if command.pair().is_err() {
         return Err(ApiError::SelfRelation);
     }
-    state.limiter.enforce(actor.user).await?;
-    let idempotency = idempotency.bind(command.name(), &body);
-    let metadata = EventMetadata {
-        request_id,
-        actor: actor.user,
-    };
+    let idempotency = request.admit(&state, command.name(), &body).await?;
     let executed = state
         .relations
-        .execute(command, &metadata, idempotency.as_ref())
+        .execute(command, &request.metadata, idempotency.as_ref())
         .await?;
-    metrics::counter!("relations_commands_total", "command" => command.name()).increment(1);
-    Ok(command_answer(executed, StatusCode::OK))
+    Ok(CommandAnswer::new(command.name(), executed, StatusCode::OK))
 }
+
+/// The contract of one route [`route`] serves: one shared handler cannot carry four
+/// `#[utoipa::path]`s, so each route gets a doc-only function naming the handler's own types.
+macro_rules! command_doc {
+    ($fn:ident, $path:literal, $summary:literal) => {
+        #[doc = $summary]
+        #[utoipa::path(post, path = $path, tag = "commands", request_body = TargetBody,
+            params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry")),
+            security(("bearer" = [])),
+            responses(
+                (status = 200, body = RelationOutcome),
+                (status = 400, body = ErrorBody, description = "INVALID_INPUT, SELF_RELATION"),
+                (status = 401, body = ErrorBody, description = "UNAUTHENTICATED"),
+                (status = 403, body = ErrorBody, description = "BLOCKED"),
+                (status = 409, body = ErrorBody, description = "BLOCKING_TARGET, FOLLOW_LIMIT_REACHED"),
+                (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+                (status = 422, body = ErrorBody, description = "IDEMPOTENCY_KEY_REUSED"),
+                (status = 429, body = ErrorBody, description = "RATE_LIMITED, with Retry-After"),
+                (status = 503, body = ErrorBody, description = "UNAVAILABLE, with Retry-After"),
+            ))]
+        #[allow(dead_code)]
+        pub fn $fn() {}
+    };
+}
+
+command_doc!(follow, "/api/v1/relation/follow", "Follow the target.");
+command_doc!(
+    unfollow,
+    "/api/v1/relation/unfollow",
+    "Stop following the target."
+);
+command_doc!(
+    block,
+    "/api/v1/relation/block",
+    "Block the target; ends follows both ways."
+);
+command_doc!(
+    unblock,
+    "/api/v1/relation/unblock",
+    "Lift a block; follows are not restored."
+);

@@ -4,10 +4,11 @@ use axum::extract::State;
 use axum::Json;
 use relations_domain::{Relation, UserId};
 use relations_projections::following::query as read;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use relations_store::LogPosition;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
 use crate::routes::query::catch_up;
 use crate::state::AppState;
@@ -16,36 +17,62 @@ use crate::state::AppState;
 pub const MAX_BATCH: usize = 200;
 
 /// `status` parameters.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StatusParams {
+    /// The user whose side the answer takes.
+    #[param(value_type = i64)]
     from: UserId,
+    /// The other user.
+    #[param(value_type = i64)]
     to: UserId,
-    min_position: Option<String>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>)]
+    min_position: Option<LogPosition>,
 }
 
 /// A's relation to B.
+#[utoipa::path(get, path = "/api/v1/relation/status", tag = "queries", params(StatusParams),
+    responses((status = 200, body = Relation), (status = 400, body = ErrorBody),
+              (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn status(
     State(state): State<AppState>,
     ApiQuery(p): ApiQuery<StatusParams>,
 ) -> Result<Json<Relation>, ApiError> {
-    catch_up(&state, p.min_position.as_deref()).await?;
+    catch_up(&state, p.min_position).await?;
     let mut relations = read::relations(&state.pool, p.from, &[p.to]).await?;
     Ok(Json(relations.remove(0)))
 }
 
 /// `batch` parameters.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct BatchParams {
+    /// The user whose side the answers take.
+    #[param(value_type = i64)]
     from: UserId,
+    /// Comma-separated user ids, at most 200.
     to: String,
-    min_position: Option<String>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>)]
+    min_position: Option<LogPosition>,
+}
+
+/// `batch`'s answer: `{relations}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RelationBatch {
+    /// One per id asked, in the order asked.
+    pub relations: Vec<Relation>,
 }
 
 /// C's relation to each of up to 200 users, in the order asked.
+#[utoipa::path(get, path = "/api/v1/relation/batch", tag = "queries", params(BatchParams),
+    responses((status = 200, body = RelationBatch), (status = 400, body = ErrorBody),
+              (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn batch(
     State(state): State<AppState>,
     ApiQuery(p): ApiQuery<BatchParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RelationBatch>, ApiError> {
     let to =
         p.to.split(',')
             .map(|id| id.trim().parse::<UserId>())
@@ -56,7 +83,7 @@ pub async fn batch(
             "to: at most {MAX_BATCH} ids"
         )));
     }
-    catch_up(&state, p.min_position.as_deref()).await?;
+    catch_up(&state, p.min_position).await?;
     let relations = read::relations(&state.pool, p.from, &to).await?;
-    Ok(Json(json!({ "relations": relations })))
+    Ok(Json(RelationBatch { relations }))
 }

@@ -3,15 +3,17 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use relations_domain::UserId;
-use relations_projections::following::query as read;
-use serde::Deserialize;
-use serde_json::{json, Value};
-
-use crate::error::ApiError;
-use crate::extract::ApiQuery;
-use crate::routes::query::{catch_up, items, limit, offset, Cursor};
-use crate::state::AppState;
 use relations_projections::following::cache::Entry;
+use relations_projections::following::query::{self as read, Counts};
+use relations_store::LogPosition;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use utoipa::IntoParams;
+
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::ApiQuery;
+use crate::routes::query::{catch_up, items, limit, offset, Cursor, CursorPage, OffsetPage};
+use crate::state::AppState;
 
 /// The `{id}` path segment.
 fn user(raw: &str) -> Result<UserId, ApiError> {
@@ -19,29 +21,44 @@ fn user(raw: &str) -> Result<UserId, ApiError> {
 }
 
 /// Offset-paged list parameters.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct OffsetParams {
+    /// Items to skip: default 0, at most 100000.
     offset: Option<i64>,
+    /// Items per page: default 20, at most 100.
     limit: Option<i64>,
+    /// Annotate each item with this user's relation to it.
+    #[param(value_type = Option<i64>)]
     viewer: Option<UserId>,
-    min_position: Option<String>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>)]
+    min_position: Option<LogPosition>,
 }
 
 /// Whom the user follows, newest first: `{items, total, next_offset}`.
+#[utoipa::path(get, path = "/api/v1/users/{id}/following", tag = "queries",
+    params(("id" = i64, Path, description = "The user"), OffsetParams),
+    responses((status = 200, body = OffsetPage), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn following(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<OffsetParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OffsetPage>, ApiError> {
     offset_list(&state, &id, p, OffsetList::Following).await
 }
 
 /// The user's friends, newest friendship first: `{items, total, next_offset}`.
+#[utoipa::path(get, path = "/api/v1/users/{id}/friends", tag = "queries",
+    params(("id" = i64, Path, description = "The user"), OffsetParams),
+    responses((status = 200, body = OffsetPage), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn friends(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<OffsetParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OffsetPage>, ApiError> {
     offset_list(&state, &id, p, OffsetList::Friends).await
 }
 
@@ -57,9 +74,9 @@ async fn offset_list(
     id: &str,
     p: OffsetParams,
     list: OffsetList,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<OffsetPage>, ApiError> {
     let (user, offset, limit) = (user(id)?, offset(p.offset)?, limit(p.limit)?);
-    catch_up(state, p.min_position.as_deref()).await?;
+    catch_up(state, p.min_position).await?;
     let load = async {
         let page = match list {
             OffsetList::Following => read::following(&state.pool, user, offset, limit).await?,
@@ -80,13 +97,13 @@ async fn offset_list(
 }
 
 /// Serves `load` through the cache when `plain` (the page shape the cache holds).
-async fn cached_if(
+async fn cached_if<T: Serialize + DeserializeOwned>(
     state: &AppState,
     plain: bool,
     user: UserId,
     entry: Entry,
-    load: impl std::future::Future<Output = Result<Value, ApiError>>,
-) -> Result<Json<Value>, ApiError> {
+    load: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<Json<T>, ApiError> {
     if plain {
         state
             .cache
@@ -104,14 +121,14 @@ async fn offset_page(
     viewer: Option<UserId>,
     offset: i64,
     total: i64,
-) -> Result<Value, ApiError> {
+) -> Result<OffsetPage, ApiError> {
     let next = offset + page.len() as i64;
     let next_offset = (next < total && !page.is_empty()).then_some(next);
-    Ok(json!({
-        "items": items(state, page, viewer).await?,
-        "total": total,
-        "next_offset": next_offset,
-    }))
+    Ok(OffsetPage {
+        items: items(state, page, viewer).await?,
+        total,
+        next_offset,
+    })
 }
 
 impl OffsetParams {
@@ -125,23 +142,34 @@ impl OffsetParams {
 }
 
 /// Cursor-paged list parameters.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CursorParams {
+    /// The previous page's `next_cursor`.
     cursor: Option<String>,
+    /// Items per page: default 20, at most 100.
     limit: Option<i64>,
+    /// Annotate each item with this user's relation to it.
+    #[param(value_type = Option<i64>)]
     viewer: Option<UserId>,
-    min_position: Option<String>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>)]
+    min_position: Option<LogPosition>,
 }
 
 /// Who follows the user, newest first, search-after cursor: `{items, next_cursor}`.
+#[utoipa::path(get, path = "/api/v1/users/{id}/followers", tag = "queries",
+    params(("id" = i64, Path, description = "The user"), CursorParams),
+    responses((status = 200, body = CursorPage), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn followers(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<CursorParams>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CursorPage>, ApiError> {
     let (user, limit) = (user(&id)?, limit(p.limit)?);
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
-    catch_up(&state, p.min_position.as_deref()).await?;
+    catch_up(&state, p.min_position).await?;
     let load = async {
         let mut page =
             read::followers(&state.pool, user, after.map(Cursor::key), limit + 1).await?;
@@ -158,7 +186,7 @@ pub async fn cursor_page(
     page: &mut Vec<read::Edge>,
     viewer: Option<UserId>,
     limit: i64,
-) -> Result<Value, ApiError> {
+) -> Result<CursorPage, ApiError> {
     let more = page.len() as i64 > limit;
     page.truncate(limit as usize);
     let next_cursor = if more {
@@ -166,34 +194,36 @@ pub async fn cursor_page(
     } else {
         None
     };
-    Ok(json!({
-        "items": items(state, page, viewer).await?,
-        "next_cursor": next_cursor,
-    }))
+    Ok(CursorPage {
+        items: items(state, page, viewer).await?,
+        next_cursor,
+    })
 }
 
 /// Counts parameters.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CountsParams {
-    min_position: Option<String>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>)]
+    min_position: Option<LogPosition>,
 }
 
 /// `{following, followers, friends, posts}`.
+#[utoipa::path(get, path = "/api/v1/users/{id}/counts", tag = "queries",
+    params(("id" = i64, Path, description = "The user"), CountsParams),
+    responses((status = 200, body = Counts), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn counts(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<CountsParams>,
-) -> Result<Json<read::Counts>, ApiError> {
+) -> Result<Json<Counts>, ApiError> {
     let user = user(&id)?;
     if p.min_position.is_some() {
-        catch_up(&state, p.min_position.as_deref()).await?;
+        catch_up(&state, p.min_position).await?;
         return Ok(Json(read::counts(&state.pool, user).await?));
     }
     let load = async { Ok::<_, ApiError>(read::counts(&state.pool, user).await?) };
-    Ok(Json(
-        state
-            .cache
-            .get_or_load(user.get(), Entry::Counts, load)
-            .await?,
-    ))
+    cached_if(&state, true, user, Entry::Counts, load).await
 }

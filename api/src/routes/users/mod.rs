@@ -6,6 +6,7 @@ pub use lists::cursor_page;
 
 use axum::routing::get;
 use axum::Router;
+use utoipa::OpenApi;
 
 use crate::state::AppState;
 
@@ -17,3 +18,8 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/users/{id}/friends", get(lists::friends))
         .route("/api/v1/users/{id}/counts", get(lists::counts))
 }
+
+/// The user routes' contract.
+#[derive(OpenApi)]
+#[openapi(paths(lists::following, lists::followers, lists::friends, lists::counts))]
+pub struct Doc;

@@ -1,0 +1,131 @@
+//! `relations project`: the projectors alone (no HTTP), until SIGTERM, fed from PostgreSQL's
+//! log or from the Kafka topic.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use relations_projections::Projector;
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{DatabaseConfig, FeedConfig, KafkaConfig, RedisConfig};
+use crate::startup::{cancel_on_signal, spawn_projectors};
+
+/// `relations project` arguments.
+#[derive(Debug, clap::Args)]
+pub struct ProjectArgs {
+    /// Run only these projectors (repeatable): following, feed, cache, feed_cache,
+    /// kafka_relay.
+    #[arg(long)]
+    only: Vec<String>,
+    /// Where the events come from.
+    #[arg(long, value_enum, default_value_t = Source::Postgres)]
+    source: Source,
+    /// The consumer group, with `--source kafka` (each projector joins `GROUP.NAME`).
+    #[arg(long, env = "KAFKA_GROUP", default_value = "relations")]
+    group: String,
+    #[command(flatten)]
+    kafka: KafkaConfig,
+    /// Redis, for projector `cache` (left out when unset).
+    #[command(flatten)]
+    redis: RedisConfig,
+    #[command(flatten)]
+    feed: FeedConfig,
+    #[command(flatten)]
+    database: DatabaseConfig,
+}
+
+/// Where `relations project` reads events from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Source {
+    /// PostgreSQL's log, in global order (every projector; the relay too).
+    Postgres,
+    /// The Kafka topic, as a consumer group (partition-safe projectors: following).
+    Kafka,
+}
+
+impl ProjectArgs {
+    /// Whether `--only` lets projector `name` run.
+    fn wanted(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name)
+    }
+}
+
+/// Runs the chosen projectors until a signal.
+pub async fn run(args: ProjectArgs) -> anyhow::Result<()> {
+    let pool = args.database.connect().await?;
+    let caches = args
+        .redis
+        .connect()?
+        .map(|redis| relations_projections::Caches::new(redis, args.feed.settings()));
+    let projectors: Vec<_> = relations_projections::all(args.feed.settings(), caches.as_ref())
+        .into_iter()
+        .filter(|p| args.wanted(p.name()))
+        .collect();
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    match args.source {
+        Source::Kafka => from_kafka(&args, pool, projectors, shutdown).await,
+        Source::Postgres => from_postgres(&args, pool, projectors, shutdown).await,
+    }
+}
+
+/// Each projector as a consumer in group `GROUP.NAME`.
+async fn from_kafka(
+    args: &ProjectArgs,
+    pool: PgPool,
+    projectors: Vec<Arc<dyn Projector>>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let only = &args.only;
+    let settings = args
+        .kafka
+        .settings()
+        .context("--source kafka needs KAFKA_BROKERS")?;
+    let projectors: Vec<_> = projectors
+        .into_iter()
+        // Named ones are checked by the consumer; by default, the safe ones.
+        .filter(|p| {
+            !only.is_empty() || relations_kafka::consumer::PARTITION_SAFE.contains(&p.name())
+        })
+        .collect();
+    anyhow::ensure!(!projectors.is_empty(), "no projector named {only:?}");
+    let mut tasks = Vec::new();
+    for projector in projectors {
+        let consumer =
+            relations_kafka::KafkaProjector::new(pool.clone(), projector, &settings, &args.group)?;
+        tasks.push(tokio::spawn(consumer.run(shutdown.clone())));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
+}
+
+/// Runners over PostgreSQL's log, with the Kafka relay when brokers are set.
+async fn from_postgres(
+    args: &ProjectArgs,
+    pool: PgPool,
+    projectors: Vec<Arc<dyn Projector>>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let relay = match args.kafka.settings() {
+        Some(settings) if args.wanted(relations_kafka::relay::NAME) => {
+            Some(relations_kafka::Relay::new(pool.clone(), &settings)?)
+        }
+        _ => None,
+    };
+    anyhow::ensure!(
+        !projectors.is_empty() || relay.is_some(),
+        "no projector named {:?}",
+        args.only
+    );
+    let runners = projectors
+        .into_iter()
+        .map(|p| relations_projections::Runner::new(pool.clone(), p))
+        .collect();
+    for task in spawn_projectors(&pool, runners, relay, shutdown) {
+        task.await?;
+    }
+    Ok(())
+}

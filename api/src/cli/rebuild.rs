@@ -1,0 +1,46 @@
+//! `relations rebuild NAME`: rebuild a read model into shadow tables, then swap atomically.
+
+use anyhow::Context;
+
+use crate::config::{DatabaseConfig, FeedConfig};
+
+/// `relations rebuild` arguments.
+#[derive(Debug, clap::Args)]
+pub struct RebuildArgs {
+    /// The projector (`following`, `feed`).
+    name: String,
+    #[command(flatten)]
+    feed: FeedConfig,
+    #[command(flatten)]
+    database: DatabaseConfig,
+}
+
+/// Rebuilds with a progress bar on stderr.
+pub async fn run(args: RebuildArgs) -> anyhow::Result<()> {
+    let RebuildArgs {
+        name,
+        feed,
+        database,
+    } = args;
+    let projector = relations_projections::by_name(&name, feed.settings()).with_context(|| {
+        let names: Vec<_> = relations_projections::all(feed.settings(), None)
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        format!("no projector named {name:?}; there are {names:?}")
+    })?;
+    let pool = database.connect().await?;
+    let bar = indicatif::ProgressBar::new(0).with_style(indicatif::ProgressStyle::with_template(
+        "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
+    )?);
+    bar.set_message(format!("rebuilding {name}"));
+    let report =
+        relations_projections::runtime::rebuild::rebuild(&pool, projector, |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        })
+        .await?;
+    bar.finish();
+    tracing::info!(projector = %name, events = report.events, position = %report.position, "rebuilt and swapped in");
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! (a) follow commands over HTTP vs the seed-000 design in SQL vs raw single-row INSERTs.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use super::{rate, Scale};
+use sqlx::PgPool;
+
+use crate::harness::{client, closed_loop, token, Env, Row, Server, Stats};
+
+/// (a) follows at 1, 16, 64 clients vs the seed-000 design in SQL vs raw INSERTs.
+pub async fn follow_commands(
+    server: &Server,
+    env: &Env,
+    db: &str,
+    scale: Scale,
+    profile: Option<&str>,
+) -> anyhow::Result<Vec<Row>> {
+    let setup = env.pool(db, 2).await?;
+    for sql in [
+        "CREATE TABLE IF NOT EXISTS b_following (user_id bigint, target bigint, deleted boolean NOT NULL DEFAULT false,
+            created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (user_id, target))",
+        "CREATE INDEX IF NOT EXISTS b_following_target ON b_following (target, created_at)",
+        "CREATE TABLE IF NOT EXISTS b_outbox (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
+        "CREATE TABLE IF NOT EXISTS b_raw (id bigserial PRIMARY KEY, a bigint NOT NULL, b bigint NOT NULL)",
+    ] {
+        sqlx::query(sql).execute(&setup).await?;
+    }
+    let mut rows = Vec::new();
+    for (round, clients) in [1usize, 16, 64].into_iter().enumerate() {
+        let perf = match (profile, clients) {
+            (Some(path), 64) => Some(start_perf(server, path, scale)?),
+            _ => None,
+        };
+        let http = http_follows(server, clients, round, scale).await;
+        if let Some(mut perf) = perf {
+            let _ = perf.wait();
+        }
+        let sql_pool = env.pool(db, clients.min(32) as u32).await?;
+        let seed = seed_follows(&sql_pool, clients, round, scale).await;
+        let raw = raw_inserts(&sql_pool, clients, scale).await;
+        let name = format!("a. follow, {clients} clients");
+        rows.push(
+            Row::new(&name, "HTTP follow (events + guard + answer)", rate(&http)).against(
+                format!("seed-000 SQL: {}", rate(&seed)),
+                http.per_sec() / seed.per_sec(),
+            ),
+        );
+        let vs_raw = http.per_sec() / raw.per_sec();
+        let mut row = Row::new(&name, "HTTP follow vs commit-rate floor", rate(&http))
+            .against(format!("raw INSERT: {}", rate(&raw)), vs_raw);
+        if clients == 64 {
+            row = row.target(
+                ">= 1.0x seed-000 and >= 0.7x raw",
+                http.per_sec() >= seed.per_sec() && vs_raw >= 0.7,
+            );
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// A system-wide `perf` profile for as long as one closed loop runs.
+fn start_perf(server: &Server, path: &str, scale: Scale) -> anyhow::Result<std::process::Child> {
+    eprintln!(
+        "profiling the server (pid {}) and everything else into {path}",
+        server.pid()
+    );
+    Ok(Command::new("perf")
+        .args(["record", "-F", "499", "-g", "-a", "-o", path, "--", "sleep"])
+        .arg(scale.run.as_secs().to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?)
+}
+
+/// Follows over HTTP, each client a user of its own following fresh targets.
+async fn http_follows(server: &Server, clients: usize, round: usize, scale: Scale) -> Stats {
+    let (client, base) = (client(), server.base.clone());
+    let tokens: Arc<Vec<String>> = Arc::new(
+        (0..clients)
+            .map(|c| token(10_000_000 + (round * 100 + c) as i64))
+            .collect(),
+    );
+    closed_loop(clients, scale.run, move |c, i| {
+        let (client, base, tokens) = (client.clone(), base.clone(), tokens.clone());
+        async move {
+            let target = 20_000_000 + i as i64;
+            client
+                .post(format!("{base}/api/v1/relation/follow"))
+                .bearer_auth(&tokens[c])
+                .json(&serde_json::json!({ "target": target }))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    })
+    .await
+}
+
+/// The seed-000 design in SQL: the follow row upserted and an outbox row, in one transaction.
+async fn seed_follows(pool: &PgPool, clients: usize, round: usize, scale: Scale) -> Stats {
+    let pool = pool.clone();
+    closed_loop(clients, scale.run, move |c, i| {
+            let pool = pool.clone();
+            async move {
+                let user = 30_000_000 + (round * 100 + c) as i64;
+                let result: Result<(), sqlx::Error> = async {
+                    let mut tx = pool.begin().await?;
+                    sqlx::query(
+                        "INSERT INTO b_following (user_id, target) VALUES ($1, $2)
+                         ON CONFLICT (user_id, target) DO UPDATE SET deleted = false, updated_at = now()",
+                    )
+                    .bind(user)
+                    .bind(i as i64)
+                    .execute(&mut *tx)
+                    .await?;
+                    sqlx::query("INSERT INTO b_outbox (payload) VALUES ($1)")
+                        .bind(serde_json::json!({"type": "follow", "user": user, "target": i}))
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await
+                }
+                .await;
+                result.is_ok()
+            }
+        })
+        .await
+}
+
+/// The commit-rate floor: one single-row INSERT per transaction.
+async fn raw_inserts(pool: &PgPool, clients: usize, scale: Scale) -> Stats {
+    let pool = pool.clone();
+    closed_loop(clients, scale.run, move |c, i| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query("INSERT INTO b_raw (a, b) VALUES ($1, $2)")
+                .bind(c as i64)
+                .bind(i as i64)
+                .execute(&pool)
+                .await
+                .is_ok()
+        }
+    })
+    .await
+}

@@ -1,0 +1,40 @@
+//! (f) server memory and bytes per follow edge.
+
+use sqlx::PgPool;
+
+use crate::harness::{Row, Server};
+
+/// (f) server memory, and bytes per follow edge.
+pub async fn memory(server: &Server, pool: &PgPool) -> anyhow::Result<Vec<Row>> {
+    let (edges, follows, feed_follows, events, event_rows): (i64, i64, i64, i64, i64) =
+        sqlx::query_as(
+            "SELECT (SELECT count(*) FROM rm_follows), pg_total_relation_size('rm_follows'),
+                pg_total_relation_size('feed_follows'), pg_total_relation_size('events'),
+                (SELECT count(*) FROM events)",
+        )
+        .fetch_one(pool)
+        .await?;
+    let per = |bytes: i64| bytes as f64 / edges.max(1) as f64;
+    Ok(vec![
+        Row::new(
+            "f. memory",
+            "server RSS after the graph scenarios",
+            format!("{:.1} MiB", server.rss_kib() as f64 / 1024.0),
+        ),
+        Row::new(
+            "f. memory",
+            "PostgreSQL bytes per follow edge: rm_follows (table + 3 indexes)",
+            format!("{:.0} B", per(follows)),
+        ),
+        Row::new(
+            "f. memory",
+            "PostgreSQL bytes per follow edge: feed_follows (the feed's copy)",
+            format!("{:.0} B", per(feed_follows)),
+        ),
+        Row::new(
+            "f. memory",
+            "PostgreSQL bytes per event in the log (table + indexes)",
+            format!("{:.0} B", events as f64 / event_rows.max(1) as f64),
+        ),
+    ])
+}

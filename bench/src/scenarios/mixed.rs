@@ -1,0 +1,108 @@
+//! (g) a LinkBench-style request mix over HTTP with every projector running.
+
+use std::sync::Arc;
+
+use rand::Rng;
+
+use super::reads::read_path;
+use super::{rate, Scale};
+use crate::graph;
+use crate::harness::{client, closed_loop, token, Env, Row, Server};
+
+/// The LinkBench-style mix, in shares of 100: list pages, relation checks, counts, follows and
+/// unfollows, posts, feed reads.
+const MIX: [(&str, u32); 8] = [
+    ("following page", 25),
+    ("followers page", 25),
+    ("status", 10),
+    ("batch of 20", 8),
+    ("counts", 12),
+    ("follow/unfollow", 10),
+    ("post", 4),
+    ("feed page", 6),
+];
+
+/// (g) the request mix at 64 clients, on a graph of its own with every projector running
+/// (the feed's projector folds one event at a time, so this graph is smaller).
+pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let users = (scale.graph_users / 10).max(2_000);
+    let db = "bench_mixed";
+    let pool = env.fresh_database(db).await?;
+    let events = graph::load_follows(&pool, &graph::follows(users, 11)).await?;
+    let posts: Vec<i64> = (1..=users).collect();
+    graph::load_posts(&pool, &posts).await?;
+    let server = Server::start(env, db, 18084, &[], None).await?;
+    let took = graph::caught_up(
+        &pool,
+        &[
+            relations_projections::following::NAME,
+            relations_projections::feed::NAME,
+        ],
+    )
+    .await?;
+    eprintln!(
+        "mixed: {events} follows and {users} posts folded in {:.1} s",
+        took.as_secs_f64()
+    );
+    let tokens: Arc<Vec<String>> = Arc::new((1..=users).map(token).collect());
+    let (client, base) = (client(), server.base.clone());
+    let stats = closed_loop(64, scale.run * 2, move |_, i| {
+        let (client, base, tokens) = (client.clone(), base.clone(), tokens.clone());
+        let (user, other, mut pick) = {
+            let mut rng = rand::rng();
+            (
+                rng.random_range(1..=users),
+                rng.random_range(1..=users),
+                rng.random_range(0..100u32),
+            )
+        };
+        let batch = read_path("batch of 20", users);
+        async move {
+            let token = &tokens[(user - 1) as usize];
+            let kind = MIX
+                .iter()
+                .find(|(_, share)| {
+                    if pick < *share {
+                        true
+                    } else {
+                        pick -= share;
+                        false
+                    }
+                })
+                .map_or("status", |m| m.0);
+            let request = match kind {
+                "following page" => client.get(format!("{base}/api/v1/users/{user}/following")),
+                "followers page" => client.get(format!("{base}/api/v1/users/{user}/followers")),
+                "status" => client.get(format!(
+                    "{base}/api/v1/relation/status?from={user}&to={other}"
+                )),
+                "batch of 20" => client.get(format!("{base}{batch}")),
+                "counts" => client.get(format!("{base}/api/v1/users/{user}/counts")),
+                "follow/unfollow" => {
+                    let verb = if i % 2 == 0 { "follow" } else { "unfollow" };
+                    client
+                        .post(format!("{base}/api/v1/relation/{verb}"))
+                        .bearer_auth(token)
+                        .json(&serde_json::json!({"target": other}))
+                }
+                "post" => client
+                    .post(format!("{base}/api/v1/posts"))
+                    .bearer_auth(token)
+                    .json(&serde_json::json!({"content": "mixed workload"})),
+                _ => client.get(format!("{base}/api/v1/feed")).bearer_auth(token),
+            };
+            // Refusals the rules make (a follow of someone who blocks you, the follow limit)
+            // are answers too; only 5xx and transport errors count as failures.
+            request
+                .send()
+                .await
+                .is_ok_and(|r| !r.status().is_server_error())
+        }
+    })
+    .await;
+    Ok(vec![Row::new(
+        &format!("g. LinkBench-style mix, 64 clients, {users} users"),
+        "50% list pages, 18% relation checks, 12% counts, 10% follow/unfollow, 4% posts, 6% feed pages",
+        rate(&stats),
+    )])
+}

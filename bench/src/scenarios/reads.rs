@@ -1,0 +1,133 @@
+//! (b) relation status, batch and list pages over HTTP vs the same reads in SQL vs a trivial
+//! axum handler.
+
+use rand::Rng;
+use sqlx::PgPool;
+
+use super::{rate, Scale};
+use crate::harness::{client, closed_loop, Env, Row, Server, Stats};
+
+/// (b) status, batch of 20 and list pages over HTTP vs the same reads in SQL vs a trivial
+/// axum handler, at 64 clients.
+pub async fn reads(server: &Server, env: &Env, db: &str, scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let clients = 64;
+    let users = scale.graph_users;
+    let ceiling = ceiling(clients, scale).await?;
+    let mut rows = vec![Row::new(
+        "b. reads, 64 clients",
+        "trivial axum handler (HTTP ceiling)",
+        rate(&ceiling),
+    )];
+    let pool = env.pool(db, 32).await?;
+    for kind in ["status", "batch of 20", "following page"] {
+        let http = {
+            let (client, base) = (client(), server.base.clone());
+            closed_loop(clients, scale.run, move |_, _| {
+                let (client, base) = (client.clone(), base.clone());
+                let path = read_path(kind, users);
+                async move {
+                    client
+                        .get(format!("{base}{path}"))
+                        .send()
+                        .await
+                        .is_ok_and(|r| r.status().is_success())
+                }
+            })
+            .await
+        };
+        let sql = {
+            let pool = pool.clone();
+            closed_loop(clients, scale.run, move |_, _| {
+                let pool = pool.clone();
+                let (from, to) = ids(kind, users);
+                async move { read_sql(&pool, kind, from, &to).await }
+            })
+            .await
+        };
+        let name = format!("b. {kind}, 64 clients");
+        rows.push(Row::new(&name, "HTTP", rate(&http)).against(
+            format!("same read in SQL: {}", rate(&sql)),
+            http.per_sec() / sql.per_sec(),
+        ));
+        let vs_ceiling = http.per_sec() / ceiling.per_sec();
+        let mut row = Row::new(
+            &name,
+            "HTTP vs the HTTP ceiling",
+            format!("{:.0}/s", http.per_sec()),
+        )
+        .against(
+            format!("trivial handler: {:.0}/s", ceiling.per_sec()),
+            vs_ceiling,
+        );
+        if kind == "batch of 20" {
+            row = row.target(
+                ">= 0.3x ceiling, p99 < 5 ms",
+                vs_ceiling >= 0.3 && http.ms(0.99) < 5.0,
+            );
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn ids(kind: &str, users: i64) -> (i64, Vec<i64>) {
+    let mut rng = rand::rng();
+    let from = rng.random_range(1..=users);
+    let n = if kind == "batch of 20" { 20 } else { 1 };
+    (from, (0..n).map(|_| rng.random_range(1..=users)).collect())
+}
+
+pub fn read_path(kind: &str, users: i64) -> String {
+    let (from, to) = ids(kind, users);
+    match kind {
+        "status" => format!("/api/v1/relation/status?from={from}&to={}", to[0]),
+        "batch of 20" => format!(
+            "/api/v1/relation/batch?from={from}&to={}",
+            to.iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        _ => format!("/api/v1/users/{from}/following?offset=20"),
+    }
+}
+
+async fn read_sql(pool: &PgPool, kind: &str, from: i64, to: &[i64]) -> bool {
+    let user = |id: i64| relations_domain::UserId::try_from(id).expect("positive");
+    match kind {
+        "following page" => {
+            relations_projections::following::query::following(pool, user(from), 20, 20)
+                .await
+                .is_ok()
+        }
+        _ => {
+            let to: Vec<_> = to.iter().map(|&t| user(t)).collect();
+            relations_projections::following::query::relations(pool, user(from), &to)
+                .await
+                .is_ok()
+        }
+    }
+}
+
+/// The HTTP ceiling: a trivial axum handler on this machine, at `clients`.
+async fn ceiling(clients: usize, scale: Scale) -> anyhow::Result<Stats> {
+    let app = axum::Router::new().route(
+        "/ping",
+        axum::routing::get(|| async { axum::Json(serde_json::json!({"ok": true})) }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = client();
+    Ok(closed_loop(clients, scale.run, move |_, _| {
+        let client = client.clone();
+        async move {
+            client
+                .get(format!("http://127.0.0.1:{port}/ping"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    })
+    .await)
+}
