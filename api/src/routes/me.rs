@@ -51,6 +51,8 @@ async fn blocks(
     let limit = limit(p.limit)?;
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
     catch_up(&state, p.min_position).await?;
-    let mut page = read::blocks(&state.pool, actor.user, after.map(Cursor::key), limit + 1).await?;
+    let mut page = read::BLOCKS
+        .page(&state.pool, actor.user, after.map(Cursor::key), limit + 1)
+        .await?;
     cursor_page(&state, &mut page, None, limit).await.map(Json)
 }

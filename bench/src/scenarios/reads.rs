@@ -95,11 +95,10 @@ pub fn read_path(kind: &str, users: i64) -> String {
 async fn read_sql(pool: &PgPool, kind: &str, from: i64, to: &[i64]) -> bool {
     let user = |id: i64| relations_domain::UserId::try_from(id).expect("positive");
     match kind {
-        "following page" => {
-            relations_projections::following::query::following(pool, user(from), 20, 20)
-                .await
-                .is_ok()
-        }
+        "following page" => relations_projections::following::query::FOLLOWING
+            .page(pool, user(from), 20, 20)
+            .await
+            .is_ok(),
         _ => {
             let to: Vec<_> = to.iter().map(|&t| user(t)).collect();
             relations_projections::following::query::relations(pool, user(from), &to)

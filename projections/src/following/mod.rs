@@ -100,32 +100,7 @@ impl Projector for Following {
         }
         follows.write(conn).await?;
         blocks.write(conn).await?;
-        deltas.retain(|_, d| *d != (0, 0, 0));
-        if !deltas.is_empty() {
-            let mut columns: [Vec<i64>; 4] = Default::default();
-            for (user, (following, followers, friends)) in deltas {
-                for (column, value) in columns
-                    .iter_mut()
-                    .zip([user, following, followers, friends])
-                {
-                    column.push(value);
-                }
-            }
-            let [users, following, followers, friends] = columns;
-            // Ascending user order (a BTreeMap), like every other writer of these rows.
-            sqlx::query(
-                "INSERT INTO rm_follow_counts AS c (user_id, following, followers, friends)
-                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
-                 ON CONFLICT (user_id) DO UPDATE SET following = c.following + excluded.following,
-                     followers = c.followers + excluded.followers, friends = c.friends + excluded.friends",
-            )
-            .bind(&users)
-            .bind(&following)
-            .bind(&followers)
-            .bind(&friends)
-            .execute(&mut *conn)
-            .await?;
-        }
+        write_counts(conn, deltas).await?;
         Ok(())
     }
 
@@ -245,4 +220,39 @@ impl Edges {
         }
         Ok(())
     }
+}
+
+/// Adds each user's net (following, followers, friends) changes to `rm_follow_counts`, in one
+/// statement.
+async fn write_counts(
+    conn: &mut PgConnection,
+    mut deltas: BTreeMap<i64, (i64, i64, i64)>,
+) -> Result<(), ProjectionError> {
+    deltas.retain(|_, d| *d != (0, 0, 0));
+    if !deltas.is_empty() {
+        let mut columns: [Vec<i64>; 4] = Default::default();
+        for (user, (following, followers, friends)) in deltas {
+            for (column, value) in columns
+                .iter_mut()
+                .zip([user, following, followers, friends])
+            {
+                column.push(value);
+            }
+        }
+        let [users, following, followers, friends] = columns;
+        // Ascending user order (a BTreeMap), like every other writer of these rows.
+        sqlx::query(
+            "INSERT INTO rm_follow_counts AS c (user_id, following, followers, friends)
+             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
+             ON CONFLICT (user_id) DO UPDATE SET following = c.following + excluded.following,
+                 followers = c.followers + excluded.followers, friends = c.friends + excluded.friends",
+        )
+        .bind(&users)
+        .bind(&following)
+        .bind(&followers)
+        .bind(&friends)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }

@@ -60,118 +60,83 @@ fn edges(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<Edge>, sqlx::Error> {
         .collect()
 }
 
-/// Whom `user` follows, newest first, by offset.
-pub async fn following(
-    pool: &PgPool,
-    user: UserId,
-    offset: i64,
-    limit: i64,
-) -> Result<Vec<Edge>, sqlx::Error> {
-    by_offset(
-        pool,
-        "SELECT followee AS id, since FROM rm_follows WHERE follower = $1
-          ORDER BY since DESC, followee DESC OFFSET $2 LIMIT $3",
-        user,
-        offset,
-        limit,
-    )
-    .await
+/// A list of one user's edges, newest first, paged by offset: `$1` the user, `$2` the
+/// offset, `$3` the limit.
+#[derive(Debug, Clone, Copy)]
+pub struct OffsetList(&'static str);
+
+/// Whom a user follows.
+pub const FOLLOWING: OffsetList = OffsetList(
+    "SELECT followee AS id, since FROM rm_follows WHERE follower = $1
+      ORDER BY since DESC, followee DESC OFFSET $2 LIMIT $3",
+);
+
+/// A user's friends (both follow each other), newest friendship first.
+pub const FRIENDS: OffsetList = OffsetList(
+    "SELECT f.followee AS id, greatest(f.since, b.since) AS since
+       FROM rm_follows f
+       JOIN rm_follows b ON b.follower = f.followee AND b.followee = f.follower
+      WHERE f.follower = $1
+      ORDER BY 2 DESC, 1 DESC OFFSET $2 LIMIT $3",
+);
+
+impl OffsetList {
+    /// `limit` edges of `user` after skipping `offset`.
+    pub async fn page(
+        self,
+        pool: &PgPool,
+        user: UserId,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<Edge>, sqlx::Error> {
+        let rows = sqlx::query(self.0)
+            .bind(user.get())
+            .bind(offset)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?;
+        edges(rows)
+    }
 }
 
-/// Who follows `user`, newest first, strictly after the search-after key `(since, id)`.
-pub async fn followers(
-    pool: &PgPool,
-    user: UserId,
-    after: Option<(DateTime<Utc>, i64)>,
-    limit: i64,
-) -> Result<Vec<Edge>, sqlx::Error> {
-    search_after(
-        pool,
-        "SELECT follower AS id, since FROM rm_follows
-          WHERE followee = $1 AND (since, follower) < ($2, $3)
-          ORDER BY since DESC, follower DESC LIMIT $4",
-        user,
-        after,
-        limit,
-    )
-    .await
-}
+/// A list of one user's edges, newest first, paged by search-after key `(since, id)`: `$1`
+/// the user, `($2, $3)` the key to start after, `$4` the limit.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyedList(&'static str);
 
-/// `user`'s friends (both follow each other), newest friendship first, by offset.
-pub async fn friends(
-    pool: &PgPool,
-    user: UserId,
-    offset: i64,
-    limit: i64,
-) -> Result<Vec<Edge>, sqlx::Error> {
-    by_offset(
-        pool,
-        "SELECT f.followee AS id, greatest(f.since, b.since) AS since
-           FROM rm_follows f
-           JOIN rm_follows b ON b.follower = f.followee AND b.followee = f.follower
-          WHERE f.follower = $1
-          ORDER BY 2 DESC, 1 DESC OFFSET $2 LIMIT $3",
-        user,
-        offset,
-        limit,
-    )
-    .await
-}
+/// Who follows a user.
+pub const FOLLOWERS: KeyedList = KeyedList(
+    "SELECT follower AS id, since FROM rm_follows
+      WHERE followee = $1 AND (since, follower) < ($2, $3)
+      ORDER BY since DESC, follower DESC LIMIT $4",
+);
 
-/// Runs an offset page query: `$1` the user, `$2` the offset, `$3` the limit.
-async fn by_offset(
-    pool: &PgPool,
-    sql: &'static str,
-    user: UserId,
-    offset: i64,
-    limit: i64,
-) -> Result<Vec<Edge>, sqlx::Error> {
-    let rows = sqlx::query(sql)
-        .bind(user.get())
-        .bind(offset)
-        .bind(limit)
-        .fetch_all(pool)
-        .await?;
-    edges(rows)
-}
+/// Whom a user blocks.
+pub const BLOCKS: KeyedList = KeyedList(
+    "SELECT blocked AS id, since FROM rm_blocks
+      WHERE blocker = $1 AND (since, blocked) < ($2, $3)
+      ORDER BY since DESC, blocked DESC LIMIT $4",
+);
 
-/// Whom `user` blocks, newest first, strictly after the search-after key `(since, id)`.
-pub async fn blocks(
-    pool: &PgPool,
-    user: UserId,
-    after: Option<(DateTime<Utc>, i64)>,
-    limit: i64,
-) -> Result<Vec<Edge>, sqlx::Error> {
-    search_after(
-        pool,
-        "SELECT blocked AS id, since FROM rm_blocks
-          WHERE blocker = $1 AND (since, blocked) < ($2, $3)
-          ORDER BY since DESC, blocked DESC LIMIT $4",
-        user,
-        after,
-        limit,
-    )
-    .await
-}
-
-/// Runs a search-after page query: `$1` the user, `($2, $3)` the key to start after (the far
-/// future when none), `$4` the limit.
-async fn search_after(
-    pool: &PgPool,
-    sql: &'static str,
-    user: UserId,
-    after: Option<(DateTime<Utc>, i64)>,
-    limit: i64,
-) -> Result<Vec<Edge>, sqlx::Error> {
-    let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
-    let rows = sqlx::query(sql)
-        .bind(user.get())
-        .bind(since)
-        .bind(id)
-        .bind(limit)
-        .fetch_all(pool)
-        .await?;
-    edges(rows)
+impl KeyedList {
+    /// `limit` edges of `user` strictly after the key `after` (from the newest when none).
+    pub async fn page(
+        self,
+        pool: &PgPool,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> Result<Vec<Edge>, sqlx::Error> {
+        let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
+        let rows = sqlx::query(self.0)
+            .bind(user.get())
+            .bind(since)
+            .bind(id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?;
+        edges(rows)
+    }
 }
 
 /// A user's counters.

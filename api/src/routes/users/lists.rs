@@ -79,8 +79,12 @@ async fn offset_list(
     catch_up(state, p.min_position).await?;
     let load = async {
         let page = match list {
-            OffsetList::Following => read::following(&state.pool, user, offset, limit).await?,
-            OffsetList::Friends => read::friends(&state.pool, user, offset, limit).await?,
+            OffsetList::Following => {
+                read::FOLLOWING
+                    .page(&state.pool, user, offset, limit)
+                    .await?
+            }
+            OffsetList::Friends => read::FRIENDS.page(&state.pool, user, offset, limit).await?,
         };
         let counts = read::counts(&state.pool, user).await?;
         let total = match list {
@@ -171,8 +175,9 @@ pub async fn followers(
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
     catch_up(&state, p.min_position).await?;
     let load = async {
-        let mut page =
-            read::followers(&state.pool, user, after.map(Cursor::key), limit + 1).await?;
+        let mut page = read::FOLLOWERS
+            .page(&state.pool, user, after.map(Cursor::key), limit + 1)
+            .await?;
         cursor_page(&state, &mut page, p.viewer, limit).await
     };
     let plain =
