@@ -151,6 +151,10 @@ pub struct Config {
     /// Rule 3: how many users one user may follow.
     #[arg(long, env = "RELATIONS_FOLLOW_LIMIT", default_value_t = 1000)]
     pub follow_limit: u32,
+    /// Commands are decided in groups, one transaction each: how many groups run at once.
+    #[arg(long, env = "RELATIONS_COMMAND_WORKERS", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub command_workers: u16,
     /// Rule 7: token bucket size per user.
     #[arg(long, env = "RELATIONS_RATE_CAPACITY", default_value_t = 100)]
     pub rate_capacity: u32,

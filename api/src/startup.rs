@@ -73,8 +73,13 @@ impl Application {
             projectors: Arc::new(projectors),
             cache: caches.reads,
             inboxes: caches.inboxes,
-            relations: RelationStore::new(pool.clone(), config.follow_limit, signal.clone()),
-            posts: PostStore::new(pool.clone(), signal),
+            relations: RelationStore::new(
+                pool.clone(),
+                config.follow_limit,
+                signal.clone(),
+                usize::from(config.command_workers),
+            ),
+            posts: PostStore::new(pool.clone(), signal, usize::from(config.command_workers)),
             jwt: JwtKeys::new(&config.jwt.jwt_secret),
             limiter: RateLimiter::new(
                 redis.clone(),

@@ -1,81 +1,167 @@
-//! Loading an aggregate with cqrs-es and appending its events in the caller's transaction.
+//! Streams as a group of commands sees them: locked, brought up to date, and appended to, each
+//! step one statement for the whole group, in the caller's transaction.
 //!
-//! postgres-es commits one aggregate's events per transaction of its own. A relation command
-//! must append, in one transaction, the pair's events, the guard rows they change and the
-//! idempotency answer; so loading goes through cqrs-es's repository and `Aggregate::apply`, and
-//! the append is written here against the same `events` table, with the same optimistic
-//! concurrency (the primary key on (aggregate_type, aggregate_id, sequence)).
+//! postgres-es commits one aggregate's events per transaction of its own. A group of commands
+//! must append, in one transaction, the streams' events, the guard rows they change and the
+//! idempotency answers; so the append is written here against postgres-es's `events` table,
+//! with the same optimistic concurrency (the primary key on (aggregate_type, aggregate_id,
+//! sequence)), and events are folded with cqrs-es's `Aggregate::apply`.
 
-use cqrs_es::persist::PersistedEventRepository;
-use cqrs_es::{Aggregate, DomainEvent, EventEnvelope};
-use postgres_es::PostgresEventRepository;
-use sqlx::{FromRow, PgConnection};
+use std::collections::HashMap;
 
-use crate::command::Attempt;
+use cqrs_es::{Aggregate, DomainEvent};
+use sqlx::{FromRow, PgConnection, Row};
+
 use crate::error::StoreError;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 
 /// An aggregate folded from its stream, and the stream's version (0 when empty).
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Loaded<A> {
     pub aggregate: A,
     pub version: usize,
 }
 
-/// Folds the stream `id` of aggregate type `A`.
-pub(crate) async fn load<A: Aggregate>(
-    repo: &PostgresEventRepository,
-    id: &str,
-) -> Result<Loaded<A>, StoreError> {
-    let mut aggregate = A::default();
-    let mut version = 0;
-    for serialized in repo.get_events::<A>(id).await? {
-        let envelope = EventEnvelope::<A>::try_from(serialized)?;
-        version = envelope.sequence;
-        aggregate.apply(envelope.payload);
-    }
-    Ok(Loaded { aggregate, version })
+/// Locks `streams` of aggregate type `A` for the caller's transaction, in one order every
+/// writer shares (so groups never deadlock on them). While a writer holds a stream's lock, no
+/// other writer of this service appends to it, so what it loads stays current until it commits;
+/// the primary key stays the authority against any other writer.
+pub(crate) async fn lock<A: Aggregate>(
+    conn: &mut PgConnection,
+    streams: &[&str],
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(k) FROM (
+             SELECT DISTINCT hashtextextended(current_schema() || ':' || $1 || ':' || s, 0) AS k
+               FROM unnest($2::text[]) AS s) AS x
+          ORDER BY k",
+    )
+    .bind(A::TYPE)
+    .bind(streams)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
-/// Appends `events` after `version` in the caller's transaction and returns the last one's
-/// place in the log ([`Attempt::Decided`]), or [`Attempt::Conflict`] when another writer appended
-/// to the stream since it was loaded: that aborts the transaction, and the caller rolls back and
-/// decides again.
+/// Brings each of `streams` (of aggregate type `A`) up to date in one statement: the events
+/// after each one's known version are read and applied.
+pub(crate) async fn catch_up<A: Aggregate>(
+    conn: &mut PgConnection,
+    streams: &mut HashMap<String, Loaded<A>>,
+) -> Result<(), StoreError> {
+    let (ids, versions): (Vec<&str>, Vec<i64>) = streams
+        .iter()
+        .map(|(id, loaded)| (id.as_str(), loaded.version as i64))
+        .unzip();
+    let rows = sqlx::query(
+        "SELECT e.aggregate_id, e.sequence, e.payload::jsonb AS payload
+           FROM unnest($2::text[], $3::bigint[]) AS s(id, version)
+           JOIN events e ON e.aggregate_type = $1 AND e.aggregate_id = s.id AND e.sequence > s.version
+          ORDER BY e.aggregate_id, e.sequence",
+    )
+    .bind(A::TYPE)
+    .bind(&ids)
+    .bind(&versions)
+    .fetch_all(&mut *conn)
+    .await?;
+    for row in rows {
+        let id: String = row.try_get("aggregate_id")?;
+        let payload: serde_json::Value = row.try_get("payload")?;
+        let event: A::Event = serde_json::from_value(payload)
+            .map_err(|e| StoreError::Corrupt(format!("{} {id}: {e}", A::TYPE)))?;
+        let loaded = streams.get_mut(&id).expect("only the streams asked for");
+        loaded.aggregate.apply(event);
+        loaded.version = row.try_get::<i64, _>("sequence")? as usize;
+    }
+    Ok(())
+}
+
+/// One event to append.
+pub(crate) struct NewEvent<'a, A: Aggregate> {
+    /// Its stream.
+    pub stream: &'a str,
+    /// Its version in the stream.
+    pub version: usize,
+    /// The event.
+    pub event: &'a A::Event,
+    /// Who caused it and through which request.
+    pub metadata: &'a EventMetadata,
+}
+
+/// How an append ended.
+pub(crate) enum Appended {
+    /// Every event is in; each one's place in the log, in the order given.
+    At(Vec<LogPosition>),
+    /// Another writer took one of the versions: the transaction is aborted; roll back, load
+    /// again and decide again.
+    Conflict,
+}
+
+/// Appends `events` in one statement and returns each one's place in the log.
 pub(crate) async fn append<A: Aggregate>(
     conn: &mut PgConnection,
-    id: &str,
-    version: usize,
-    events: &[A::Event],
-    metadata: &EventMetadata,
-) -> Result<Attempt<LogPosition>, StoreError> {
-    let metadata = metadata.to_json();
-    let mut last = LogPosition::START;
-    for (offset, event) in events.iter().enumerate() {
-        let payload =
-            serde_json::to_value(event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let inserted = sqlx::query(
-            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
-             RETURNING transaction_id::text::bigint AS transaction_id, global_position",
-        )
-        .bind(A::TYPE)
-        .bind(id)
-        .bind((version + offset + 1) as i64)
-        .bind(event.event_type())
-        .bind(event.event_version())
-        .bind(&payload)
-        .bind(&metadata)
-        .fetch_one(&mut *conn)
-        .await;
-        match inserted {
-            Ok(row) => {
-                last = LogPosition::from_row(&row)?;
-            }
-            Err(sqlx::Error::Database(e)) if e.constraint() == Some("events_pkey") => {
-                return Ok(Attempt::Conflict)
-            }
-            Err(e) => return Err(e.into()),
-        }
+    events: &[NewEvent<'_, A>],
+) -> Result<Appended, StoreError> {
+    if events.is_empty() {
+        return Ok(Appended::At(Vec::new()));
     }
-    Ok(Attempt::Decided(last))
+    let mut columns = Columns::default();
+    for new in events {
+        let payload =
+            serde_json::to_value(new.event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        columns.streams.push(new.stream);
+        columns.versions.push(new.version as i64);
+        columns.types.push(new.event.event_type());
+        columns.type_versions.push(new.event.event_version());
+        columns.payloads.push(payload);
+        columns.metadata.push(new.metadata.to_json());
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
+         SELECT $1, s, v, t, tv, p::json, m::json
+           FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[])
+                WITH ORDINALITY AS x(s, v, t, tv, p, m, n)
+          ORDER BY n
+         RETURNING aggregate_id, sequence, transaction_id::text::bigint AS transaction_id, global_position",
+    )
+    .bind(A::TYPE)
+    .bind(&columns.streams)
+    .bind(&columns.versions)
+    .bind(&columns.types)
+    .bind(&columns.type_versions)
+    .bind(&columns.payloads)
+    .bind(&columns.metadata)
+    .fetch_all(&mut *conn)
+    .await;
+    let rows = match inserted {
+        Ok(rows) => rows,
+        Err(sqlx::Error::Database(e)) if e.constraint() == Some("events_pkey") => {
+            return Ok(Appended::Conflict)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // RETURNING promises no order: place each row by its (stream, version).
+    let mut at: HashMap<(String, i64), LogPosition> = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let key = (row.try_get("aggregate_id")?, row.try_get("sequence")?);
+        at.insert(key, LogPosition::from_row(row)?);
+    }
+    Ok(Appended::At(
+        events
+            .iter()
+            .map(|e| at[&(e.stream.to_owned(), e.version as i64)])
+            .collect(),
+    ))
+}
+
+/// The columns of an append, as arrays.
+#[derive(Default)]
+struct Columns<'a> {
+    streams: Vec<&'a str>,
+    versions: Vec<i64>,
+    types: Vec<String>,
+    type_versions: Vec<String>,
+    payloads: Vec<serde_json::Value>,
+    metadata: Vec<serde_json::Value>,
 }

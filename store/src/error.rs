@@ -23,6 +23,10 @@ pub enum StoreError {
     /// A stored event could not be read back: the log holds something this build cannot fold.
     #[error("stored event unreadable: {0}")]
     Corrupt(String),
+    /// The group the command was decided in failed as a whole (the database failed or could
+    /// not be reached); nothing of it was appended.
+    #[error("{0}")]
+    Group(std::sync::Arc<StoreError>),
     /// PostgreSQL failed or could not be reached.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -31,6 +35,9 @@ pub enum StoreError {
 impl StoreError {
     /// True when the database is unreachable or overloaded rather than the request at fault.
     pub fn is_unavailable(&self) -> bool {
+        if let StoreError::Group(cause) = self {
+            return cause.is_unavailable();
+        }
         matches!(
             self,
             StoreError::Database(

@@ -63,61 +63,150 @@ pub struct StoredAnswer {
     pub body: serde_json::Value,
 }
 
-/// Takes the key for this transaction, or finds the answer already given. Waits while another
-/// transaction holds the same key, so two concurrent retries never both decide.
-pub(crate) async fn claim(
-    conn: &mut PgConnection,
-    actor: UserId,
-    idem: &Idempotency,
-) -> Result<Option<StoredAnswer>, StoreError> {
-    let inserted = sqlx::query(
-        "INSERT INTO idempotency_keys (actor, key, fingerprint, status, response)
-         VALUES ($1, $2, $3, 0, 'null') ON CONFLICT DO NOTHING",
-    )
-    .bind(actor.get())
-    .bind(&idem.key.0)
-    .bind(&idem.fingerprint[..])
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    if inserted == 1 {
-        return Ok(None);
-    }
-    let row = sqlx::query(
-        "SELECT fingerprint, status, response FROM idempotency_keys WHERE actor = $1 AND key = $2",
-    )
-    .bind(actor.get())
-    .bind(&idem.key.0)
-    .fetch_one(&mut *conn)
-    .await?;
-    let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
-    if fingerprint != idem.fingerprint {
-        return Err(StoreError::IdempotencyKeyReused);
-    }
-    Ok(Some(StoredAnswer {
-        status: row.try_get::<i16, _>("status")? as u16,
-        body: row.try_get("response")?,
-    }))
+/// A key to claim: whose, and the request it came with.
+pub(crate) struct Claim<'a> {
+    /// The user the key belongs to.
+    pub actor: UserId,
+    /// The key and fingerprint.
+    pub idem: &'a Idempotency,
 }
 
-/// Stores the answer under the key claimed in this transaction.
+/// What a claim found.
+#[derive(Debug)]
+pub(crate) enum Claimed {
+    /// The key is this transaction's: decide, then [`record`] the answer or [`release`] it.
+    New,
+    /// The key was used before with this request: its first answer.
+    Answered(StoredAnswer),
+    /// The key was used before with another request.
+    Reused,
+}
+
+/// Takes each key for this transaction, or finds the answer already given; in one statement
+/// (plus one read when some keys were taken before). Keys are taken in (actor, key) order, so
+/// two transactions claiming overlapping keys never deadlock; a key another transaction holds
+/// is waited for, so two concurrent retries never both decide. Each key appears at most once.
+pub(crate) async fn claim(
+    conn: &mut PgConnection,
+    claims: &[Claim<'_>],
+) -> Result<Vec<Claimed>, StoreError> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let actors: Vec<i64> = claims.iter().map(|c| c.actor.get()).collect();
+    let keys: Vec<&str> = claims.iter().map(|c| c.idem.key.0.as_str()).collect();
+    let prints: Vec<&[u8]> = claims.iter().map(|c| &c.idem.fingerprint[..]).collect();
+    let taken: Vec<(i64, String)> = sqlx::query_as(
+        "INSERT INTO idempotency_keys (actor, key, fingerprint, status, response)
+         SELECT a, k, f, 0, 'null' FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS x(a, k, f)
+          ORDER BY a, k
+         ON CONFLICT DO NOTHING RETURNING actor, key",
+    )
+    .bind(&actors)
+    .bind(&keys)
+    .bind(&prints)
+    .fetch_all(&mut *conn)
+    .await?;
+    let taken: std::collections::HashSet<(i64, String)> = taken.into_iter().collect();
+    let mut found = std::collections::HashMap::new();
+    if taken.len() < claims.len() {
+        let rows = sqlx::query(
+            "SELECT k.actor, k.key, k.fingerprint, k.status, k.response
+               FROM idempotency_keys k JOIN unnest($1::bigint[], $2::text[]) AS x(a, kk)
+                 ON k.actor = x.a AND k.key = x.kk",
+        )
+        .bind(&actors)
+        .bind(&keys)
+        .fetch_all(&mut *conn)
+        .await?;
+        for row in rows {
+            let id: (i64, String) = (row.try_get("actor")?, row.try_get("key")?);
+            let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
+            let answer = StoredAnswer {
+                status: row.try_get::<i16, _>("status")? as u16,
+                body: row.try_get("response")?,
+            };
+            found.insert(id, (fingerprint, answer));
+        }
+    }
+    Ok(claims
+        .iter()
+        .map(|c| {
+            let id = (c.actor.get(), c.idem.key.0.clone());
+            if taken.contains(&id) {
+                return Claimed::New;
+            }
+            match found.remove(&id) {
+                Some((print, answer)) if print == c.idem.fingerprint => Claimed::Answered(answer),
+                _ => Claimed::Reused,
+            }
+        })
+        .collect())
+}
+
+/// An answer to store under a key claimed in this transaction.
+pub(crate) struct Record<'a> {
+    /// The key's owner.
+    pub actor: UserId,
+    /// The key.
+    pub idem: &'a Idempotency,
+    /// The answer's HTTP status.
+    pub status: u16,
+    /// The answer's body.
+    pub body: serde_json::Value,
+}
+
+/// Stores the answers under the keys claimed in this transaction, in one statement.
 pub(crate) async fn record(
     conn: &mut PgConnection,
-    actor: UserId,
-    idem: &Idempotency,
-    status: u16,
-    body: &impl Serialize,
+    records: &[Record<'_>],
 ) -> Result<(), StoreError> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let actors: Vec<i64> = records.iter().map(|r| r.actor.get()).collect();
+    let keys: Vec<&str> = records.iter().map(|r| r.idem.key.0.as_str()).collect();
+    let statuses: Vec<i16> = records.iter().map(|r| r.status as i16).collect();
+    let bodies: Vec<serde_json::Value> = records.iter().map(|r| r.body.clone()).collect();
     sqlx::query(
-        "UPDATE idempotency_keys SET status = $3, response = $4 WHERE actor = $1 AND key = $2",
+        "UPDATE idempotency_keys k SET status = x.s, response = x.r
+           FROM unnest($1::bigint[], $2::text[], $3::int2[], $4::jsonb[]) AS x(a, kk, s, r)
+          WHERE k.actor = x.a AND k.key = x.kk",
     )
-    .bind(actor.get())
-    .bind(&idem.key.0)
-    .bind(status as i16)
-    .bind(sqlx::types::Json(body))
+    .bind(&actors)
+    .bind(&keys)
+    .bind(&statuses)
+    .bind(&bodies)
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// Gives back keys claimed in this transaction whose commands were refused: only successful
+/// answers are stored, so a retry decides again.
+pub(crate) async fn release(
+    conn: &mut PgConnection,
+    claims: &[Claim<'_>],
+) -> Result<(), StoreError> {
+    if claims.is_empty() {
+        return Ok(());
+    }
+    let actors: Vec<i64> = claims.iter().map(|c| c.actor.get()).collect();
+    let keys: Vec<&str> = claims.iter().map(|c| c.idem.key.0.as_str()).collect();
+    sqlx::query(
+        "DELETE FROM idempotency_keys k USING unnest($1::bigint[], $2::text[]) AS x(a, kk)
+          WHERE k.actor = x.a AND k.key = x.kk",
+    )
+    .bind(&actors)
+    .bind(&keys)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The identity of a key: its owner and its text.
+pub(crate) fn key_of(actor: UserId, idem: &Idempotency) -> (i64, &str) {
+    (actor.get(), idem.key.0.as_str())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod bulk;
 mod command;
 pub mod db;
 pub mod error;
+mod group;
 pub mod idempotency;
 pub mod log;
 pub mod metadata;

@@ -1,13 +1,12 @@
 //! Post commands: publish and delete, each on the post's own stream, appended in one
 //! transaction with the idempotency answer.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use relations_domain::{Post, PostCommand, PostContent, PostId, UserId};
 use serde::Serialize;
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 
-use crate::command::{Executed, Executor, StoreCommand};
+use crate::command::{Executed, Executor, Guards, StoreCommand};
 use crate::error::StoreError;
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
@@ -51,20 +50,21 @@ pub struct Deleted {
 /// Carries out post commands against the event store.
 #[derive(Clone)]
 pub struct PostStore {
-    executor: Executor,
+    executor: Executor<PostCommandOf>,
 }
 
 impl PostStore {
-    /// A store on `pool` that wakes log readers through `signal` after each commit.
-    pub fn new(pool: PgPool, signal: CommitSignal) -> Self {
+    /// A store on `pool` that wakes log readers through `signal` after each commit; `workers`
+    /// groups of commands are decided at once. Starts its workers on the current runtime.
+    pub fn new(pool: PgPool, signal: CommitSignal, workers: usize) -> Self {
         Self {
-            executor: Executor { pool, signal },
+            executor: Executor::spawn(pool, signal, workers),
         }
     }
 
     /// Publishes a new post by `author`, made now.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
-        command = "publish_post", user.id = %author, post.id, attempts
+        command = "publish_post", user.id = %author, post.id
     ))]
     pub async fn publish(
         &self,
@@ -90,13 +90,21 @@ impl PostStore {
             content,
             created_at,
         };
-        let command = Publish { command, post };
-        self.executor.execute(&command, metadata, idempotency).await
+        let command = PostCommandOf::new(command, Some(post));
+        match self
+            .executor
+            .execute(command, metadata, idempotency)
+            .await?
+        {
+            Executed::Fresh(PostAnswer::Published(published)) => Ok(Executed::Fresh(published)),
+            Executed::Replayed(stored) => Ok(Executed::Replayed(stored)),
+            Executed::Fresh(PostAnswer::Deleted(_)) => unreachable!("a publish answers Published"),
+        }
     }
 
     /// Deletes `post_id` on behalf of `actor` (rule 8: only its author).
     #[tracing::instrument(name = "command.execute", skip_all, fields(
-        command = "delete_post", user.id = %actor, post.id = %post_id, attempts
+        command = "delete_post", user.id = %actor, post.id = %post_id
     ))]
     pub async fn delete(
         &self,
@@ -105,30 +113,50 @@ impl PostStore {
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<Deleted>, StoreError> {
-        let command = Delete(PostCommand::Delete { post_id, actor });
-        self.executor.execute(&command, metadata, idempotency).await
+        let command = PostCommandOf::new(PostCommand::Delete { post_id, actor }, None);
+        match self
+            .executor
+            .execute(command, metadata, idempotency)
+            .await?
+        {
+            Executed::Fresh(PostAnswer::Deleted(deleted)) => Ok(Executed::Fresh(deleted)),
+            Executed::Replayed(stored) => Ok(Executed::Replayed(stored)),
+            Executed::Fresh(PostAnswer::Published(_)) => unreachable!("a delete answers Deleted"),
+        }
     }
 }
 
-/// A publish, with the view it answers.
-struct Publish {
+/// A post command with its stream, and for a publish the view it answers.
+struct PostCommandOf {
     command: PostCommand,
-    post: PostView,
+    stream: String,
+    published: Option<PostView>,
 }
 
-/// A delete.
-struct Delete(PostCommand);
+impl PostCommandOf {
+    fn new(command: PostCommand, published: Option<PostView>) -> Self {
+        Self {
+            stream: command.post_id().to_string(),
+            command,
+            published,
+        }
+    }
+}
 
-// A post command that is decided always appends (the aggregate refuses a no-op with an
-// error), so the position below is never the default.
+/// What a post command answers (serialised as the answer itself).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum PostAnswer {
+    Published(Published),
+    Deleted(Deleted),
+}
 
-#[async_trait]
-impl StoreCommand for Publish {
+impl StoreCommand for PostCommandOf {
     type Aggregate = Post;
-    type Answer = Published;
+    type Answer = PostAnswer;
 
-    fn stream(&self) -> String {
-        self.command.post_id().to_string()
+    fn stream(&self) -> &str {
+        &self.stream
     }
 
     fn actor(&self) -> UserId {
@@ -140,45 +168,24 @@ impl StoreCommand for Publish {
     }
 
     fn status(&self) -> u16 {
-        201
-    }
-
-    async fn prepare(&self, _conn: &mut PgConnection) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    fn answer(&self, _post: &Post, position: Option<LogPosition>) -> Published {
-        Published {
-            post: self.post.clone(),
-            position: position.unwrap_or_default(),
+        match self.published {
+            Some(_) => 201,
+            None => 200,
         }
     }
-}
 
-#[async_trait]
-impl StoreCommand for Delete {
-    type Aggregate = Post;
-    type Answer = Deleted;
+    fn services(&self, _guards: &Guards) {}
 
-    fn stream(&self) -> String {
-        self.0.post_id().to_string()
-    }
-
-    fn actor(&self) -> UserId {
-        self.0.actor()
-    }
-
-    fn command(&self) -> PostCommand {
-        self.0.clone()
-    }
-
-    async fn prepare(&self, _conn: &mut PgConnection) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    fn answer(&self, _post: &Post, position: Option<LogPosition>) -> Deleted {
-        Deleted {
-            position: position.unwrap_or_default(),
+    // A post command that is decided always appends (the aggregate refuses a no-op with an
+    // error), so the position is never the default.
+    fn answer(&self, _post: &Post, position: Option<LogPosition>) -> PostAnswer {
+        let position = position.unwrap_or_default();
+        match &self.published {
+            Some(post) => PostAnswer::Published(Published {
+                post: post.clone(),
+                position,
+            }),
+            None => PostAnswer::Deleted(Deleted { position }),
         }
     }
 }

@@ -1,15 +1,14 @@
 //! Relation commands: follow, unfollow, block, unblock, each decided on its pair's stream and
 //! appended in one transaction with the guard rows (rule 3) and the idempotency answer.
 
-use async_trait::async_trait;
 use relations_domain::{
     following_deltas, guarded_users, FollowBudget, Relation, RelationCommand, RelationError,
     RelationEvent, RelationPair, UserId,
 };
 use serde::Serialize;
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 
-use crate::command::{Executed, Executor, StoreCommand};
+use crate::command::{Executed, Executor, Guards, StoreCommand};
 use crate::error::StoreError;
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
@@ -32,23 +31,24 @@ pub struct RelationOutcome {
 /// Carries out relation commands against the event store.
 #[derive(Clone)]
 pub struct RelationStore {
-    executor: Executor,
+    executor: Executor<GuardedRelationCommand>,
     follow_limit: u32,
 }
 
 impl RelationStore {
     /// A store on `pool` that enforces `follow_limit` (rule 3) and wakes log readers through
-    /// `signal` after each commit.
-    pub fn new(pool: PgPool, follow_limit: u32, signal: CommitSignal) -> Self {
+    /// `signal` after each commit; `workers` groups of commands are decided at once. Starts
+    /// its workers on the current runtime.
+    pub fn new(pool: PgPool, follow_limit: u32, signal: CommitSignal, workers: usize) -> Self {
         Self {
-            executor: Executor { pool, signal },
+            executor: Executor::spawn(pool, signal, workers),
             follow_limit,
         }
     }
 
     /// Decides `command` and appends its events, retrying lost races inside.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
-        command = command.name(), user.id = %command.actor(), target.id = %command.target(), attempts
+        command = command.name(), user.id = %command.actor(), target.id = %command.target()
     ))]
     pub async fn execute(
         &self,
@@ -62,7 +62,7 @@ impl RelationStore {
             stream,
             follow_limit: self.follow_limit,
         };
-        self.executor.execute(&command, metadata, idempotency).await
+        self.executor.execute(command, metadata, idempotency).await
     }
 }
 
@@ -73,13 +73,12 @@ struct GuardedRelationCommand {
     follow_limit: u32,
 }
 
-#[async_trait]
 impl StoreCommand for GuardedRelationCommand {
     type Aggregate = RelationPair;
     type Answer = RelationOutcome;
 
-    fn stream(&self) -> String {
-        self.stream.clone()
+    fn stream(&self) -> &str {
+        &self.stream
     }
 
     fn actor(&self) -> UserId {
@@ -90,36 +89,21 @@ impl StoreCommand for GuardedRelationCommand {
         self.command
     }
 
-    /// Locks the guard rows of every user whose following count the command may change, in
-    /// ascending order, and returns the actor's budget. Taken before the append, so a
-    /// transaction that holds a stream's new version never waits for a guard row.
-    async fn prepare(&self, conn: &mut PgConnection) -> Result<FollowBudget, StoreError> {
-        let mut budget = FollowBudget {
-            following: 0,
-            limit: self.follow_limit,
-        };
-        for user in guarded_users(self.command) {
-            let following = lock_guard(conn, user).await?;
-            if user == self.command.actor() {
-                budget.following = following;
-            }
-        }
-        Ok(budget)
+    /// The users whose following count the command may change (rule 3).
+    fn guarded(&self) -> Vec<UserId> {
+        guarded_users(self.command)
     }
 
-    async fn appended(
-        &self,
-        conn: &mut PgConnection,
-        events: &[RelationEvent],
-    ) -> Result<(), StoreError> {
-        for (user, delta) in following_deltas(events) {
-            sqlx::query("UPDATE follow_guard SET following = following + $2 WHERE user_id = $1")
-                .bind(user.get())
-                .bind(delta)
-                .execute(&mut *conn)
-                .await?;
+    fn services(&self, guards: &Guards) -> FollowBudget {
+        let following = guards.get(&self.command.actor()).copied().unwrap_or(0);
+        FollowBudget {
+            following: following.clamp(0, i64::from(u32::MAX)) as u32,
+            limit: self.follow_limit,
         }
-        Ok(())
+    }
+
+    fn deltas(&self, events: &[RelationEvent]) -> Vec<(UserId, i32)> {
+        following_deltas(events)
     }
 
     fn answer(&self, pair: &RelationPair, position: Option<LogPosition>) -> RelationOutcome {
@@ -129,17 +113,4 @@ impl StoreCommand for GuardedRelationCommand {
             position,
         }
     }
-}
-
-async fn lock_guard(conn: &mut PgConnection, user: UserId) -> Result<u32, StoreError> {
-    // DO UPDATE (to the same value) takes the row lock and returns the count in one round trip.
-    let following: i32 = sqlx::query_scalar(
-        "INSERT INTO follow_guard (user_id) VALUES ($1)
-         ON CONFLICT (user_id) DO UPDATE SET following = follow_guard.following
-         RETURNING following",
-    )
-    .bind(user.get())
-    .fetch_one(conn)
-    .await?;
-    Ok(following.max(0) as u32)
 }

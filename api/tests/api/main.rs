@@ -9,6 +9,7 @@ mod cli;
 mod concurrency;
 mod feed;
 mod feed_model;
+mod group_commit;
 mod idempotency;
 mod kafka;
 mod openapi;
