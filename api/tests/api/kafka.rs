@@ -351,8 +351,9 @@ async fn two_consumer_processes_killed_at_random_end_equal_to_a_fresh_fold() {
     kill_hard(&mut relay);
     assert!(
         verdict.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verdict.stdout)
+        "{}{}",
+        String::from_utf8_lossy(&verdict.stdout),
+        String::from_utf8_lossy(&verdict.stderr)
     );
     let partitions: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM kafka_offsets WHERE consumer = 'test.following' AND next_offset > 0",
