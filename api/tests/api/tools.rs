@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, spawn_with, test_config, TestApp};
 
@@ -406,6 +406,83 @@ async fn rebuilding_the_feed_numbers_every_post_the_same_and_keeps_every_feed() 
         String::from_utf8_lossy(&rebuild.stderr)
     );
     assert_eq!(feeds(&app, last).await, before);
+    let verify = relations(&app, &[&["verify"][..], &flags].concat());
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+/// Readers' whole feeds (two pages of 5) at `last`.
+async fn feed_pages(app: &TestApp, readers: &[i64], last: &str) -> Vec<Value> {
+    let mut all = Vec::new();
+    for &reader in readers {
+        let (_, first) = app
+            .get_as(reader, &format!("/api/v1/feed?size=5&min_position={last}"))
+            .await;
+        let cursor = first["next_cursor"].as_str().unwrap_or("").to_owned();
+        let (_, second) = app
+            .get_as(
+                reader,
+                &format!("/api/v1/feed?size=5&cursor={cursor}&min_position={last}"),
+            )
+            .await;
+        all.push(json!([first, second]));
+    }
+    all
+}
+
+#[tokio::test]
+async fn a_rebuild_folding_runs_of_follows_at_once_gives_the_same_feeds() {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 3;
+    config.feed.feed_inbox_cap = 4;
+    let app = spawn_with(config).await;
+    let mut last = String::new();
+    // Posts first (five per author, one over the cap), so the follows that come next backfill
+    // over the cap, and author 1 crosses the threshold in the middle of a run of follows.
+    for i in 0..20 {
+        last = app.publish(1 + i % 4, &format!("early {i}")).await.1;
+    }
+    let run = [
+        (15, 3),
+        (10, 1),
+        (10, 2),
+        (10, 3),
+        (11, 1),
+        (12, 1),
+        (13, 1),
+        (11, 4),
+    ];
+    for (reader, author) in run {
+        last = app.command("follow", reader, author).await.1["position"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    for i in 0..4 {
+        last = app.publish([2, 4][i % 2], &format!("late {i}")).await.1;
+    }
+    for (reader, author) in [(14, 2), (14, 4), (14, 1), (13, 2)] {
+        last = app.command("follow", reader, author).await.1["position"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    let readers = [10, 11, 12, 13, 14, 15];
+    let before = feed_pages(&app, &readers, &last).await;
+    assert!(before
+        .iter()
+        .all(|f| f[0]["items"].as_array().is_some_and(|i| !i.is_empty())));
+    let flags = ["--big-v-threshold", "3", "--feed-inbox-cap", "4"];
+    let rebuild = relations(&app, &[&["rebuild", "feed"][..], &flags].concat());
+    assert!(
+        rebuild.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuild.stderr)
+    );
+    assert_eq!(feed_pages(&app, &readers, &last).await, before);
     let verify = relations(&app, &[&["verify"][..], &flags].concat());
     assert!(
         verify.status.success(),

@@ -25,7 +25,7 @@ const TRIM_OLDEST: &str = "WITH victims AS (
 
 /// Drops every entry beyond the newest `$2` (the cap) of each reader's inbox (`$1`), raising
 /// their watermarks to the newest entry dropped.
-const TRIM_TO_CAP: &str = "WITH victims AS (
+pub(super) const TRIM_TO_CAP: &str = "WITH victims AS (
                  SELECT r.reader, x.seq FROM unnest($1::bigint[]) AS r(reader)
                  CROSS JOIN LATERAL (SELECT seq FROM feed_inbox WHERE reader = r.reader
                                       ORDER BY seq DESC OFFSET $2) AS x),

@@ -27,6 +27,7 @@ use crate::error::ProjectionError;
 use crate::runtime::projector::{decode, Projector};
 
 mod fan_out;
+mod follow_run;
 pub mod inbox_cache;
 pub mod query;
 mod settings;
@@ -59,6 +60,27 @@ impl Projector for Feed {
             "feed_inbox",
             "feed_readers",
         ]
+    }
+
+    /// Runs of consecutive follows are folded at once (see `follow_run`); everything else
+    /// event by event.
+    async fn apply_batch(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        let mut run: Vec<&RecordedEvent> = Vec::new();
+        for event in events {
+            if event.stream_type == RelationPair::TYPE
+                && matches!(decode(event)?, RelationEvent::Followed { .. })
+            {
+                run.push(event);
+                continue;
+            }
+            self.apply_run(conn, &mut run).await?;
+            self.apply(conn, event).await?;
+        }
+        self.apply_run(conn, &mut run).await
     }
 
     async fn apply(
@@ -131,6 +153,28 @@ impl Projector for Feed {
 }
 
 impl Feed {
+    /// Applies a run of follows (emptying it): folded at once when it can be, otherwise one by
+    /// one.
+    async fn apply_run(
+        &self,
+        conn: &mut PgConnection,
+        run: &mut Vec<&RecordedEvent>,
+    ) -> Result<(), ProjectionError> {
+        let mut follows = Vec::with_capacity(run.len());
+        for event in run.iter() {
+            if let RelationEvent::Followed { follower, followee } = decode(event)? {
+                follows.push((follower.get(), followee.get(), event.position));
+            }
+        }
+        if follows.is_empty() || !self.follow_run(conn, &follows).await? {
+            for event in run.iter() {
+                self.apply(conn, event).await?;
+            }
+        }
+        run.clear();
+        Ok(())
+    }
+
     async fn followed(
         &self,
         conn: &mut PgConnection,
