@@ -29,6 +29,7 @@ use crate::runtime::projector::{decode, Projector};
 mod fan_out;
 mod follow_run;
 pub mod inbox_cache;
+mod post_run;
 pub mod query;
 mod settings;
 pub mod verify;
@@ -62,25 +63,27 @@ impl Projector for Feed {
         ]
     }
 
-    /// Runs of consecutive follows are folded at once (see `follow_run`); everything else
-    /// event by event.
+    /// Runs of consecutive follows, and of consecutive publishes, are folded at once (see
+    /// `follow_run` and `post_run`); everything else event by event.
     async fn apply_batch(
         &self,
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
         let mut run: Vec<&RecordedEvent> = Vec::new();
+        let mut kind = None;
         for event in events {
-            if event.stream_type == RelationPair::TYPE
-                && matches!(decode(event)?, RelationEvent::Followed { .. })
-            {
-                run.push(event);
-                continue;
+            let this = Run::of(event)?;
+            if this != kind || this.is_none() {
+                self.apply_run(conn, kind, &mut run).await?;
             }
-            self.apply_run(conn, &mut run).await?;
-            self.apply(conn, event).await?;
+            kind = this;
+            match this {
+                Some(_) => run.push(event),
+                None => self.apply(conn, event).await?,
+            }
         }
-        self.apply_run(conn, &mut run).await
+        self.apply_run(conn, kind, &mut run).await
     }
 
     async fn apply(
@@ -153,20 +156,28 @@ impl Projector for Feed {
 }
 
 impl Feed {
-    /// Applies a run of follows (emptying it): folded at once when it can be, otherwise one by
-    /// one.
+    /// Applies a run (emptying it): folded at once when it can be, otherwise one by one.
     async fn apply_run(
         &self,
         conn: &mut PgConnection,
+        kind: Option<Run>,
         run: &mut Vec<&RecordedEvent>,
     ) -> Result<(), ProjectionError> {
-        let mut follows = Vec::with_capacity(run.len());
-        for event in run.iter() {
-            if let RelationEvent::Followed { follower, followee } = decode(event)? {
-                follows.push((follower.get(), followee.get(), event.position));
+        let folded = match kind {
+            _ if run.is_empty() => true,
+            Some(Run::Follows) => {
+                let mut follows = Vec::with_capacity(run.len());
+                for event in run.iter() {
+                    if let RelationEvent::Followed { follower, followee } = decode(event)? {
+                        follows.push((follower.get(), followee.get(), event.position));
+                    }
+                }
+                self.follow_run(conn, &follows).await?
             }
-        }
-        if follows.is_empty() || !self.follow_run(conn, &follows).await? {
+            Some(Run::Publishes) => self.post_run(conn, run).await?,
+            None => false,
+        };
+        if !folded {
             for event in run.iter() {
                 self.apply(conn, event).await?;
             }
@@ -274,6 +285,32 @@ impl Feed {
             }
         }
         Ok(after)
+    }
+}
+
+/// The kinds of events folded in runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// `Followed`
+    Follows,
+    /// `PostPublished`
+    Publishes,
+}
+
+impl Run {
+    /// The run `event` belongs in, if any.
+    fn of(event: &RecordedEvent) -> Result<Option<Run>, ProjectionError> {
+        Ok(match event.stream_type.as_str() {
+            RelationPair::TYPE => match decode(event)? {
+                RelationEvent::Followed { .. } => Some(Run::Follows),
+                _ => None,
+            },
+            Post::TYPE => match decode(event)? {
+                PostEvent::PostPublished { .. } => Some(Run::Publishes),
+                _ => None,
+            },
+            _ => None,
+        })
     }
 }
 
