@@ -35,6 +35,9 @@ pub async fn connect(database_url: &str, settings: &PoolSettings) -> Result<PgPo
         ("statement_timeout", "30s"),
     ]);
     PgPoolOptions::new()
+        // No ping before handing out a connection: it is a round trip on every query, and a
+        // dead connection fails its query, which is retried or answered 503 like any outage.
+        .test_before_acquire(false)
         .max_connections(settings.max_connections)
         .acquire_timeout(settings.acquire_timeout)
         .connect_with(options)
