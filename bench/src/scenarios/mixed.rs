@@ -22,27 +22,33 @@ const MIX: [(&str, u32); 8] = [
     ("feed page", 6),
 ];
 
-/// (g) the request mix at 64 clients, on a graph of its own with every projector running
-/// (the feed's projector folds one event at a time, so this graph is smaller).
+/// (g) the request mix at 64 clients, on the full graph of its own (follows, then one post per
+/// user) with every projector running; first, how fast the projectors fold that graph.
 pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let users = (scale.graph_users / 10).max(2_000);
+    let users = scale.graph_users;
     let db = "bench_mixed";
     let pool = env.fresh_database(db).await?;
     let events = graph::load_follows(&pool, &graph::follows(users, 11)).await?;
     let posts: Vec<i64> = (1..=users).collect();
     graph::load_posts(&pool, &posts).await?;
     let server = Server::start(env, db, 18084, &[], None).await?;
-    let took = graph::caught_up(
-        &pool,
-        &[
-            relations_projections::following::NAME,
-            relations_projections::feed::NAME,
-        ],
+    // Both projectors fold the graph at once (as a fresh deployment would); the feed's time is
+    // the catch-up row.
+    let took = graph::caught_up(&pool, &[relations_projections::feed::NAME]).await?;
+    graph::caught_up(&pool, &[relations_projections::following::NAME]).await?;
+    let folded = events + users as u64;
+    let catch_up = Row::new(
+        "g. feed projector catch-up",
+        &format!("{events} follows and {users} posts, fan-out included (beside `following`)"),
+        format!(
+            "{:.0} events/s ({:.1} s)",
+            folded as f64 / took.as_secs_f64(),
+            took.as_secs_f64()
+        ),
     )
-    .await?;
-    eprintln!(
-        "mixed: {events} follows and {users} posts folded in {:.1} s",
-        took.as_secs_f64()
+    .target(
+        ">= 10,000 events/s",
+        folded as f64 / took.as_secs_f64() >= 10_000.0,
     );
     let tokens: Arc<Vec<String>> = Arc::new((1..=users).map(token).collect());
     let (client, base) = (client(), server.base.clone());
@@ -100,7 +106,7 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         }
     })
     .await;
-    Ok(vec![Row::new(
+    Ok(vec![catch_up, Row::new(
         &format!("g. LinkBench-style mix, 64 clients, {users} users"),
         "50% list pages, 18% relation checks, 12% counts, 10% follow/unfollow, 4% posts, 6% feed pages",
         rate(&stats),

@@ -1,35 +1,71 @@
 //! (d) rebuild throughput vs COPY of the same rows.
 
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
 
 use super::Scale;
 use crate::graph;
 use crate::harness::{Env, Row};
 
-/// (d) rebuild of `following` from the log vs COPY of the same rows into a table shaped like
-/// `rm_follows`.
+/// (d) rebuilds of `following` and `feed` from the log (the graph's follows, then one post per
+/// user) vs COPY of the follow rows into a table shaped like `rm_follows`.
 pub async fn rebuild(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let db = "bench_rebuild";
     let pool = env.fresh_database(db).await?;
     let edges = graph::follows(scale.rebuild_users, 7);
-    let events = graph::load_follows(&pool, &edges).await?;
-    eprintln!("rebuild: {events} events appended");
+    let follows = graph::load_follows(&pool, &edges).await?;
+    let authors: Vec<i64> = (1..=scale.rebuild_users).collect();
+    let posts = graph::load_posts(&pool, &authors).await?;
+    eprintln!("rebuild: {follows} follows and {posts} posts appended");
+    let copy_rate = copy_rate(&pool, &edges).await?;
+    let mut rows = Vec::new();
+    for (name, events) in [
+        (relations_projections::following::NAME, follows + posts),
+        (relations_projections::feed::NAME, follows + posts),
+    ] {
+        let took = run_rebuild(env, db, name)?;
+        let rate = events as f64 / took.as_secs_f64();
+        rows.push(
+            Row::new(
+                &format!("d. rebuild `{name}`, {events} events"),
+                "events folded per second (shadow tables, swap included)",
+                format!("{rate:.0}/s ({:.1} s)", took.as_secs_f64()),
+            )
+            .against(
+                format!("COPY of the follow rows: {copy_rate:.0}/s"),
+                rate / copy_rate,
+            )
+            .target(
+                ">= 200k events/s and >= 0.5x COPY",
+                rate >= 200_000.0 && rate / copy_rate >= 0.5,
+            ),
+        );
+    }
+    Ok(rows)
+}
+
+/// Runs `relations rebuild NAME` on `db`; how long it took.
+fn run_rebuild(env: &Env, db: &str, name: &str) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let status = Command::new(&env.bin)
-        .args(["rebuild", relations_projections::following::NAME])
+        .args(["rebuild", name])
         .env("DATABASE_URL", env.url(db))
         .env("RUST_LOG", "warn")
         .stderr(std::process::Stdio::null())
         .status()?;
-    anyhow::ensure!(status.success(), "relations rebuild failed");
-    let rebuild = started.elapsed();
-    // COPY: the same follow rows, into a table with rm_follows' columns and indexes.
+    anyhow::ensure!(status.success(), "relations rebuild {name} failed");
+    Ok(started.elapsed())
+}
+
+/// COPY of the follow rows into a table with rm_follows' columns and indexes: rows per second.
+async fn copy_rate(pool: &PgPool, edges: &[(i64, i64)]) -> anyhow::Result<f64> {
     sqlx::query("CREATE TABLE b_copy (LIKE rm_follows INCLUDING ALL)")
-        .execute(&pool)
+        .execute(pool)
         .await?;
     let mut csv = String::with_capacity(edges.len() * 40);
-    for (a, b) in &edges {
+    for (a, b) in edges {
         csv.push_str(&format!("{a},{b},2026-11-22 00:00:00+00\n"));
     }
     let started = Instant::now();
@@ -39,23 +75,5 @@ pub async fn rebuild(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         .await?;
     copy.send(csv.as_bytes()).await?;
     copy.finish().await?;
-    let copied = started.elapsed();
-    let rate = events as f64 / rebuild.as_secs_f64();
-    let copy_rate = edges.len() as f64 / copied.as_secs_f64();
-    Ok(vec![Row::new(
-        &format!("d. rebuild `following`, {events} events"),
-        "events folded per second (shadow tables, swap included)",
-        format!("{rate:.0}/s ({:.1} s)", rebuild.as_secs_f64()),
-    )
-    .against(
-        format!(
-            "COPY of the same rows: {copy_rate:.0}/s ({:.1} s)",
-            copied.as_secs_f64()
-        ),
-        rate / copy_rate,
-    )
-    .target(
-        ">= 200k events/s and >= 0.5x COPY",
-        rate >= 200_000.0 && rate / copy_rate >= 0.5,
-    )])
+    Ok(edges.len() as f64 / started.elapsed().as_secs_f64())
 }

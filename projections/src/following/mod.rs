@@ -6,6 +6,7 @@
 //! Two projectors at different positions could show exactly that.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -14,7 +15,7 @@ use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
-use crate::runtime::projector::{decode, Projector};
+use crate::runtime::projector::{decode, BulkFold, Projector};
 
 pub mod cache;
 pub mod query;
@@ -34,6 +35,10 @@ impl Projector for Following {
 
     fn tables(&self) -> &'static [&'static str] {
         &["rm_follows", "rm_follow_counts", "rm_blocks"]
+    }
+
+    fn bulk(&self) -> Option<Box<dyn BulkFold>> {
+        Some(Box::<FollowingBulk>::default())
     }
 
     /// The batch's net effect in a handful of statements: the touched edges' rows are read
@@ -254,5 +259,98 @@ async fn write_counts(
         .execute(&mut *conn)
         .await?;
     }
+    Ok(())
+}
+
+/// The whole log folded in memory, for a rebuild: the same rows batch application writes.
+#[derive(Default)]
+struct FollowingBulk {
+    follows: HashMap<Edge, DateTime<Utc>>,
+    blocks: HashMap<Edge, DateTime<Utc>>,
+}
+
+#[async_trait]
+impl BulkFold for FollowingBulk {
+    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        if event.stream_type != RelationPair::TYPE {
+            return Ok(());
+        }
+        let at = event.occurred_at;
+        match decode::<RelationEvent>(event)? {
+            RelationEvent::Followed { follower, followee } => {
+                self.follows
+                    .entry((follower.get(), followee.get()))
+                    .or_insert(at);
+            }
+            RelationEvent::Unfollowed {
+                follower, followee, ..
+            } => {
+                self.follows.remove(&(follower.get(), followee.get()));
+            }
+            RelationEvent::Blocked { blocker, blocked } => {
+                self.blocks
+                    .entry((blocker.get(), blocked.get()))
+                    .or_insert(at);
+            }
+            RelationEvent::Unblocked { blocker, blocked } => {
+                self.blocks.remove(&(blocker.get(), blocked.get()));
+            }
+        }
+        Ok(())
+    }
+
+    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+        let mut counts: HashMap<i64, (i64, i64, i64)> = HashMap::new();
+        for &(a, b) in self.follows.keys() {
+            counts.entry(a).or_default().0 += 1;
+            counts.entry(b).or_default().1 += 1;
+            if self.follows.contains_key(&(b, a)) {
+                counts.entry(a).or_default().2 += 1;
+            }
+        }
+        copy_edges(
+            conn,
+            "rm_follows (follower, followee, since)",
+            &self.follows,
+        )
+        .await?;
+        copy_edges(conn, "rm_blocks (blocker, blocked, since)", &self.blocks).await?;
+        let mut rows = String::with_capacity(counts.len() * 24);
+        for (user, (following, followers, friends)) in counts {
+            writeln!(rows, "{user}\t{following}\t{followers}\t{friends}").expect("a String");
+        }
+        copy_in(
+            conn,
+            "rm_follow_counts (user_id, following, followers, friends)",
+            rows,
+        )
+        .await
+    }
+}
+
+/// COPYs `edges` (with their `since`) into `target`.
+async fn copy_edges(
+    conn: &mut PgConnection,
+    target: &str,
+    edges: &HashMap<Edge, DateTime<Utc>>,
+) -> Result<(), ProjectionError> {
+    let mut rows = String::with_capacity(edges.len() * 48);
+    for (&(a, b), since) in edges {
+        writeln!(rows, "{a}\t{b}\t{}", since.to_rfc3339()).expect("a String");
+    }
+    copy_in(conn, target, rows).await
+}
+
+/// COPYs tab-separated `rows` into `target` (`table (columns)`).
+async fn copy_in(
+    conn: &mut PgConnection,
+    target: &str,
+    rows: String,
+) -> Result<(), ProjectionError> {
+    let mut copy = conn
+        .copy_in_raw(&format!("COPY {target} FROM STDIN"))
+        .await?;
+    copy.send(rows.into_bytes()).await?;
+    copy.finish().await?;
     Ok(())
 }

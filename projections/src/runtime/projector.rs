@@ -29,6 +29,12 @@ pub trait Projector: Send + Sync {
         true
     }
 
+    /// A fold of the whole log in memory whose result is written at once: a rebuild's fast
+    /// path (`None`: rebuilds apply batches like the runner).
+    fn bulk(&self) -> Option<Box<dyn BulkFold>> {
+        None
+    }
+
     /// Folds one event into the read model.
     async fn apply(
         &self,
@@ -48,6 +54,17 @@ pub trait Projector: Send + Sync {
         }
         Ok(())
     }
+}
+
+/// The read model folded in memory from the start of the log, then written to empty tables
+/// (with COPY); it must equal what applying the same events batch by batch writes.
+#[async_trait]
+pub trait BulkFold: Send {
+    /// Folds the next event, in log order.
+    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError>;
+
+    /// Writes the result into the projector's (empty) tables, on `conn`'s search_path.
+    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError>;
 }
 
 /// Decodes an event's payload, naming the event on failure.

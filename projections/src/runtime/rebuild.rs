@@ -10,11 +10,12 @@
 
 use std::sync::Arc;
 
+use relations_store::db::end_transaction;
 use relations_store::{log, LogPosition};
 use sqlx::{Connection, PgConnection, PgPool};
 
 use super::checkpoint;
-use super::projector::Projector;
+use super::projector::{BulkFold, Projector};
 use super::runner::apply_batch;
 use crate::error::ProjectionError;
 
@@ -41,6 +42,12 @@ pub async fn rebuild(
     let total = log::count_after(&mut conn, LogPosition::START).await? as u64;
     let mut applied = 0u64;
     progress(0, total);
+    if let Some(bulk) = projector.bulk() {
+        applied = fold_in_memory(&mut conn, projector.as_ref(), bulk, |n| {
+            progress(n, total.max(n))
+        })
+        .await?;
+    }
     loop {
         let mut tx = conn.begin().await?;
         let batch = next_batch(&mut tx, projector.as_ref()).await?;
@@ -61,6 +68,40 @@ pub async fn rebuild(
         events: applied,
         position,
     })
+}
+
+/// Events read per round trip by the in-memory fold.
+const BULK_BATCH: i64 = 50_000;
+
+/// Folds the whole log below the horizon in memory, writes the result into the shadow tables,
+/// and moves the shadow checkpoint to the last event folded; how many events that was.
+async fn fold_in_memory(
+    conn: &mut PgConnection,
+    projector: &dyn Projector,
+    mut bulk: Box<dyn BulkFold>,
+    progress: impl Fn(u64),
+) -> Result<u64, ProjectionError> {
+    let mut after = LogPosition::START;
+    let mut folded = 0u64;
+    loop {
+        let batch = log::read_after(conn, after, BULK_BATCH).await?;
+        let Some(last) = batch.last() else { break };
+        after = last.position;
+        for event in &batch {
+            bulk.fold(event)?;
+        }
+        folded += batch.len() as u64;
+        progress(folded);
+    }
+    let mut tx = conn.begin().await?;
+    let written = async {
+        bulk.write(&mut tx).await?;
+        checkpoint::advance(&mut tx, projector.name(), after, folded as usize).await?;
+        Ok::<_, ProjectionError>(())
+    }
+    .await;
+    end_transaction(tx, written, |_| true).await?;
+    Ok(folded)
 }
 
 /// Applies the next batch after the (shadow) checkpoint; `None` when caught up.
