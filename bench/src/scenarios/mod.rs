@@ -103,11 +103,20 @@ pub async fn graph_scenarios(
     if wanted('b') {
         rows.extend(reads::reads(&server, env, db, scale).await?);
     }
+    let mut maximum = None;
     if wanted('a') {
-        rows.extend(follow_commands::follow_commands(&server, env, db, scale, profile).await?);
+        let (measured, rate) =
+            follow_commands::follow_commands(&server, env, db, scale, profile).await?;
+        rows.extend(measured);
+        maximum = Some(rate);
     }
     if wanted('c') {
-        rows.extend(lag::lag(&server, &pool, scale).await?);
+        rows.extend(lag::lag(&server, &pool, scale.lag_rate, scale.lag_for, 0).await?);
+        // And at 70% of the follow rate (a) measured, when it ran.
+        if let Some(maximum) = maximum {
+            let rate = (maximum * 0.7) as u32;
+            rows.extend(lag::lag(&server, &pool, rate, scale.lag_for, 1).await?);
+        }
     }
     if wanted('f') {
         rows.extend(memory::memory(&server, &pool).await?);
