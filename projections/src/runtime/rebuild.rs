@@ -93,15 +93,55 @@ async fn fold_in_memory(
         folded += batch.len() as u64;
         progress(folded);
     }
+    tracing::info!(
+        projector = projector.name(),
+        events = folded,
+        "log folded in memory"
+    );
     let mut tx = conn.begin().await?;
     let written = async {
+        // Secondary indexes are built once over the loaded rows, not row by row.
+        let deferred = drop_secondary_indexes(&mut tx, projector).await?;
         bulk.write(&mut tx).await?;
+        for index in &deferred {
+            sqlx::query(index).execute(&mut *tx).await?;
+        }
         checkpoint::advance(&mut tx, projector.name(), after, folded as usize).await?;
         Ok::<_, ProjectionError>(())
     }
     .await;
     end_transaction(tx, written, |_| true).await?;
+    tracing::info!(projector = projector.name(), "read model written");
     Ok(folded)
+}
+
+/// Drops the indexes of the projector's tables on `conn`'s search_path (the shadows) that back
+/// no constraint, and returns the statements that make them again.
+async fn drop_secondary_indexes(
+    conn: &mut PgConnection,
+    projector: &dyn Projector,
+) -> Result<Vec<String>, ProjectionError> {
+    let tables: Vec<&str> = projector.tables().to_vec();
+    let indexes: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT n.nspname::text, i.relname::text, pg_get_indexdef(x.indexrelid)
+           FROM pg_index x
+           JOIN pg_class i ON i.oid = x.indexrelid
+           JOIN pg_class t ON t.oid = x.indrelid
+           JOIN pg_namespace n ON n.oid = t.relnamespace
+          WHERE n.nspname = current_schema() AND t.relname = ANY($1)
+            AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)",
+    )
+    .bind(&tables)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut recreate = Vec::with_capacity(indexes.len());
+    for (schema, name, definition) in indexes {
+        sqlx::query(&format!("DROP INDEX {schema}.{name}"))
+            .execute(&mut *conn)
+            .await?;
+        recreate.push(definition);
+    }
+    Ok(recreate)
 }
 
 /// Applies the next batch after the (shadow) checkpoint; `None` when caught up.
