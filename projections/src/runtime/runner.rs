@@ -86,9 +86,18 @@ impl Runner {
         }
         // Look before locking: an idle runner takes no transaction id, so it never holds back
         // the horizon other readers wait on.
-        let before = checkpoint::read(&self.pool, name).await?;
-        if !log::has_after(&self.pool, before).await? {
-            return Ok(Step::CaughtUp);
+        {
+            let mut conn = self.pool.acquire().await?;
+            let before = checkpoint::read(&mut *conn, name).await?;
+            // Nor does one whose upstreams have not moved past it (a cache waits for its
+            // tables): without this look it would read a batch only to drop it, on every
+            // wake-up.
+            let upstream = self.upstream_bound(&mut conn).await?;
+            if upstream.is_some_and(|until| until <= before)
+                || !log::has_after(&mut *conn, before).await?
+            {
+                return Ok(Step::CaughtUp);
+            }
         }
         let mut tx = self.pool.begin().await?;
         let result = self.locked_batch(&mut tx).await;
@@ -107,14 +116,27 @@ impl Runner {
         let Some(after) = checkpoint::try_lock(tx, self.projector.name()).await? else {
             return Ok(Step::Elsewhere);
         };
-        let mut until: Option<LogPosition> = None;
-        for upstream in self.projector.upstreams() {
-            let at = checkpoint::read(&mut *tx, upstream).await?;
-            until = Some(until.map_or(at, |u| u.min(at)));
+        let until = self.upstream_bound(&mut *tx).await?;
+        if until.is_some_and(|until| until <= after) {
+            return Ok(Step::CaughtUp);
         }
         let applied =
             apply_batch(tx, self.projector.as_ref(), after, until, self.batch_size).await?;
         Ok(applied.map_or(Step::CaughtUp, Step::Applied))
+    }
+
+    /// The lowest checkpoint of the projector's upstreams, which it never passes (`None`: it
+    /// has none).
+    async fn upstream_bound(
+        &self,
+        conn: &mut PgConnection,
+    ) -> Result<Option<LogPosition>, ProjectionError> {
+        let mut until: Option<LogPosition> = None;
+        for upstream in self.projector.upstreams() {
+            let at = checkpoint::read(&mut *conn, upstream).await?;
+            until = Some(until.map_or(at, |u| u.min(at)));
+        }
+        Ok(until)
     }
 
     /// Steps until `shutdown`: straight on while there is work, otherwise waiting for a
