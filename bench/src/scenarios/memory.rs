@@ -6,14 +6,13 @@ use crate::harness::{Row, Server};
 
 /// (f) server memory, and bytes per follow edge.
 pub async fn memory(server: &Server, pool: &PgPool) -> anyhow::Result<Vec<Row>> {
-    let (edges, follows, feed_follows, events, event_rows): (i64, i64, i64, i64, i64) =
-        sqlx::query_as(
-            "SELECT (SELECT count(*) FROM rm_follows), pg_total_relation_size('rm_follows'),
-                pg_total_relation_size('feed_follows'), pg_total_relation_size('events'),
-                (SELECT count(*) FROM events)",
-        )
-        .fetch_one(pool)
-        .await?;
+    let (edges, follows, feed_follows): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM rm_follows), pg_total_relation_size('rm_follows'),
+                pg_total_relation_size('feed_follows')",
+    )
+    .fetch_one(pool)
+    .await?;
+    let (event_rows, events) = relations_store::log::footprint(pool).await?;
     let per = |bytes: i64| bytes as f64 / edges.max(1) as f64;
     Ok(vec![
         Row::new(

@@ -1,7 +1,9 @@
 //! Writing inboxes: pushing a post to every follower, backfilling a new follow or a switch to
 //! push mode, and trimming inboxes to the cap (raising watermarks).
 
-use sqlx::{PgConnection, Row};
+use sqlx::postgres::PgArguments;
+use sqlx::query::QueryScalar;
+use sqlx::{PgConnection, Postgres, Row};
 
 use relations_domain::UserId;
 
@@ -46,7 +48,7 @@ impl Feed {
         author: UserId,
         seq: i64,
     ) -> Result<(), ProjectionError> {
-        let over: Vec<i64> = sqlx::query_scalar::<_, Option<i64>>(
+        let fill = sqlx::query_scalar::<_, Option<i64>>(
             "WITH pushed AS (
                  INSERT INTO feed_inbox (reader, seq, author)
                  SELECT follower, $2, $1 FROM feed_follows WHERE followee = $1
@@ -57,13 +59,8 @@ impl Feed {
         )
         .bind(author.get())
         .bind(seq)
-        .bind(self.settings.inbox_cap)
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .flatten()
-        .collect();
-        self.trim(conn, TRIM_OLDEST, &over).await
+        .bind(self.settings.inbox_cap);
+        self.fill_and_trim(conn, fill, TRIM_OLDEST).await
     }
 
     /// Copies `author`'s live posts above `reader`'s watermark into the inbox, the newest
@@ -111,6 +108,23 @@ impl Feed {
             self.trim(conn, TRIM_TO_CAP, &[reader]).await?;
         }
         Ok(())
+    }
+
+    /// Runs `fill`, a statement that adds inbox entries and returns each reader it left over
+    /// the cap (NULL for the others), then trims those inboxes with `trim`.
+    pub(super) async fn fill_and_trim(
+        &self,
+        conn: &mut PgConnection,
+        fill: QueryScalar<'_, Postgres, Option<i64>, PgArguments>,
+        trim: &'static str,
+    ) -> Result<(), ProjectionError> {
+        let over: Vec<i64> = fill
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        self.trim(conn, trim, &over).await
     }
 
     /// Trims the inboxes of `readers` with `sql` ([`TRIM_OLDEST`] or [`TRIM_TO_CAP`]).

@@ -146,7 +146,7 @@ impl Feed {
         if readers.is_empty() {
             return Ok(());
         }
-        let over: Vec<i64> = sqlx::query_scalar::<_, Option<i64>>(
+        let fill = sqlx::query_scalar::<_, Option<i64>>(
             "WITH p AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS p(reader, author)),
              w AS (SELECT r.reader, COALESCE(f.watermark, 0) AS w
                      FROM (SELECT DISTINCT reader FROM p) r
@@ -167,12 +167,7 @@ impl Feed {
         .bind(readers)
         .bind(authors)
         .bind(self.settings.inbox_cap + 1)
-        .bind(self.settings.inbox_cap)
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .flatten()
-        .collect();
-        self.trim(conn, TRIM_TO_CAP, &over).await
+        .bind(self.settings.inbox_cap);
+        self.fill_and_trim(conn, fill, TRIM_TO_CAP).await
     }
 }

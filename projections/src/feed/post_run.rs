@@ -76,7 +76,7 @@ impl Feed {
         .execute(&mut *conn)
         .await?;
         let (seqs, authors): (Vec<i64>, Vec<i64>) = numbered.into_iter().unzip();
-        let over: Vec<i64> = sqlx::query_scalar::<_, Option<i64>>(
+        let fill = sqlx::query_scalar::<_, Option<i64>>(
             "WITH p AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS p(seq, author)
                          WHERE NOT EXISTS (SELECT 1 FROM feed_authors a
                                             WHERE a.author = p.author AND a.pulled)),
@@ -91,13 +91,8 @@ impl Feed {
         )
         .bind(&seqs)
         .bind(&authors)
-        .bind(self.settings.inbox_cap)
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .flatten()
-        .collect();
-        self.trim(conn, TRIM_TO_CAP, &over).await?;
+        .bind(self.settings.inbox_cap);
+        self.fill_and_trim(conn, fill, TRIM_TO_CAP).await?;
         Ok(true)
     }
 

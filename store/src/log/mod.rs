@@ -222,6 +222,13 @@ pub async fn lag<'e>(
     })
 }
 
+/// How many events the log holds, and its size on disk with its indexes, in bytes.
+pub async fn footprint<'e>(executor: impl PgExecutor<'e>) -> Result<(i64, i64), sqlx::Error> {
+    sqlx::query_as("SELECT (SELECT count(*) FROM events), pg_total_relation_size('events')")
+        .fetch_one(executor)
+        .await
+}
+
 /// How many events lie between `after` and the horizon.
 pub async fn count_after<'e>(
     executor: impl PgExecutor<'e>,
