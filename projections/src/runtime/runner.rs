@@ -20,6 +20,9 @@ use super::projector::Projector;
 use super::wakeup::Wakeup;
 use crate::error::ProjectionError;
 
+/// How soon a runner looks again when committed events wait above the horizon.
+const HELD_RETRY: Duration = Duration::from_millis(5);
+
 /// What one step did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -27,6 +30,9 @@ pub enum Step {
     Applied(usize),
     /// Nothing new below the horizon.
     CaughtUp,
+    /// Nothing new below the horizon, but events committed above it (an older transaction is
+    /// still open): look again shortly.
+    Held,
     /// Another instance holds the projector right now.
     Elsewhere,
 }
@@ -53,7 +59,7 @@ impl Runner {
             projector,
             health: Arc::default(),
             batch_size: 500,
-            poll_interval: Duration::from_millis(500),
+            poll_interval: Duration::from_millis(100),
             coalesce: Duration::from_millis(10),
             registered: Arc::default(),
         }
@@ -93,10 +99,16 @@ impl Runner {
             // tables): without this look it would read a batch only to drop it, on every
             // wake-up.
             let upstream = self.upstream_bound(&mut conn).await?;
-            if upstream.is_some_and(|until| until <= before)
-                || !log::has_after(&mut *conn, before).await?
-            {
+            if upstream.is_some_and(|until| until <= before) {
                 return Ok(Step::CaughtUp);
+            }
+            if !log::has_after(&mut *conn, before).await? {
+                // Committed events an older open transaction keeps above the horizon send no
+                // further wake-up when it ends: look again soon rather than at the next poll.
+                return Ok(match log::has_unsettled_after(&mut *conn, before).await? {
+                    true => Step::Held,
+                    false => Step::CaughtUp,
+                });
             }
         }
         let mut tx = self.pool.begin().await?;
@@ -145,9 +157,13 @@ impl Runner {
         let name = self.projector.name();
         tracing::info!(projector = name, "projector started");
         let mut backoff = Duration::from_millis(100);
+        let mut held = HELD_RETRY;
         while !shutdown.is_cancelled() {
             wakeup.seen();
             let step = self.step().await;
+            if !matches!(step, Ok(Step::Held)) {
+                held = HELD_RETRY;
+            }
             self.health.stepped(format!("{step:?}"));
             let pause = match step {
                 Ok(Step::Applied(applied)) => {
@@ -164,6 +180,13 @@ impl Runner {
                 Ok(Step::CaughtUp | Step::Elsewhere) => {
                     self.health.succeeded();
                     None
+                }
+                Ok(Step::Held) => {
+                    self.health.succeeded();
+                    // Soon at first, then less often while a long transaction holds on.
+                    let pause = held;
+                    held = (held * 2).min(self.poll_interval);
+                    Some(pause)
                 }
                 Err(error) => {
                     self.health.failed(&error);

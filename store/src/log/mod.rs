@@ -190,6 +190,25 @@ pub async fn has_after<'e>(
     .await
 }
 
+/// Whether events after `after` have committed but still lie at or above the horizon (an older
+/// transaction somewhere in the cluster is still open): a reader should look again shortly.
+pub async fn has_unsettled_after<'e>(
+    executor: impl PgExecutor<'e>,
+    after: LogPosition,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(concat!(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE ",
+        after_position!(),
+        " AND NOT (",
+        below_horizon!(),
+        "))"
+    ))
+    .bind(after.transaction_id.to_string())
+    .bind(after.global_position)
+    .fetch_one(executor)
+    .await
+}
+
 /// How far a reader at some position is behind the horizon.
 #[derive(Debug, Clone, Copy, PartialEq, FromRow)]
 pub struct Lag {
