@@ -181,7 +181,7 @@ impl Relay {
     /// Publishes until `shutdown`: straight on while there is work, else waiting for a wake-up
     /// or the poll interval; after a failure (the broker away), backing off up to 30 s and
     /// publishing again from the checkpoint.
-    pub async fn run(self, mut wakeup: Wakeup, shutdown: CancellationToken) {
+    pub async fn run(self, wakeup: Wakeup, shutdown: CancellationToken) {
         tracing::info!(topic = %self.topic, "kafka relay started");
         let mut backoff = Duration::from_millis(100);
         // The topic first, however long the broker takes to appear.
@@ -196,7 +196,6 @@ impl Relay {
         }
         'connect: while let Some(mut conn) = self.lock(&shutdown).await {
             while !shutdown.is_cancelled() {
-                wakeup.seen();
                 let pause = match self.step(&mut conn).await {
                     Ok(published) => {
                         self.health.succeeded();

@@ -153,13 +153,12 @@ impl Runner {
 
     /// Steps until `shutdown`: straight on while there is work, otherwise waiting for a
     /// wake-up or the poll interval; after a failure, backing off up to 30 s.
-    pub async fn run(self, mut wakeup: Wakeup, shutdown: CancellationToken) {
+    pub async fn run(self, wakeup: Wakeup, shutdown: CancellationToken) {
         let name = self.projector.name();
         tracing::info!(projector = name, "projector started");
         let mut backoff = Duration::from_millis(100);
         let mut held = HELD_RETRY;
         while !shutdown.is_cancelled() {
-            wakeup.seen();
             let step = self.step().await;
             if !matches!(step, Ok(Step::Held)) {
                 held = HELD_RETRY;
