@@ -74,10 +74,6 @@ pub enum Applied {
     SeenOffset,
     /// Not above its stream's last version: a duplicate.
     Duplicate,
-    /// Past the partition's stored offset: the messages between were never applied, so the
-    /// partition is read again from the stored offset (the broker served a later position
-    /// than was asked for; applying it would skip those messages for good).
-    Gap,
 }
 
 /// How often a process looks at the group: live members, its share, unlocked partitions.
@@ -305,16 +301,6 @@ impl KafkaProjector {
             let mut backoff = Duration::from_millis(100);
             loop {
                 match self.apply(&message).await {
-                    Ok(Applied::Gap) => {
-                        metrics::counter!("relations_kafka_offset_gaps_total", "projector" => name)
-                            .increment(1);
-                        if let Some(member) = &member {
-                            if let Err(error) = self.assign(&member.owned).await {
-                                tracing::warn!(%error, "re-reading the partitions failed");
-                            }
-                        }
-                        break;
-                    }
                     Ok(outcome) => {
                         if outcome == Applied::Applied {
                             metrics::counter!("relations_projector_events_total", "projector" => name)
@@ -393,15 +379,6 @@ impl KafkaProjector {
         .await?;
         if offset < next {
             return Ok(Applied::SeenOffset);
-        }
-        if offset > next {
-            tracing::warn!(
-                partition,
-                expected = next,
-                got = offset,
-                "offset gap; reading the partition again from the stored offset"
-            );
-            return Ok(Applied::Gap);
         }
         let unreadable = |error: String| ConsumeError::Unreadable {
             partition,
