@@ -298,6 +298,15 @@ impl KafkaProjector {
                     continue;
                 }
             };
+            // A message fetched before a rebalance took its partition away is not ours to
+            // apply: its new owner reads from the stored offset, and applying a later offset
+            // here would move that offset past messages the new owner has not applied yet.
+            if member
+                .as_ref()
+                .is_none_or(|m| !m.owned.contains(&message.partition()))
+            {
+                continue;
+            }
             let mut backoff = Duration::from_millis(100);
             loop {
                 match self.apply(&message).await {
