@@ -102,10 +102,11 @@ impl Runner {
             if upstream.is_some_and(|until| until <= before) {
                 return Ok(Step::CaughtUp);
             }
-            if !log::has_after(&mut *conn, before).await? {
+            let ahead = log::ahead(&mut *conn, before).await?;
+            if !ahead.settled {
                 // Committed events an older open transaction keeps above the horizon send no
                 // further wake-up when it ends: look again soon rather than at the next poll.
-                return Ok(match log::has_unsettled_after(&mut *conn, before).await? {
+                return Ok(match ahead.unsettled {
                     true => Step::Held,
                     false => Step::CaughtUp,
                 });

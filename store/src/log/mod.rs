@@ -172,36 +172,31 @@ pub async fn head<'e>(executor: impl PgExecutor<'e>) -> Result<LogPosition, sqlx
     Ok(head.unwrap_or(LogPosition::START))
 }
 
-/// Whether any event lies between `after` and the horizon.
-pub async fn has_after<'e>(
+/// What lies after a reader's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromRow)]
+pub struct Ahead {
+    /// Events below the horizon: readable now.
+    pub settled: bool,
+    /// Events committed at or above the horizon (an older transaction somewhere in the cluster
+    /// is still open): readable once it ends, so a reader should look again shortly.
+    pub unsettled: bool,
+}
+
+/// What lies after `after`, in one round trip.
+pub async fn ahead<'e>(
     executor: impl PgExecutor<'e>,
     after: LogPosition,
-) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(concat!(
+) -> Result<Ahead, sqlx::Error> {
+    sqlx::query_as(concat!(
         "SELECT EXISTS (SELECT 1 FROM events WHERE ",
         after_position!(),
         " AND ",
         below_horizon!(),
-        ")"
-    ))
-    .bind(after.transaction_id.to_string())
-    .bind(after.global_position)
-    .fetch_one(executor)
-    .await
-}
-
-/// Whether events after `after` have committed but still lie at or above the horizon (an older
-/// transaction somewhere in the cluster is still open): a reader should look again shortly.
-pub async fn has_unsettled_after<'e>(
-    executor: impl PgExecutor<'e>,
-    after: LogPosition,
-) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(concat!(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE ",
+        ") AS settled, EXISTS (SELECT 1 FROM events WHERE ",
         after_position!(),
         " AND NOT (",
         below_horizon!(),
-        "))"
+        ")) AS unsettled"
     ))
     .bind(after.transaction_id.to_string())
     .bind(after.global_position)
