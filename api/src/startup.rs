@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use relations_kafka::Relay;
+use relations_projections::graph::live::LiveGraph;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db;
 use relations_store::{CommitSignal, PostStore, RelationStore};
@@ -71,7 +72,7 @@ impl Application {
         }
         let state = AppState {
             projectors: Arc::new(projectors),
-            cache: caches.reads,
+            graph: LiveGraph::new(),
             inboxes: caches.inboxes,
             relations: RelationStore::new(
                 pool.clone(),
@@ -114,8 +115,13 @@ impl Application {
         let addr = self.listener.local_addr()?;
         tracing::info!(%addr, "serving");
         let app = routes::app(self.state.clone());
-        let projectors =
-            spawn_projectors(&self.state.pool, self.runners, self.relay, shutdown.clone());
+        let wakeup = Wakeup::listen(self.state.pool.clone(), shutdown.clone());
+        let graph = tokio::spawn(self.state.graph.clone().run(
+            self.state.pool.clone(),
+            wakeup.clone(),
+            shutdown.clone(),
+        ));
+        let projectors = spawn_projectors(wakeup, self.runners, self.relay, shutdown.clone());
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
@@ -123,24 +129,21 @@ impl Application {
         for projector in projectors {
             let _ = projector.await;
         }
+        let _ = graph.await;
         self.state.pool.close().await;
         tracing::info!("stopped");
         Ok(())
     }
 }
 
-/// Starts the wake-up listener, one task per runner and the relay; they stop when `shutdown`
-/// is cancelled.
+/// Starts one task per runner and the relay, woken by `wakeup`; they stop when `shutdown` is
+/// cancelled.
 pub fn spawn_projectors(
-    pool: &sqlx::PgPool,
+    wakeup: Wakeup,
     runners: Vec<Runner>,
     relay: Option<Relay>,
     shutdown: CancellationToken,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    if runners.is_empty() && relay.is_none() {
-        return vec![];
-    }
-    let wakeup = Wakeup::listen(pool.clone(), shutdown.clone());
     let mut tasks: Vec<_> = runners
         .into_iter()
         .map(|runner| tokio::spawn(runner.run(wakeup.clone(), shutdown.clone())))

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 use relations_projections::feed::inbox_cache::InboxCache;
-use relations_projections::following::cache::Cache;
+use relations_projections::graph::live::LiveGraph;
 use relations_projections::runtime::Health;
 use relations_store::{PostStore, RelationStore};
 use sqlx::PgPool;
@@ -44,8 +44,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// Every projector by name, with this process's runner health when it runs that projector.
     pub projectors: Arc<Vec<ProjectorEntry>>,
-    /// Cached hot reads.
-    pub cache: Cache,
+    /// The follow graph in memory, kept current from the log: relation reads, lists, counts.
+    pub graph: LiveGraph,
     /// Cached feed inboxes.
     pub inboxes: InboxCache,
     /// The configuration the service started with.

@@ -7,13 +7,16 @@
 //!
 //! - [`runtime`]: what every projector runs on (runner, checkpoints, wake-ups, health, status,
 //!   read-your-writes, rebuild, verify);
-//! - [`following`]: follows, blocks and counts, their queries, their Redis cache;
+//! - [`following`]: follows, blocks and counts, their queries;
+//! - [`graph`]: the same graph in memory, kept current from the log, answering without a round
+//!   trip;
 //! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
 //! - [`redis`]: the one Redis connection that the caches and the API's rate limiter share.
 
 pub mod error;
 pub mod feed;
 pub mod following;
+pub mod graph;
 pub mod redis;
 pub mod runtime;
 
@@ -26,17 +29,14 @@ pub use runtime::{Projector, ProjectorStatus, Runner, Wakeup};
 /// The Redis caches projectors keep current.
 #[derive(Clone)]
 pub struct Caches {
-    /// Counts and first pages of lists.
-    pub reads: following::cache::Cache,
     /// Feed inboxes.
     pub inboxes: feed::inbox_cache::InboxCache,
 }
 
 impl Caches {
-    /// Both caches on `redis`; inboxes hold at most `feed.inbox_cap` entries.
+    /// The caches on `redis`; inboxes hold at most `feed.inbox_cap` entries.
     pub fn new(redis: redis::Redis, feed: feed::Settings) -> Self {
         Self {
-            reads: following::cache::Cache::new(redis.clone()),
             inboxes: feed::inbox_cache::InboxCache::new(redis, feed.inbox_cap),
         }
     }
@@ -49,9 +49,6 @@ pub fn all(feed: feed::Settings, caches: Option<&Caches>) -> Vec<Arc<dyn Project
         Arc::new(feed::Feed { settings: feed }),
     ];
     if let Some(caches) = caches {
-        projectors.push(Arc::new(following::cache::CacheInvalidator::new(
-            caches.reads.clone(),
-        )));
         projectors.push(Arc::new(feed::inbox_cache::FeedCacheProjector::new(
             caches.inboxes.clone(),
         )));

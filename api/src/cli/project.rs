@@ -124,7 +124,8 @@ async fn from_postgres(
         .into_iter()
         .map(|p| relations_projections::Runner::new(pool.clone(), p))
         .collect();
-    for task in spawn_projectors(&pool, runners, relay, shutdown) {
+    let wakeup = relations_projections::Wakeup::listen(pool.clone(), shutdown.clone());
+    for task in spawn_projectors(wakeup, runners, relay, shutdown) {
         task.await?;
     }
     Ok(())

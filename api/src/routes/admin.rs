@@ -7,6 +7,9 @@ use relations_projections::ProjectorStatus;
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
 
+use relations_projections::graph::NAME as GRAPH;
+use relations_store::LogPosition;
+
 use crate::auth::Admin;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -24,7 +27,9 @@ pub struct Doc;
 /// `GET /api/v1/admin/projections`'s answer: `{projections}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Projections {
-    /// One per projector; the names are the ones `relations rebuild` takes.
+    /// One per projector; the names are the ones `relations rebuild` takes. Last comes
+    /// `graph`, this instance's in-memory replica (it keeps no checkpoint and is never
+    /// rebuilt: a restart reloads it).
     pub projections: Vec<ProjectorStatus>,
 }
 
@@ -40,5 +45,18 @@ async fn projections(
     for p in state.projectors.iter() {
         projections.push(ProjectorStatus::read(&state.pool, p.name, p.health.as_deref()).await?);
     }
+    // This instance's in-memory graph: where it is, or loading.
+    let graph = &state.graph;
+    let mut status = ProjectorStatus::at(
+        &state.pool,
+        GRAPH,
+        graph.position().unwrap_or(LogPosition::START),
+        Some(graph.health()),
+    )
+    .await?;
+    if graph.position().is_none() && status.state != "failing" {
+        status.state = "loading";
+    }
+    projections.push(status);
     Ok(Json(Projections { projections }))
 }

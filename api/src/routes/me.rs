@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use relations_projections::following::query as read;
+use relations_projections::following::reads::KeyedList;
 use relations_store::LogPosition;
 use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
@@ -11,7 +11,7 @@ use utoipa::{IntoParams, OpenApi};
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
-use crate::routes::query::{catch_up, limit, Cursor, CursorPage};
+use crate::routes::query::{graph_source, limit, Cursor, CursorPage};
 use crate::routes::users::cursor_page;
 use crate::state::AppState;
 
@@ -50,9 +50,14 @@ async fn blocks(
 ) -> Result<Json<CursorPage>, ApiError> {
     let limit = limit(p.limit)?;
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
-    catch_up(&state, p.min_position).await?;
-    let mut page = read::BLOCKS
-        .page(&state.pool, actor.user, after.map(Cursor::key), limit + 1)
+    let source = graph_source(&state, p.min_position).await?;
+    let mut page = source
+        .keyed_page(
+            KeyedList::Blocking,
+            actor.user,
+            after.map(Cursor::key),
+            limit + 1,
+        )
         .await?;
-    cursor_page(&state, &mut page, None, limit).await.map(Json)
+    cursor_page(source, &mut page, None, limit).await.map(Json)
 }

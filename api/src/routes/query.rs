@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
-use relations_projections::following::query::{self as read, Edge};
+use relations_projections::following::query::Edge;
+use relations_projections::following::reads::Source;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -32,6 +33,26 @@ pub fn offset(offset: Option<i64>) -> Result<i64, ApiError> {
             "offset must be 0 to 100000, got {n}"
         ))),
     }
+}
+
+/// Where a graph read (relations, lists, counts) comes from: the in-memory replica once it is
+/// loaded, else the read model; in either case after it reflects `min_position`, when given.
+pub async fn graph_source(
+    state: &AppState,
+    min_position: Option<LogPosition>,
+) -> Result<Source<'_>, ApiError> {
+    let wait = Duration::from_millis(state.config.catch_up_wait_ms);
+    match min_position {
+        None if state.graph.position().is_some() => return Ok(Source::Memory(&state.graph)),
+        None => {}
+        Some(position) => match state.graph.wait_for(position, wait).await {
+            Some(true) => return Ok(Source::Memory(&state.graph)),
+            Some(false) => return Err(ApiError::NotCaughtUp),
+            None => {}
+        },
+    }
+    catch_up(state, min_position).await?;
+    Ok(Source::Database(&state.pool))
 }
 
 /// Waits until the read models reflect `min_position`, when one is given.
@@ -125,16 +146,17 @@ pub struct CursorPage {
     pub next_cursor: Option<String>,
 }
 
-/// Turns a page of edges into items, annotated for `viewer` with one query for the whole page.
+/// Turns a page of edges into items, annotated for `viewer` with one read for the whole page.
 pub async fn items(
-    state: &AppState,
+    source: Source<'_>,
     page: &[Edge],
     viewer: Option<UserId>,
 ) -> Result<Vec<ListItem>, ApiError> {
     let relations = match viewer {
         Some(viewer) => {
             let users: Vec<UserId> = page.iter().map(|e| e.user).collect();
-            read::relations(&state.pool, viewer, &users)
+            source
+                .relations(viewer, &users)
                 .await?
                 .into_iter()
                 .map(Some)

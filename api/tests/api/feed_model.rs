@@ -7,7 +7,6 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use reqwest::StatusCode;
 
 use crate::helpers::{projector_reached, spawn_with, test_config, user, TestApp};
@@ -207,20 +206,5 @@ async fn run(ops: Vec<Op>) {
 
 #[test]
 fn every_feed_equals_the_reference_page_by_page() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut runner = TestRunner::new(ProptestConfig {
-        cases: 24,
-        max_shrink_iters: 32,
-        ..ProptestConfig::default()
-    });
-    runner
-        .run(&prop::collection::vec(op(), 20..70), |ops| {
-            runtime.block_on(run(ops));
-            Ok(())
-        })
-        .unwrap();
+    crate::helpers::check_property(24, prop::collection::vec(op(), 20..70), run);
 }

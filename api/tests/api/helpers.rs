@@ -362,3 +362,43 @@ pub async fn assert_verified(app: &TestApp) {
             .unwrap();
     assert!(differences.is_empty(), "{differences:#?}");
 }
+
+/// An open transaction that has appended `Followed(100, 200)` and holds the log's horizon:
+/// events committed after it wait above the horizon until it ends.
+pub async fn hold_open_follow(app: &TestApp) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut held = app.pool.begin().await.unwrap();
+    sqlx::query(
+        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
+         VALUES ('relation', '100:200', 1, 'Followed', '1', '{\"Followed\": {\"follower\": 100, \"followee\": 200}}', '{}')",
+    )
+    .execute(&mut *held)
+    .await
+    .unwrap();
+    held
+}
+
+/// Runs the async property `check` on `cases` values of `strategy` (shrinking failures), on a
+/// runtime of its own.
+pub fn check_property<S, F>(cases: u32, strategy: S, check: impl Fn(S::Value) -> F)
+where
+    S: proptest::strategy::Strategy,
+    S::Value: Clone + std::fmt::Debug,
+    F: std::future::Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases,
+        max_shrink_iters: 32,
+        ..proptest::test_runner::Config::default()
+    });
+    runner
+        .run(&strategy, |value| {
+            runtime.block_on(check(value));
+            Ok(())
+        })
+        .unwrap();
+}

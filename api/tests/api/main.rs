@@ -4,11 +4,11 @@
 mod helpers;
 
 mod auth_and_input;
-mod cache;
 mod cli;
 mod concurrency;
 mod feed;
 mod feed_model;
+mod graph;
 mod group_commit;
 mod idempotency;
 mod kafka;

@@ -231,14 +231,7 @@ async fn an_open_writer_transaction_holds_the_projector_back_without_skipping_it
     let app = crate::helpers::spawn_with(config).await;
     // A writer whose transaction stays open: its event has an older transaction id than the
     // ones that commit after it.
-    let mut held = app.pool.begin().await.unwrap();
-    sqlx::query(
-        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
-         VALUES ('relation', '100:200', 1, 'Followed', '1', '{\"Followed\": {\"follower\": 100, \"followee\": 200}}', '{}')",
-    )
-    .execute(&mut *held)
-    .await
-    .unwrap();
+    let held = crate::helpers::hold_open_follow(&app).await;
     let later = act(&app, "follow", 1, 2).await.unwrap();
     // The later event is committed, but the projector must not pass the held transaction.
     let (status, body) = app
@@ -272,6 +265,7 @@ async fn an_open_writer_transaction_holds_the_projector_back_without_skipping_it
         json!(true),
         "the held event was not skipped"
     );
+    crate::helpers::projector_reached(&app, "following", &later).await;
     let applied: i64 = sqlx::query_scalar(
         "SELECT events_applied FROM projector_checkpoints WHERE name = 'following'",
     )
@@ -285,7 +279,9 @@ async fn an_open_writer_transaction_holds_the_projector_back_without_skipping_it
 async fn the_admin_endpoint_reports_each_projector() {
     let app = spawn_app().await;
     let position = act(&app, "follow", 1, 2).await;
+    // Reads come from the in-memory graph; the projector is waited for on its own.
     get_at(&app, "/api/v1/users/1/counts", &position).await;
+    crate::helpers::projector_reached(&app, "following", position.as_deref().unwrap()).await;
     let url = format!("{}/api/v1/admin/projections", app.base);
     let (status, body) = read(
         app.client
@@ -301,7 +297,12 @@ async fn the_admin_endpoint_reports_each_projector() {
     assert_eq!(following["name"], json!("following"));
     assert_eq!(following["lag_events"], json!(0));
     assert_eq!(following["state"], json!("caught_up"));
-    assert_eq!(following["position"], json!(position.unwrap()));
+    assert_eq!(following["position"], json!(position.clone().unwrap()));
+    let projections = body["projections"].as_array().unwrap();
+    let graph = projections.last().unwrap();
+    assert_eq!(graph["name"], json!("graph"));
+    assert_eq!(graph["position"], json!(position.unwrap()));
+    assert_eq!(graph["state"], json!("caught_up"));
     let (status, body) = read(
         app.client
             .get(&url)

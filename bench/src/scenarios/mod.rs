@@ -74,17 +74,14 @@ pub async fn graph_scenarios(
         "graph: {events} follow events appended in {:.1} s",
         loaded.elapsed().as_secs_f64()
     );
-    // The relation scenarios need `following` (and its cache); they run in a projector
-    // process of their own, as deployed, so the feed's projectors stay out of these figures.
+    // The relation scenarios need `following`; it runs in a projector process of its own, as
+    // deployed, so the feed's projectors stay out of these figures.
     let server = Server::start(
         env,
         db,
         18081,
         &[],
-        Some(&[
-            relations_projections::following::NAME,
-            relations_projections::following::cache::NAME,
-        ]),
+        Some(&[relations_projections::following::NAME]),
     )
     .await?;
     let took = graph::caught_up(&pool, &[relations_projections::following::NAME]).await?;

@@ -17,8 +17,8 @@ use sqlx::PgConnection;
 use crate::error::ProjectionError;
 use crate::runtime::projector::{decode, BulkFold, Projector};
 
-pub mod cache;
 pub mod query;
+pub mod reads;
 pub mod verify;
 
 /// The projector's name.

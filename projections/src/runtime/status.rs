@@ -20,7 +20,7 @@ pub struct ProjectorStatus {
     pub lag_events: i64,
     /// Age of the oldest event not applied yet (0 when caught up).
     pub lag_seconds: f64,
-    /// `caught_up`, `catching_up` or `failing`.
+    /// `caught_up`, `catching_up`, `failing`, or (the in-memory graph before its load) `loading`.
     pub state: &'static str,
     /// The last error, while failing.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,6 +38,16 @@ impl ProjectorStatus {
         health: Option<&Health>,
     ) -> Result<Self, sqlx::Error> {
         let position = checkpoint::read(pool, name).await?;
+        Self::at(pool, name, position, health).await
+    }
+
+    /// The progress of a reader at `position` that keeps no checkpoint (the in-memory graph).
+    pub async fn at(
+        pool: &PgPool,
+        name: &str,
+        position: LogPosition,
+        health: Option<&Health>,
+    ) -> Result<Self, sqlx::Error> {
         let lag = log::lag(pool, position).await?;
         let lag_events = lag.events;
         let failing = health.is_some_and(|h| h.failures() > 0);

@@ -3,14 +3,13 @@
 use axum::extract::State;
 use axum::Json;
 use relations_domain::{Relation, UserId};
-use relations_projections::following::query as read;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
-use crate::routes::query::catch_up;
+use crate::routes::query::graph_source;
 use crate::state::AppState;
 
 /// Most ids one batch may ask about.
@@ -39,8 +38,8 @@ pub async fn status(
     State(state): State<AppState>,
     ApiQuery(p): ApiQuery<StatusParams>,
 ) -> Result<Json<Relation>, ApiError> {
-    catch_up(&state, p.min_position).await?;
-    let mut relations = read::relations(&state.pool, p.from, &[p.to]).await?;
+    let source = graph_source(&state, p.min_position).await?;
+    let mut relations = source.relations(p.from, &[p.to]).await?;
     Ok(Json(relations.remove(0)))
 }
 
@@ -83,7 +82,7 @@ pub async fn batch(
             "to: at most {MAX_BATCH} ids"
         )));
     }
-    catch_up(&state, p.min_position).await?;
-    let relations = read::relations(&state.pool, p.from, &to).await?;
+    let source = graph_source(&state, p.min_position).await?;
+    let relations = source.relations(p.from, &to).await?;
     Ok(Json(RelationBatch { relations }))
 }

@@ -1,18 +1,18 @@
-//! A user's lists and counters, read from projector `following`'s read models.
+//! A user's lists and counters, read from the in-memory graph (projector `following`'s read
+//! models until it is loaded).
 
 use axum::extract::{Path, State};
 use axum::Json;
 use relations_domain::UserId;
-use relations_projections::following::cache::Entry;
-use relations_projections::following::query::{self as read, Counts};
+use relations_projections::following::query::{Counts, Edge};
+use relations_projections::following::reads::{KeyedList, OffsetList, Source};
 use relations_store::LogPosition;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
-use crate::routes::query::{catch_up, items, limit, offset, Cursor, CursorPage, OffsetPage};
+use crate::routes::query::{graph_source, items, limit, offset, Cursor, CursorPage, OffsetPage};
 use crate::state::AppState;
 
 /// The `{id}` path segment.
@@ -62,13 +62,6 @@ pub async fn friends(
     offset_list(&state, &id, p, OffsetList::Friends).await
 }
 
-/// The two offset-paged lists.
-#[derive(Clone, Copy)]
-enum OffsetList {
-    Following,
-    Friends,
-}
-
 async fn offset_list(
     state: &AppState,
     id: &str,
@@ -76,73 +69,15 @@ async fn offset_list(
     list: OffsetList,
 ) -> Result<Json<OffsetPage>, ApiError> {
     let (user, offset, limit) = (user(id)?, offset(p.offset)?, limit(p.limit)?);
-    catch_up(state, p.min_position).await?;
-    let load = async {
-        let page = match list {
-            OffsetList::Following => {
-                read::FOLLOWING
-                    .page(&state.pool, user, offset, limit)
-                    .await?
-            }
-            OffsetList::Friends => read::FRIENDS.page(&state.pool, user, offset, limit).await?,
-        };
-        let counts = read::counts(&state.pool, user).await?;
-        let total = match list {
-            OffsetList::Following => counts.following,
-            OffsetList::Friends => counts.friends,
-        };
-        offset_page(state, &page, p.viewer, offset, total).await
-    };
-    let entry = match list {
-        OffsetList::Following => Entry::FirstFollowing,
-        OffsetList::Friends => Entry::FirstFriends,
-    };
-    cached_if(state, p.is_first_plain_page(), user, entry, load).await
-}
-
-/// Serves `load` through the cache when `plain` (the page shape the cache holds).
-async fn cached_if<T: Serialize + DeserializeOwned>(
-    state: &AppState,
-    plain: bool,
-    user: UserId,
-    entry: Entry,
-    load: impl std::future::Future<Output = Result<T, ApiError>>,
-) -> Result<Json<T>, ApiError> {
-    if plain {
-        state
-            .cache
-            .get_or_load(user.get(), entry, load)
-            .await
-            .map(Json)
-    } else {
-        load.await.map(Json)
-    }
-}
-
-async fn offset_page(
-    state: &AppState,
-    page: &[read::Edge],
-    viewer: Option<UserId>,
-    offset: i64,
-    total: i64,
-) -> Result<OffsetPage, ApiError> {
-    let next = offset + page.len() as i64;
-    let next_offset = (next < total && !page.is_empty()).then_some(next);
-    Ok(OffsetPage {
-        items: items(state, page, viewer).await?,
-        total,
+    let source = graph_source(state, p.min_position).await?;
+    let slice = source.offset_page(list, user, offset, limit).await?;
+    let next = offset + slice.edges.len() as i64;
+    let next_offset = (next < slice.total && !slice.edges.is_empty()).then_some(next);
+    Ok(Json(OffsetPage {
+        items: items(source, &slice.edges, p.viewer).await?,
+        total: slice.total,
         next_offset,
-    })
-}
-
-impl OffsetParams {
-    /// The page hot lists are asked for most: cached.
-    fn is_first_plain_page(&self) -> bool {
-        self.offset.unwrap_or(0) == 0
-            && self.limit.is_none()
-            && self.viewer.is_none()
-            && self.min_position.is_none()
-    }
+    }))
 }
 
 /// Cursor-paged list parameters.
@@ -173,22 +108,24 @@ pub async fn followers(
 ) -> Result<Json<CursorPage>, ApiError> {
     let (user, limit) = (user(&id)?, limit(p.limit)?);
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
-    catch_up(&state, p.min_position).await?;
-    let load = async {
-        let mut page = read::FOLLOWERS
-            .page(&state.pool, user, after.map(Cursor::key), limit + 1)
-            .await?;
-        cursor_page(&state, &mut page, p.viewer, limit).await
-    };
-    let plain =
-        p.cursor.is_none() && p.limit.is_none() && p.viewer.is_none() && p.min_position.is_none();
-    cached_if(&state, plain, user, Entry::FirstFollowers, load).await
+    let source = graph_source(&state, p.min_position).await?;
+    let mut page = source
+        .keyed_page(
+            KeyedList::Followers,
+            user,
+            after.map(Cursor::key),
+            limit + 1,
+        )
+        .await?;
+    cursor_page(source, &mut page, p.viewer, limit)
+        .await
+        .map(Json)
 }
 
 /// Turns `limit + 1` rows into a page and the cursor after it.
 pub async fn cursor_page(
-    state: &AppState,
-    page: &mut Vec<read::Edge>,
+    source: Source<'_>,
+    page: &mut Vec<Edge>,
     viewer: Option<UserId>,
     limit: i64,
 ) -> Result<CursorPage, ApiError> {
@@ -200,7 +137,7 @@ pub async fn cursor_page(
         None
     };
     Ok(CursorPage {
-        items: items(state, page, viewer).await?,
+        items: items(source, page, viewer).await?,
         next_cursor,
     })
 }
@@ -225,10 +162,6 @@ pub async fn counts(
     ApiQuery(p): ApiQuery<CountsParams>,
 ) -> Result<Json<Counts>, ApiError> {
     let user = user(&id)?;
-    if p.min_position.is_some() {
-        catch_up(&state, p.min_position).await?;
-        return Ok(Json(read::counts(&state.pool, user).await?));
-    }
-    let load = async { Ok::<_, ApiError>(read::counts(&state.pool, user).await?) };
-    cached_if(&state, true, user, Entry::Counts, load).await
+    let source = graph_source(&state, p.min_position).await?;
+    Ok(Json(source.counts(user).await?))
 }

@@ -1,0 +1,395 @@
+//! The in-memory graph (`relations_projections::graph`) against projector `following`'s read
+//! model and a fold of the log: equal for random histories, equal when loaded while commands
+//! run or while a transaction holds the horizon, and serving with Redis down.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use relations_projections::following::query::{Counts, Edge};
+use relations_projections::following::reads::{KeyedList, OffsetList, Source};
+use relations_projections::graph::live::LiveGraph;
+use relations_projections::Wakeup;
+use relations_store::LogPosition;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::{projector_reached, spawn_app, spawn_with, test_config, user, TestApp};
+
+const USERS: i64 = 6;
+
+/// Everything a source answers about `USERS` users: every relation, every count, every list
+/// read page by page (pages of 2, so paging is exercised).
+#[derive(Debug, PartialEq, Eq)]
+struct Answers {
+    relations: Vec<Value>,
+    counts: Vec<Counts>,
+    lists: BTreeMap<(i64, &'static str), Vec<Edge>>,
+}
+
+async fn answers(source: Source<'_>) -> Answers {
+    let ids: Vec<_> = (1..=USERS).map(user).collect();
+    let mut relations = Vec::new();
+    let mut counts = Vec::new();
+    let mut lists = BTreeMap::new();
+    for &a in &ids {
+        for relation in source.relations(a, &ids).await.unwrap() {
+            relations.push(serde_json::to_value(relation).unwrap());
+        }
+        counts.push(source.counts(a).await.unwrap());
+        for (name, list) in [
+            ("following", OffsetList::Following),
+            ("friends", OffsetList::Friends),
+        ] {
+            let mut all = Vec::new();
+            loop {
+                let slice = source
+                    .offset_page(list, a, all.len() as i64, 2)
+                    .await
+                    .unwrap();
+                if slice.edges.is_empty() {
+                    assert_eq!(all.len() as i64, slice.total, "{name} of {a}: total");
+                    break;
+                }
+                all.extend(slice.edges);
+            }
+            lists.insert((a.get(), name), all);
+        }
+        for (name, list) in [
+            ("followers", KeyedList::Followers),
+            ("blocking", KeyedList::Blocking),
+        ] {
+            let mut all: Vec<Edge> = Vec::new();
+            loop {
+                let after = all.last().map(|e| (e.since, e.user.get()));
+                let page = source.keyed_page(list, a, after, 2).await.unwrap();
+                if page.is_empty() {
+                    break;
+                }
+                all.extend(page);
+            }
+            lists.insert((a.get(), name), all);
+        }
+    }
+    Answers {
+        relations,
+        counts,
+        lists,
+    }
+}
+
+/// Follows, blocks and live posts per author: a fold of the log's events.
+#[derive(Default)]
+struct Fold {
+    follows: BTreeSet<(i64, i64)>,
+    blocks: BTreeSet<(i64, i64)>,
+    posts: BTreeMap<i64, i64>,
+}
+
+async fn fold(app: &TestApp) -> Fold {
+    let mut fold = Fold::default();
+    let id = |v: &Value, k: &str| v[k].as_i64().unwrap();
+    for (event_type, payload) in app.events().await {
+        let body = &payload[&event_type];
+        match event_type.as_str() {
+            "Followed" => {
+                fold.follows
+                    .insert((id(body, "follower"), id(body, "followee")));
+            }
+            "Unfollowed" => {
+                fold.follows
+                    .remove(&(id(body, "follower"), id(body, "followee")));
+            }
+            "Blocked" => {
+                fold.blocks
+                    .insert((id(body, "blocker"), id(body, "blocked")));
+            }
+            "Unblocked" => {
+                fold.blocks
+                    .remove(&(id(body, "blocker"), id(body, "blocked")));
+            }
+            "PostPublished" => *fold.posts.entry(id(body, "author")).or_default() += 1,
+            "PostDeleted" => *fold.posts.entry(id(body, "author")).or_default() -= 1,
+            other => panic!("unexpected event {other}"),
+        }
+    }
+    fold
+}
+
+/// The answers agree with the fold: the same edges in every list, the same counts.
+fn assert_matches_fold(answers: &Answers, fold: &Fold, what: &str) {
+    for a in 1..=USERS {
+        let users = |name| -> BTreeSet<i64> {
+            answers.lists[&(a, name)]
+                .iter()
+                .map(|e| e.user.get())
+                .collect()
+        };
+        let following: BTreeSet<i64> = fold
+            .follows
+            .iter()
+            .filter(|f| f.0 == a)
+            .map(|f| f.1)
+            .collect();
+        let followers: BTreeSet<i64> = fold
+            .follows
+            .iter()
+            .filter(|f| f.1 == a)
+            .map(|f| f.0)
+            .collect();
+        let blocking: BTreeSet<i64> = fold
+            .blocks
+            .iter()
+            .filter(|f| f.0 == a)
+            .map(|f| f.1)
+            .collect();
+        let friends: BTreeSet<i64> = following.intersection(&followers).copied().collect();
+        assert_eq!(users("following"), following, "{what}: following of {a}");
+        assert_eq!(users("followers"), followers, "{what}: followers of {a}");
+        assert_eq!(users("friends"), friends, "{what}: friends of {a}");
+        assert_eq!(users("blocking"), blocking, "{what}: blocks of {a}");
+        assert_eq!(
+            answers.counts[(a - 1) as usize],
+            Counts {
+                following: following.len() as i64,
+                followers: followers.len() as i64,
+                friends: friends.len() as i64,
+                posts: fold.posts.get(&a).copied().unwrap_or(0),
+            },
+            "{what}: counts of {a}"
+        );
+    }
+}
+
+fn position(raw: &str) -> LogPosition {
+    raw.parse().unwrap()
+}
+
+/// A replica loaded by the test itself (as another instance would), run until `shutdown`.
+fn replica(app: &TestApp, shutdown: &CancellationToken) -> LiveGraph {
+    let graph = LiveGraph::new();
+    let wakeup = Wakeup::listen(app.pool.clone(), shutdown.clone());
+    tokio::spawn(
+        graph
+            .clone()
+            .run(app.pool.clone(), wakeup, shutdown.clone()),
+    );
+    graph
+}
+
+async fn reached(graph: &LiveGraph, at: LogPosition) {
+    for _ in 0..200 {
+        if graph.wait_for(at, Duration::from_secs(10)).await == Some(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the replica never reached {at}");
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Relation(&'static str, i64, i64),
+    Post(i64),
+    /// Delete the n-th post published so far (modulo).
+    Delete(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let who = 1..=USERS;
+    prop_oneof![
+        6 => (prop::sample::select(vec!["follow", "follow", "unfollow", "block", "unblock"]), who.clone(), who.clone())
+            .prop_map(|(verb, a, b)| Op::Relation(verb, a, b)),
+        1 => who.prop_map(Op::Post),
+        1 => (0usize..32).prop_map(Op::Delete),
+    ]
+}
+
+/// Runs `ops` over HTTP; the position of the last change.
+async fn run_ops(app: &TestApp, ops: &[Op]) -> Option<String> {
+    let mut last = None;
+    let mut posts: Vec<(String, i64)> = Vec::new();
+    for op in ops {
+        let (_, body) = match *op {
+            Op::Relation(verb, a, b) => app.command(verb, a, b).await,
+            Op::Post(author) => {
+                let (status, body) = app.post(author, "hello").await;
+                if let Some(id) = body["post"]["id"].as_str() {
+                    posts.push((id.to_owned(), author));
+                }
+                (status, body)
+            }
+            Op::Delete(_) if posts.is_empty() => continue,
+            Op::Delete(i) => {
+                let (id, author) = posts[i % posts.len()].clone();
+                app.delete_post(author, &id).await
+            }
+        };
+        if let Some(p) = body["position"].as_str() {
+            last = Some(p.to_owned());
+        }
+    }
+    last
+}
+
+async fn property(ops: Vec<Op>) {
+    let app = spawn_app().await;
+    let shutdown = CancellationToken::new();
+    // One replica loaded before the history (it follows by its tail), one after (its load).
+    let early = replica(&app, &shutdown);
+    let Some(last) = run_ops(&app, &ops).await else {
+        return;
+    };
+    let late = replica(&app, &shutdown);
+    projector_reached(&app, "following", &last).await;
+    projector_reached(&app, "feed", &last).await;
+    reached(&early, position(&last)).await;
+    reached(&late, position(&last)).await;
+    let database = answers(Source::Database(&app.pool)).await;
+    let fold = fold(&app).await;
+    assert_matches_fold(&database, &fold, "read model");
+    assert_eq!(
+        answers(Source::Memory(&early)).await,
+        database,
+        "tailed replica, ops {ops:?}"
+    );
+    assert_eq!(
+        answers(Source::Memory(&late)).await,
+        database,
+        "loaded replica, ops {ops:?}"
+    );
+    // And the service's own replica, over HTTP.
+    for a in 1..=USERS {
+        let (_, body) = app
+            .get(&format!("/api/v1/users/{a}/counts?min_position={last}"))
+            .await;
+        assert_eq!(
+            serde_json::from_value::<Counts>(body).unwrap(),
+            database.counts[(a - 1) as usize]
+        );
+    }
+    shutdown.cancel();
+}
+
+#[test]
+fn every_graph_read_equals_the_read_model_and_the_log() {
+    crate::helpers::check_property(12, prop::collection::vec(op(), 10..80), property);
+}
+
+/// Replicas load from the read model at its checkpoint while four clients write: each must
+/// end equal to the read model (nothing missed between the load's snapshot and the tail,
+/// nothing applied twice).
+#[tokio::test]
+async fn replicas_loaded_while_commands_run_miss_nothing() {
+    let app = spawn_app().await;
+    let shutdown = CancellationToken::new();
+    let writers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let (base, client, tokens) = (
+                app.base.clone(),
+                app.client.clone(),
+                (1..=USERS).map(|u| app.token(u)).collect::<Vec<_>>(),
+            );
+            tokio::spawn(async move {
+                let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (w + 1);
+                let mut last = None;
+                for _ in 0..60 {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let a = (seed % USERS as u64) as usize;
+                    let b = ((seed >> 8) % USERS as u64) as i64 + 1;
+                    let verb = ["follow", "follow", "unfollow", "block", "unblock"]
+                        [((seed >> 16) % 5) as usize];
+                    let response = client
+                        .post(format!("{base}/api/v1/relation/{verb}"))
+                        .bearer_auth(&tokens[a])
+                        .json(&json!({ "target": b }))
+                        .send()
+                        .await
+                        .unwrap();
+                    let body: Value = response.json().await.unwrap_or(Value::Null);
+                    if let Some(p) = body["position"].as_str() {
+                        last = Some(position(p));
+                    }
+                }
+                last
+            })
+        })
+        .collect();
+    let mut replicas = Vec::new();
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        replicas.push(replica(&app, &shutdown));
+    }
+    let mut last = LogPosition::START;
+    for writer in writers {
+        if let Some(p) = writer.await.unwrap() {
+            last = last.max(p);
+        }
+    }
+    projector_reached(&app, "following", &last.to_string()).await;
+    let database = answers(Source::Database(&app.pool)).await;
+    assert_matches_fold(&database, &fold(&app).await, "read model");
+    for (i, graph) in replicas.iter().enumerate() {
+        reached(graph, last).await;
+        assert_eq!(
+            answers(Source::Memory(graph)).await,
+            database,
+            "replica {i}"
+        );
+    }
+    shutdown.cancel();
+}
+
+/// A replica that loads while an older transaction is still open must not pass its event
+/// when the events committed after it are read (the horizon), and must apply it once it
+/// commits.
+#[tokio::test]
+async fn a_replica_loading_behind_an_open_transaction_skips_nothing() {
+    let app = spawn_app().await;
+    let shutdown = CancellationToken::new();
+    let (_, body) = app.command("follow", 1, 2).await;
+    projector_reached(&app, "following", body["position"].as_str().unwrap()).await;
+    let held = crate::helpers::hold_open_follow(&app).await;
+    let (_, body) = app.command("follow", 3, 4).await;
+    let later = position(body["position"].as_str().unwrap());
+    let graph = replica(&app, &shutdown);
+    // Loaded, but held at the open transaction: the later event waits with it.
+    let waited = graph.wait_for(later, Duration::from_millis(300)).await;
+    assert!(
+        !waited.unwrap_or(false),
+        "the replica passed an open transaction"
+    );
+    held.commit().await.unwrap();
+    reached(&graph, later).await;
+    let facts = |a, b| graph.with(|g| g.facts(user(a), user(b))).unwrap();
+    assert!(facts(100, 200).following, "the held event was skipped");
+    assert!(facts(3, 4).following);
+    assert!(facts(1, 2).following);
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn with_redis_down_graph_reads_still_answer() {
+    let mut config = test_config().await;
+    config.redis.redis_url = Some("redis://127.0.0.1:1".to_owned());
+    let app = spawn_with(config).await;
+    let (_, body) = app.command("follow", 1, 2).await;
+    let at = body["position"].as_str().unwrap();
+    let (status, counts) = app
+        .get(&format!("/api/v1/users/2/counts?min_position={at}"))
+        .await;
+    assert_eq!(
+        (status, counts["followers"].clone()),
+        (StatusCode::OK, json!(1))
+    );
+    let (status, page) = app.get("/api/v1/users/2/followers").await;
+    assert_eq!(
+        (status, page["items"][0]["user"].clone()),
+        (StatusCode::OK, json!(1))
+    );
+    let (status, _) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK);
+}

@@ -1,0 +1,138 @@
+//! Where one request's graph reads come from: the in-memory replica once it is loaded
+//! ([`crate::graph`]), PostgreSQL's read model before that. Both answer the same questions
+//! with the same types; the replica needs no round trip.
+
+use chrono::{DateTime, Utc};
+use relations_domain::{Relation, UserId};
+use sqlx::PgPool;
+
+use super::query::{self, Counts, Edge};
+use crate::graph::live::LiveGraph;
+
+/// The source a request reads from, chosen once per request (see the API's `catch_up`), so that
+/// a request never mixes the replica's state with the database's.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// The loaded replica.
+    Memory(&'a LiveGraph),
+    /// Projector `following`'s tables.
+    Database(&'a PgPool),
+}
+
+/// A page of an offset-paged list, with the list's length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetSlice {
+    /// The page.
+    pub edges: Vec<Edge>,
+    /// Every item of the list.
+    pub total: i64,
+}
+
+/// The offset-paged lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetList {
+    /// Whom a user follows.
+    Following,
+    /// A user's friends.
+    Friends,
+}
+
+/// The cursor-paged lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyedList {
+    /// Who follows a user.
+    Followers,
+    /// Whom a user blocks.
+    Blocking,
+}
+
+impl Source<'_> {
+    /// `from`'s relation to each of `to`, in the order asked, from one state.
+    pub async fn relations(
+        self,
+        from: UserId,
+        to: &[UserId],
+    ) -> Result<Vec<Relation>, sqlx::Error> {
+        match self {
+            Source::Memory(graph) => Ok(graph
+                .with(|g| g.relations(from, to))
+                .expect("a memory source is loaded")),
+            Source::Database(pool) => query::relations(pool, from, to).await,
+        }
+    }
+
+    /// `user`'s counters.
+    pub async fn counts(self, user: UserId) -> Result<Counts, sqlx::Error> {
+        match self {
+            Source::Memory(graph) => Ok(graph
+                .with(|g| g.counts(user))
+                .expect("a memory source is loaded")),
+            Source::Database(pool) => query::counts(pool, user).await,
+        }
+    }
+
+    /// A page of `list` for `user`, and the list's length.
+    pub async fn offset_page(
+        self,
+        list: OffsetList,
+        user: UserId,
+        offset: i64,
+        limit: i64,
+    ) -> Result<OffsetSlice, sqlx::Error> {
+        match self {
+            Source::Memory(graph) => Ok(graph
+                .with(|g| {
+                    let counts = g.counts(user);
+                    match list {
+                        OffsetList::Following => OffsetSlice {
+                            edges: g.following(user, offset, limit),
+                            total: counts.following,
+                        },
+                        OffsetList::Friends => OffsetSlice {
+                            edges: g.friends(user, offset, limit),
+                            total: counts.friends,
+                        },
+                    }
+                })
+                .expect("a memory source is loaded")),
+            Source::Database(pool) => {
+                let sql = match list {
+                    OffsetList::Following => query::FOLLOWING,
+                    OffsetList::Friends => query::FRIENDS,
+                };
+                let edges = sql.page(pool, user, offset, limit).await?;
+                let counts = query::counts(pool, user).await?;
+                let total = match list {
+                    OffsetList::Following => counts.following,
+                    OffsetList::Friends => counts.friends,
+                };
+                Ok(OffsetSlice { edges, total })
+            }
+        }
+    }
+
+    /// Up to `limit` edges of `list` for `user`, newest first, strictly after the key `after`.
+    pub async fn keyed_page(
+        self,
+        list: KeyedList,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> Result<Vec<Edge>, sqlx::Error> {
+        match self {
+            Source::Memory(graph) => Ok(graph
+                .with(|g| match list {
+                    KeyedList::Followers => g.followers(user, after, limit),
+                    KeyedList::Blocking => g.blocking(user, after, limit),
+                })
+                .expect("a memory source is loaded")),
+            Source::Database(pool) => {
+                let sql = match list {
+                    KeyedList::Followers => query::FOLLOWERS,
+                    KeyedList::Blocking => query::BLOCKS,
+                };
+                sql.page(pool, user, after, limit).await
+            }
+        }
+    }
+}

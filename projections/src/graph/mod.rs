@@ -1,0 +1,441 @@
+//! The follow graph in memory: each service instance's replica of projector `following`'s
+//! read model (and the post counts), answering relation checks, lists and counts without a
+//! database round trip.
+//!
+//! TAO and Bluesky's graph service serve the same reads from memory; here the replica is kept
+//! current from the log itself, not expired by TTL. [`live::LiveGraph`] loads it once from the
+//! read model at that model's checkpoint and then applies every later event in log order, so the
+//! replica is always exactly the fold of the log up to its [`Graph::position`]: one consistent
+//! state (never a follow beside a block: a block's unfollows share its transaction, and a batch
+//! is applied under one write lock), and never older than a state it has served before.
+//! `min_position` waits until the replica has passed the position asked.
+//!
+//! Memory: a follow costs two 16-byte entries (in the follower's `following`, sorted by id, and
+//! the followee's `followers`, sorted by time), about 32 bytes; a user about 100 bytes. The
+//! follow limit bounds `following`, so a relation check is two binary searches of at most
+//! `follow_limit` entries.
+
+pub mod live;
+
+/// How the admin endpoint names the replica.
+pub const NAME: &str = "graph";
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use relations_domain::{Facts, PostEvent, Relation, RelationEvent, UserId};
+use relations_store::LogPosition;
+
+use crate::following::query::{Counts, Edge};
+
+/// A time in microseconds since the epoch (the log's and PostgreSQL's precision).
+type Micros = i64;
+
+/// What one user's node holds.
+#[derive(Debug, Default, Clone)]
+struct Node {
+    /// Whom they follow: `(followee, since)`, sorted by followee.
+    following: Vec<(u64, Micros)>,
+    /// Who follows them: `(since, follower)`, ascending.
+    followers: Vec<(Micros, u64)>,
+    /// Whom they block: `(since, blocked)`, ascending.
+    blocking: Vec<(Micros, u64)>,
+    /// Users both ways.
+    friends: i64,
+    /// Live posts.
+    posts: i64,
+}
+
+impl Node {
+    fn is_empty(&self) -> bool {
+        self.following.is_empty()
+            && self.followers.is_empty()
+            && self.blocking.is_empty()
+            && self.posts == 0
+    }
+
+    /// Since when they follow `followee`, if they do.
+    fn follows(&self, followee: u64) -> Option<Micros> {
+        self.following
+            .binary_search_by_key(&followee, |&(id, _)| id)
+            .ok()
+            .map(|i| self.following[i].1)
+    }
+}
+
+/// One change the graph folds, decoded from an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// follows(a, b) began at the time.
+    Follow(u64, u64, Micros),
+    /// follows(a, b) ended.
+    Unfollow(u64, u64),
+    /// blocks(a, b) began at the time.
+    Block(u64, u64, Micros),
+    /// blocks(a, b) ended.
+    Unblock(u64, u64),
+    /// The user's live post count moved by the amount.
+    Posts(u64, i64),
+}
+
+impl Change {
+    /// What a relation event changes.
+    pub fn of_relation(event: &RelationEvent, at: DateTime<Utc>) -> Self {
+        let at = at.timestamp_micros();
+        match *event {
+            RelationEvent::Followed { follower, followee } => {
+                Self::Follow(follower.get() as u64, followee.get() as u64, at)
+            }
+            RelationEvent::Unfollowed {
+                follower, followee, ..
+            } => Self::Unfollow(follower.get() as u64, followee.get() as u64),
+            RelationEvent::Blocked { blocker, blocked } => {
+                Self::Block(blocker.get() as u64, blocked.get() as u64, at)
+            }
+            RelationEvent::Unblocked { blocker, blocked } => {
+                Self::Unblock(blocker.get() as u64, blocked.get() as u64)
+            }
+        }
+    }
+
+    /// What a post event changes.
+    pub fn of_post(event: &PostEvent) -> Self {
+        match event {
+            PostEvent::PostPublished { author, .. } => Self::Posts(author.get() as u64, 1),
+            PostEvent::PostDeleted { author, .. } => Self::Posts(author.get() as u64, -1),
+        }
+    }
+}
+
+/// The graph: every follow and block, every user's counters, as of [`Graph::position`].
+#[derive(Debug, Default, Clone)]
+pub struct Graph {
+    users: HashMap<u64, Node>,
+    /// Every block `(blocker, blocked)`, for checks from either side.
+    blocks: HashSet<(u64, u64)>,
+    follows: u64,
+    position: LogPosition,
+}
+
+fn micros(t: Micros) -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp_micros(t).unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+fn user(id: u64) -> UserId {
+    UserId::try_from(id as i64).expect("the graph holds only valid user ids")
+}
+
+fn edge((since, id): (Micros, u64)) -> Edge {
+    Edge {
+        user: user(id),
+        since: micros(since),
+    }
+}
+
+impl Graph {
+    /// The log position the graph reflects: every event up to it, none after.
+    pub fn position(&self) -> LogPosition {
+        self.position
+    }
+
+    /// Users with any edge or post.
+    pub fn users(&self) -> usize {
+        self.users.len()
+    }
+
+    /// Follow edges.
+    pub fn follows(&self) -> u64 {
+        self.follows
+    }
+
+    /// Block edges.
+    pub fn blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Adds `(follower, followee, since)` edges to an empty graph at once (a load: sorting
+    /// once is far cheaper than inserting each in place).
+    pub fn load_follows(&mut self, follows: Vec<(u64, u64, Micros)>) {
+        debug_assert!(self.users.is_empty());
+        for &(a, b, since) in &follows {
+            self.users.entry(a).or_default().following.push((b, since));
+            self.users.entry(b).or_default().followers.push((since, a));
+        }
+        for node in self.users.values_mut() {
+            node.following.sort_unstable();
+            node.followers.sort_unstable();
+        }
+        self.follows = follows.len() as u64;
+        let friends: Vec<u64> = follows
+            .iter()
+            .filter(|&&(a, b, _)| self.users.get(&b).and_then(|n| n.follows(a)).is_some())
+            .map(|&(a, _, _)| a)
+            .collect();
+        for a in friends {
+            self.users.entry(a).or_default().friends += 1;
+        }
+    }
+
+    /// Marks the graph as reflecting the log up to `position`.
+    pub fn advance(&mut self, position: LogPosition) {
+        debug_assert!(position >= self.position);
+        self.position = position;
+    }
+
+    /// Applies one change. Changes that find the graph already so (a follow of someone
+    /// followed) change nothing, as in the read model.
+    pub fn apply(&mut self, change: Change) {
+        match change {
+            Change::Follow(a, b, at) => self.follow(a, b, at),
+            Change::Unfollow(a, b) => self.unfollow(a, b),
+            Change::Block(a, b, at) => {
+                if self.blocks.insert((a, b)) {
+                    let blocking = &mut self.users.entry(a).or_default().blocking;
+                    let i = blocking.partition_point(|&e| e < (at, b));
+                    blocking.insert(i, (at, b));
+                }
+            }
+            Change::Unblock(a, b) => {
+                if self.blocks.remove(&(a, b)) {
+                    if let Some(node) = self.users.get_mut(&a) {
+                        node.blocking.retain(|&(_, id)| id != b);
+                    }
+                    self.forget_if_empty(a);
+                }
+            }
+            Change::Posts(author, delta) => {
+                self.users.entry(author).or_default().posts += delta;
+                self.forget_if_empty(author);
+            }
+        }
+    }
+
+    fn follow(&mut self, a: u64, b: u64, at: Micros) {
+        let node = self.users.entry(a).or_default();
+        let Err(i) = node.following.binary_search_by_key(&b, |&(id, _)| id) else {
+            return;
+        };
+        node.following.insert(i, (b, at));
+        let mutual = self.users.get(&b).and_then(|n| n.follows(a)).is_some();
+        let followers = &mut self.users.entry(b).or_default().followers;
+        let i = followers.partition_point(|&e| e < (at, a));
+        followers.insert(i, (at, a));
+        self.follows += 1;
+        if mutual {
+            self.add_friends(a, b, 1);
+        }
+    }
+
+    fn unfollow(&mut self, a: u64, b: u64) {
+        let Some(node) = self.users.get_mut(&a) else {
+            return;
+        };
+        let Ok(i) = node.following.binary_search_by_key(&b, |&(id, _)| id) else {
+            return;
+        };
+        let (_, since) = node.following.remove(i);
+        if let Some(node) = self.users.get_mut(&b) {
+            if let Ok(i) = node.followers.binary_search(&(since, a)) {
+                node.followers.remove(i);
+            }
+        }
+        self.follows -= 1;
+        if self.users.get(&b).and_then(|n| n.follows(a)).is_some() {
+            self.add_friends(a, b, -1);
+        }
+        self.forget_if_empty(a);
+        self.forget_if_empty(b);
+    }
+
+    fn add_friends(&mut self, a: u64, b: u64, delta: i64) {
+        for user in [a, b] {
+            self.users.entry(user).or_default().friends += delta;
+        }
+    }
+
+    fn forget_if_empty(&mut self, user: u64) {
+        if self.users.get(&user).is_some_and(Node::is_empty) {
+            self.users.remove(&user);
+        }
+    }
+
+    fn node(&self, user: UserId) -> Option<&Node> {
+        self.users.get(&(user.get() as u64))
+    }
+
+    /// The four facts between `from` and `to`, from `from`'s side.
+    pub fn facts(&self, from: UserId, to: UserId) -> Facts {
+        let (a, b) = (from.get() as u64, to.get() as u64);
+        Facts {
+            following: self.node(from).and_then(|n| n.follows(b)).is_some(),
+            followed_by: self.node(to).and_then(|n| n.follows(a)).is_some(),
+            blocking: self.blocks.contains(&(a, b)),
+            blocked_by: self.blocks.contains(&(b, a)),
+        }
+    }
+
+    /// `from`'s relation to each of `to`, in the order asked.
+    pub fn relations(&self, from: UserId, to: &[UserId]) -> Vec<Relation> {
+        to.iter()
+            .map(|&to| Relation::new(from, to, self.facts(from, to)))
+            .collect()
+    }
+
+    /// `user`'s counters.
+    pub fn counts(&self, user: UserId) -> Counts {
+        self.node(user).map_or_else(Counts::default, |n| Counts {
+            following: n.following.len() as i64,
+            followers: n.followers.len() as i64,
+            friends: n.friends,
+            posts: n.posts,
+        })
+    }
+
+    /// Whom `user` follows, newest first, `limit` after skipping `offset`.
+    pub fn following(&self, user: UserId, offset: i64, limit: i64) -> Vec<Edge> {
+        let all = self.node(user).map_or_else(Vec::new, |n| {
+            n.following.iter().map(|&(id, since)| (since, id)).collect()
+        });
+        newest(all, offset, limit)
+    }
+
+    /// `user`'s friends, newest friendship first (a friendship begins with the later of its
+    /// two follows), `limit` after skipping `offset`.
+    pub fn friends(&self, user: UserId, offset: i64, limit: i64) -> Vec<Edge> {
+        let a = user.get() as u64;
+        let all = self.node(user).map_or_else(Vec::new, |n| {
+            n.following
+                .iter()
+                .filter_map(|&(b, since)| {
+                    let back = self.users.get(&b)?.follows(a)?;
+                    Some((since.max(back), b))
+                })
+                .collect()
+        });
+        newest(all, offset, limit)
+    }
+
+    /// Who follows `user`, newest first, strictly after the key `after` (from the newest when
+    /// none).
+    pub fn followers(
+        &self,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> Vec<Edge> {
+        self.node(user)
+            .map_or_else(Vec::new, |n| before(&n.followers, after, limit))
+    }
+
+    /// Whom `user` blocks, newest first, strictly after the key `after`.
+    pub fn blocking(
+        &self,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> Vec<Edge> {
+        self.node(user)
+            .map_or_else(Vec::new, |n| before(&n.blocking, after, limit))
+    }
+}
+
+/// The `limit` newest of `all` after skipping `offset`, by `(since, id)` descending.
+fn newest(mut all: Vec<(Micros, u64)>, offset: i64, limit: i64) -> Vec<Edge> {
+    let (offset, limit) = (offset.max(0) as usize, limit.max(0) as usize);
+    if offset >= all.len() || limit == 0 {
+        return vec![];
+    }
+    let wanted = (offset + limit).min(all.len());
+    let desc = |x: &(Micros, u64), y: &(Micros, u64)| y.cmp(x);
+    if wanted < all.len() {
+        all.select_nth_unstable_by(wanted - 1, desc);
+        all.truncate(wanted);
+    }
+    all.sort_unstable_by(desc);
+    all.into_iter().skip(offset).map(edge).collect()
+}
+
+/// Up to `limit` entries of an ascending list, newest first, strictly below `after`.
+fn before(list: &[(Micros, u64)], after: Option<(DateTime<Utc>, i64)>, limit: i64) -> Vec<Edge> {
+    let end = match after {
+        None => list.len(),
+        Some((since, id)) => {
+            let key = (since.timestamp_micros(), id.max(0) as u64);
+            list.partition_point(|&e| e < key)
+        }
+    };
+    list[..end]
+        .iter()
+        .rev()
+        .take(limit.max(0) as usize)
+        .copied()
+        .map(edge)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u(id: i64) -> UserId {
+        UserId::try_from(id).unwrap()
+    }
+
+    #[test]
+    fn follows_blocks_and_counts_fold_like_the_read_model() {
+        let mut g = Graph::default();
+        g.apply(Change::Follow(1, 2, 10));
+        g.apply(Change::Follow(2, 1, 20));
+        g.apply(Change::Follow(1, 3, 30));
+        g.apply(Change::Follow(1, 3, 40)); // already following: nothing
+        assert_eq!(g.counts(u(1)).following, 2);
+        assert_eq!(g.counts(u(1)).friends, 1);
+        assert_eq!(g.counts(u(2)).friends, 1);
+        assert_eq!(g.follows(), 3);
+        let f = g.facts(u(1), u(2));
+        assert!(f.following && f.followed_by && !f.blocking && !f.blocked_by);
+        // Friends since the later follow.
+        let friends = g.friends(u(1), 0, 10);
+        assert_eq!(friends.len(), 1);
+        assert_eq!(friends[0].since.timestamp_micros(), 20);
+        // Newest first.
+        let following: Vec<i64> = g
+            .following(u(1), 0, 10)
+            .iter()
+            .map(|e| e.user.get())
+            .collect();
+        assert_eq!(following, vec![3, 2]);
+        assert_eq!(g.following(u(1), 1, 10).len(), 1);
+        assert!(g.following(u(1), 2, 10).is_empty());
+
+        g.apply(Change::Unfollow(2, 1));
+        g.apply(Change::Unfollow(1, 2));
+        g.apply(Change::Block(1, 2, 50));
+        assert_eq!(g.counts(u(1)).friends, 0);
+        assert_eq!(g.counts(u(2)), Counts::default());
+        let f = g.facts(u(2), u(1));
+        assert!(!f.following && !f.followed_by && !f.blocking && f.blocked_by);
+        assert_eq!(g.blocking(u(1), None, 10).len(), 1);
+        g.apply(Change::Unblock(1, 2));
+        assert_eq!(g.blocks(), 0);
+        g.apply(Change::Posts(7, 1));
+        g.apply(Change::Posts(7, -1));
+        g.apply(Change::Unfollow(1, 3));
+        assert_eq!(g.users(), 0, "empty nodes are dropped");
+    }
+
+    #[test]
+    fn followers_page_by_search_after_key() {
+        let mut g = Graph::default();
+        for (follower, at) in [(5, 100), (6, 100), (7, 200), (8, 300)] {
+            g.apply(Change::Follow(follower, 1, at));
+        }
+        let page = g.followers(u(1), None, 2);
+        let ids: Vec<i64> = page.iter().map(|e| e.user.get()).collect();
+        assert_eq!(ids, vec![8, 7]);
+        let last = page.last().unwrap();
+        let page = g.followers(u(1), Some((last.since, last.user.get())), 10);
+        let ids: Vec<i64> = page.iter().map(|e| e.user.get()).collect();
+        assert_eq!(ids, vec![6, 5], "ties on time by id, descending");
+    }
+}
