@@ -142,6 +142,25 @@ impl Server {
         }
     }
 
+    /// Waits until the server's in-memory graph reflects the whole log as it stands now (its
+    /// relation reads are answered from it).
+    pub async fn graph_caught_up(&self, pool: &sqlx::PgPool) -> anyhow::Result<Duration> {
+        let start = Instant::now();
+        let head = relations_store::log::head(pool).await?;
+        let client = reqwest::Client::new();
+        let url = format!(
+            "{}/api/v1/relation/status?from=1&to=2&min_position={head}",
+            self.base
+        );
+        while !client.get(&url).send().await?.status().is_success() {
+            anyhow::ensure!(
+                start.elapsed() < Duration::from_secs(1800),
+                "the graph never caught up"
+            );
+        }
+        Ok(start.elapsed())
+    }
+
     /// The process id (for `perf` and `/proc`).
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -36,6 +36,7 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     // the catch-up row.
     let took = graph::caught_up(&pool, &[relations_projections::feed::NAME]).await?;
     graph::caught_up(&pool, &[relations_projections::following::NAME]).await?;
+    server.graph_caught_up(&pool).await?;
     let folded = events + users as u64;
     let catch_up = Row::new(
         "g. feed projector catch-up",

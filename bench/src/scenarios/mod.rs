@@ -85,6 +85,11 @@ pub async fn graph_scenarios(
     )
     .await?;
     let took = graph::caught_up(&pool, &[relations_projections::following::NAME]).await?;
+    let graph_took = server.graph_caught_up(&pool).await?;
+    eprintln!(
+        "graph: the server's in-memory graph caught up {:.1} s after the projector",
+        graph_took.as_secs_f64()
+    );
     rows.push(Row::new(
         "graph",
         &format!(

@@ -178,7 +178,8 @@ pub struct Ahead {
     /// Events below the horizon: readable now.
     pub settled: bool,
     /// Events committed at or above the horizon (an older transaction somewhere in the cluster
-    /// is still open): readable once it ends, so a reader should look again shortly.
+    /// is still open): readable once it ends, so a reader should look again shortly. Only
+    /// looked for when nothing is `settled` (false otherwise).
     pub unsettled: bool,
 }
 
@@ -187,16 +188,22 @@ pub async fn ahead<'e>(
     executor: impl PgExecutor<'e>,
     after: LogPosition,
 ) -> Result<Ahead, sqlx::Error> {
+    // Each look is an ordered LIMIT 1, so PostgreSQL walks the log-order index from `after`:
+    // an EXISTS was planned as a sequential scan of the whole log (130 ms at 600k events, each
+    // idle step). `unsettled` is looked for only when nothing is settled: a reader far behind
+    // has millions of settled events after it (CASE evaluates a branch only when reached).
     sqlx::query_as(concat!(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE ",
-        after_position!(),
-        " AND ",
-        below_horizon!(),
-        ") AS settled, EXISTS (SELECT 1 FROM events WHERE ",
+        "SELECT settled, CASE WHEN settled THEN false ELSE (SELECT true FROM events WHERE ",
         after_position!(),
         " AND NOT (",
         below_horizon!(),
-        ")) AS unsettled"
+        ") ORDER BY events.transaction_id, events.global_position LIMIT 1) IS NOT NULL END
+           AS unsettled
+           FROM (SELECT (SELECT true FROM events WHERE ",
+        after_position!(),
+        " AND ",
+        below_horizon!(),
+        " ORDER BY events.transaction_id, events.global_position LIMIT 1) IS NOT NULL AS settled) AS s"
     ))
     .bind(after.transaction_id.to_string())
     .bind(after.global_position)
@@ -213,21 +220,29 @@ pub struct Lag {
     pub seconds: f64,
 }
 
-/// How far `after` is behind the horizon.
+/// Most events [`lag`] counts: beyond it a reader is simply far behind.
+pub const LAG_CAP: i64 = 100_000_000;
+
+/// How far `after` is behind the horizon (events counted up to [`LAG_CAP`]).
 pub async fn lag<'e>(
     executor: impl PgExecutor<'e>,
     after: LogPosition,
 ) -> Result<Lag, sqlx::Error> {
+    // The ordered LIMIT makes PostgreSQL read the log-order index from `after` (a bare count
+    // was planned as a sequential scan of the whole log, even when caught up); it also caps
+    // the count at LAG_CAP.
     let lag: Lag = sqlx::query_as(concat!(
         "SELECT count(*) AS events,
                 COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at))::float8, 0) AS seconds
-           FROM events WHERE ",
+           FROM (SELECT occurred_at FROM events WHERE ",
         after_position!(),
         " AND ",
-        below_horizon!()
+        below_horizon!(),
+        " ORDER BY events.transaction_id, events.global_position LIMIT $3) AS behind"
     ))
     .bind(after.transaction_id.to_string())
     .bind(after.global_position)
+    .bind(LAG_CAP)
     .fetch_one(executor)
     .await?;
     Ok(Lag {
