@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use relations_kafka::Relay;
+use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::graph::live::LiveGraph;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db;
@@ -73,6 +74,7 @@ impl Application {
         let state = AppState {
             projectors: Arc::new(projectors),
             graph: LiveGraph::new(),
+            read_marks: ReadMarks::new(),
             inboxes: caches.inboxes,
             relations: RelationStore::new(
                 pool.clone(),
@@ -122,10 +124,21 @@ impl Application {
             shutdown.clone(),
         ));
         let projectors = spawn_projectors(wakeup, self.runners, self.relay, shutdown.clone());
+        // Its own token, cancelled once HTTP has drained: marks set by the last requests are
+        // still written.
+        let drained = CancellationToken::new();
+        let read_marks = tokio::spawn(
+            self.state
+                .read_marks
+                .clone()
+                .run(self.state.pool.clone(), drained.clone()),
+        );
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
             .context("http server")?;
+        drained.cancel();
+        let _ = read_marks.await;
         for projector in projectors {
             let _ = projector.await;
         }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 use relations_projections::feed::inbox_cache::InboxCache;
+use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::graph::live::LiveGraph;
 use relations_projections::runtime::Health;
 use relations_store::{PostStore, RelationStore};
@@ -48,6 +49,8 @@ pub struct AppState {
     pub graph: LiveGraph,
     /// Cached feed inboxes.
     pub inboxes: InboxCache,
+    /// Read marks waiting to be written.
+    pub read_marks: ReadMarks,
     /// The configuration the service started with.
     pub config: Arc<Config>,
 }

@@ -133,15 +133,11 @@ async fn feed(
     } else {
         &state.inboxes
     };
-    // Taken before the page: a post that lands meanwhile stays counted as new.
-    let mark = match p.is_first() {
-        true => Some(feed_read::head_seq(&state.pool).await?),
-        false => None,
-    };
     let recommended = state.config.recommended();
-    let page = feed_read::feed(&state.pool, inbox, actor.user, &recommended, start, size).await?;
-    if let Some(mark) = mark {
-        feed_read::mark_read(&state.pool, actor.user, mark).await?;
+    let (page, head) =
+        feed_read::feed(&state.pool, inbox, actor.user, &recommended, start, size).await?;
+    if p.is_first() {
+        state.read_marks.mark(actor.user, head);
     }
     Ok(Json(page.into()))
 }
@@ -167,7 +163,8 @@ async fn new_count(
 ) -> Result<Json<NewCount>, ApiError> {
     catch_up(&state, p.min_position).await?;
     let recommended = state.config.recommended();
-    let count = feed_read::new_count(&state.pool, actor.user, &recommended).await?;
+    let pending = state.read_marks.pending(actor.user);
+    let count = feed_read::new_count(&state.pool, actor.user, &recommended, pending).await?;
     Ok(Json(NewCount { count }))
 }
 

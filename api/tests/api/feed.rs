@@ -457,6 +457,23 @@ async fn new_count_counts_pushed_and_pulled_posts_since_the_first_page() {
     );
 }
 
+/// The mark is kept in memory and written in batches: the instance that served the page
+/// counts from it at once, and a shutdown right after still writes it for every other
+/// instance.
+#[tokio::test]
+async fn read_marks_are_written_off_the_request_path_and_survive_a_shutdown() {
+    let app = spawn_app().await;
+    position_of(&app, "follow", 10, 1).await;
+    let (_, at) = app.publish(1, "a").await;
+    assert_eq!(count(&app, at.clone()).await, json!(1));
+    app.get_as(10, &format!("/api/v1/feed?min_position={at}"))
+        .await;
+    assert_eq!(count(&app, at.clone()).await, json!(0));
+    let config = app.stop().await;
+    let other = spawn_with(config).await;
+    assert_eq!(count(&other, at).await, json!(0));
+}
+
 #[tokio::test]
 async fn users_who_follow_nobody_get_the_recommended_feed_without_blocked_authors() {
     let mut config = test_config().await;

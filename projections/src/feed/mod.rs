@@ -31,6 +31,7 @@ mod follow_run;
 pub mod inbox_cache;
 mod post_run;
 pub mod query;
+pub mod read_marks;
 mod settings;
 pub mod verify;
 

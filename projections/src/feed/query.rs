@@ -193,22 +193,35 @@ enum Sources {
     },
 }
 
+/// The reader's sources, the newest post's seq as they were read, and (for a follow feed)
+/// the first round's pull: the newest `first.limit` live posts below `first.before` of
+/// their pulled authors. One round trip.
 async fn sources(
     pool: &PgPool,
     reader: UserId,
     recommended: &[UserId],
-) -> Result<Sources, ProjectionError> {
+    first: (i64, i64),
+) -> Result<(Sources, i64, Vec<i64>), ProjectionError> {
     let row = sqlx::query(
-        "SELECT EXISTS (SELECT 1 FROM feed_follows WHERE follower = $1) AS follows,
-                ARRAY(SELECT f.followee FROM feed_follows f
-                        JOIN feed_authors a ON a.author = f.followee AND a.pulled
-                       WHERE f.follower = $1) AS pulled,
+        "WITH pulled AS (SELECT f.followee AS author FROM feed_follows f
+                           JOIN feed_authors a ON a.author = f.followee AND a.pulled
+                          WHERE f.follower = $1)
+         SELECT (SELECT COALESCE(max(seq), 0) FROM rm_posts) AS head,
+                EXISTS (SELECT 1 FROM feed_follows WHERE follower = $1) AS follows,
+                ARRAY(SELECT author FROM pulled) AS pulled,
+                ARRAY(SELECT p.seq FROM pulled
+                      CROSS JOIN LATERAL (SELECT seq FROM rm_posts
+                                           WHERE author = pulled.author AND NOT deleted AND seq < $2
+                                           ORDER BY seq DESC LIMIT $3) AS p
+                       ORDER BY p.seq DESC LIMIT $3) AS first_pull,
                 COALESCE((SELECT watermark FROM feed_readers WHERE reader = $1), 0) AS watermark",
     )
     .bind(reader.get())
+    .bind(first.0)
+    .bind(first.1)
     .fetch_one(pool)
     .await?;
-    Ok(if row.try_get("follows")? {
+    let sources = if row.try_get("follows")? {
         Sources::Following {
             pulled: row.try_get("pulled")?,
             watermark: row.try_get("watermark")?,
@@ -221,7 +234,8 @@ async fn sources(
                 .filter(|&u| u != reader.get())
                 .collect(),
         }
-    })
+    };
+    Ok((sources, row.try_get("head")?, row.try_get("first_pull")?))
 }
 
 /// The newest `limit` live posts below `before` of each of `authors`, merged.
@@ -305,7 +319,9 @@ async fn hydrate(
 }
 
 /// A page of `reader`'s feed: the follow feed, or the recommended feed when they follow
-/// nobody. `inbox` serves the pushed part (PostgreSQL or its cache).
+/// nobody. `inbox` serves the pushed part (PostgreSQL or its cache). Also the newest post's
+/// seq, read before the page (the read mark a first page sets: a post that lands meanwhile
+/// stays counted as new).
 pub async fn feed(
     pool: &PgPool,
     inbox: &dyn Inbox,
@@ -313,12 +329,14 @@ pub async fn feed(
     recommended: &[UserId],
     start: PageStart,
     size: i64,
-) -> Result<Page, ProjectionError> {
-    let sources = sources(pool, reader, recommended).await?;
+) -> Result<(Page, i64), ProjectionError> {
     let mut bound = start_bound(pool, start).await?;
+    let want = |found: usize| (size + 1 - found as i64).max(10);
+    let (sources, head, first_pull) = sources(pool, reader, recommended, (bound, want(0))).await?;
+    let mut first_pull = Some(first_pull);
     let mut found: Vec<(i64, PostView)> = Vec::new();
     loop {
-        let want = (size + 1 - found.len() as i64).max(10);
+        let want = want(found.len());
         let mut candidates = BTreeSet::new();
         let mut exhausted = true;
         match &sources {
@@ -334,7 +352,10 @@ pub async fn feed(
                     )
                     .await?;
                 let watermark = cached.max(*watermark);
-                let pulled = pull(pool, pulled, bound, want).await?;
+                let pulled = match first_pull.take() {
+                    Some(first) => first,
+                    None => pull(pool, pulled, bound, want).await?,
+                };
                 exhausted &= pushed.len() < want as usize && pulled.len() < want as usize;
                 if pushed.len() < want as usize && watermark > 0 {
                     // Below the watermark the inbox may have been trimmed: pull everyone.
@@ -361,44 +382,25 @@ pub async fn feed(
         }
         bound = lowest;
     }
-    Ok(paginate(found, size))
+    Ok((paginate(found, size), head))
 }
 
-/// The seq of the newest post: the read mark a first page sets.
-pub async fn head_seq(pool: &PgPool) -> Result<i64, ProjectionError> {
-    Ok(
-        sqlx::query_scalar("SELECT COALESCE(max(seq), 0) FROM rm_posts")
-            .fetch_one(pool)
-            .await?,
-    )
-}
-
-/// Moves `reader`'s read mark forward to `seq`.
-pub async fn mark_read(pool: &PgPool, reader: UserId, seq: i64) -> Result<(), ProjectionError> {
-    sqlx::query(
-        "INSERT INTO feed_read_marks AS m (reader, seq) VALUES ($1, $2)
-         ON CONFLICT (reader) DO UPDATE SET seq = greatest(m.seq, excluded.seq), updated_at = now()",
-    )
-    .bind(reader.get())
-    .bind(seq)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-/// How many posts of `reader`'s feed are newer than their read mark, pushed and pulled alike.
+/// How many posts of `reader`'s feed are newer than their read mark (the written one, or
+/// `pending` when higher: see [`super::read_marks`]), pushed and pulled alike.
 pub async fn new_count(
     pool: &PgPool,
     reader: UserId,
     recommended: &[UserId],
+    pending: Option<i64>,
 ) -> Result<i64, ProjectionError> {
     let mark: i64 = sqlx::query_scalar(
-        "SELECT COALESCE((SELECT seq FROM feed_read_marks WHERE reader = $1), 0)",
+        "SELECT greatest(COALESCE((SELECT seq FROM feed_read_marks WHERE reader = $1), 0), $2)",
     )
     .bind(reader.get())
+    .bind(pending.unwrap_or(0))
     .fetch_one(pool)
     .await?;
-    Ok(match sources(pool, reader, recommended).await? {
+    Ok(match sources(pool, reader, recommended, (0, 0)).await?.0 {
         Sources::Following { .. } => {
             sqlx::query_scalar(
                 "SELECT count(*) FROM feed_follows f
