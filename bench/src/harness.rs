@@ -161,6 +161,17 @@ impl Server {
         Ok(start.elapsed())
     }
 
+    /// The value of an unlabelled gauge or counter on the server's `/metrics`.
+    pub async fn metric(&self, name: &str) -> anyhow::Result<f64> {
+        let text = reqwest::get(format!("{}/metrics", self.base))
+            .await?
+            .text()
+            .await?;
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+            .with_context(|| format!("no metric {name}"))
+    }
+
     /// The process id (for `perf` and `/proc`).
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -14,7 +14,17 @@ pub async fn memory(server: &Server, pool: &PgPool) -> anyhow::Result<Vec<Row>> 
     .await?;
     let (event_rows, events) = relations_store::log::footprint(pool).await?;
     let per = |bytes: i64| bytes as f64 / edges.max(1) as f64;
+    let graph_bytes = server.metric("relations_graph_bytes").await?;
     Ok(vec![
+        Row::new(
+            "f. memory",
+            "in-process graph bytes per follow edge (its own estimate: vectors and tables)",
+            format!(
+                "{:.0} B ({:.1} MiB for {edges} follows)",
+                graph_bytes / edges.max(1) as f64,
+                graph_bytes / 1048576.0
+            ),
+        ),
         Row::new(
             "f. memory",
             "server RSS after the graph scenarios",

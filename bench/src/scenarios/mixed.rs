@@ -1,7 +1,10 @@
 //! (g) a LinkBench-style request mix over HTTP with every projector running.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
+use hdrhistogram::Histogram;
 use rand::Rng;
 
 use super::reads::read_path;
@@ -53,8 +56,11 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     );
     let tokens: Arc<Vec<String>> = Arc::new((1..=users).map(token).collect());
     let (client, base) = (client(), server.base.clone());
+    let by_kind: Arc<Mutex<BTreeMap<&'static str, Histogram<u64>>>> = Arc::default();
+    let recorded = by_kind.clone();
     let stats = closed_loop(64, scale.run * 2, move |_, i| {
         let (client, base, tokens) = (client.clone(), base.clone(), tokens.clone());
+        let by_kind = recorded.clone();
         let (user, other, mut pick) = {
             let mut rng = rand::rng();
             (
@@ -100,16 +106,44 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             };
             // Refusals the rules make (a follow of someone who blocks you, the follow limit)
             // are answers too; only 5xx and transport errors count as failures.
-            request
+            let began = Instant::now();
+            let ok = request
                 .send()
                 .await
-                .is_ok_and(|r| !r.status().is_server_error())
+                .is_ok_and(|r| !r.status().is_server_error());
+            let micros = began.elapsed().as_micros().max(1) as u64;
+            let mut by_kind = by_kind.lock().expect("not poisoned");
+            let histogram = by_kind.entry(kind).or_insert_with(|| {
+                Histogram::new_with_bounds(1, 60_000_000, 3).expect("bounds are valid")
+            });
+            let _ = histogram.record(micros);
+            ok
         }
     })
     .await;
-    Ok(vec![catch_up, Row::new(
-        &format!("g. LinkBench-style mix, 64 clients, {users} users"),
-        "50% list pages, 18% relation checks, 12% counts, 10% follow/unfollow, 4% posts, 6% feed pages",
-        rate(&stats),
-    )])
+    let by_kind = by_kind.lock().expect("not poisoned");
+    let p99s: Vec<String> = MIX
+        .iter()
+        .filter_map(|(kind, _)| {
+            let h = by_kind.get(kind)?;
+            Some(format!("{kind} {:.1}", h.value_at_quantile(0.99) as f64 / 1000.0))
+        })
+        .collect();
+    Ok(vec![
+        catch_up,
+        Row::new(
+            &format!("g. LinkBench-style mix, 64 clients, {users} users"),
+            "50% list pages, 18% relation checks, 12% counts, 10% follow/unfollow, 4% posts, 6% feed pages",
+            rate(&stats),
+        )
+        .target(
+            ">= 5x round 2's 2,044/s, p99 < 15 ms",
+            stats.per_sec() >= 5.0 * 2044.0 && stats.ms(0.99) < 15.0,
+        ),
+        Row::new(
+            &format!("g. LinkBench-style mix, 64 clients, {users} users"),
+            "p99 by request kind, ms",
+            p99s.join(", "),
+        ),
+    ])
 }

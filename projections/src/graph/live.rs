@@ -179,6 +179,7 @@ impl LiveGraph {
             let graph = guard.as_ref().expect("just set");
             metrics::gauge!("relations_graph_follows").set(graph.follows() as f64);
             metrics::gauge!("relations_graph_users").set(graph.users() as f64);
+            metrics::gauge!("relations_graph_bytes").set(graph.heap_bytes() as f64);
             graph.position()
         };
         self.position.send_replace(Some(position));

@@ -148,6 +148,23 @@ impl Graph {
         self.follows
     }
 
+    /// An estimate of the heap the graph holds, in bytes: its vectors' capacities and its
+    /// tables' slots (a hash table entry costs its key, its value and a control byte).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let entry = size_of::<(u64, Micros)>();
+        let nodes: usize = self
+            .users
+            .values()
+            .map(|n| {
+                (n.following.capacity() + n.followers.capacity() + n.blocking.capacity()) * entry
+            })
+            .sum();
+        let slots = self.users.capacity() * (size_of::<(u64, Node)>() + 1)
+            + self.blocks.capacity() * (size_of::<(u64, u64)>() + 1);
+        nodes + slots
+    }
+
     /// Block edges.
     pub fn blocks(&self) -> usize {
         self.blocks.len()
