@@ -1,13 +1,22 @@
 //! Authentication: HS256 JWTs whose `sub` is the actor. The actor is only ever taken from the
 //! token, never from the request (seed 000).
+//!
+//! Every request that carries a bearer token has it checked by [`check_bearer`], whether the
+//! route needs one or not: signature and expiry, then revocation (401 `TOKEN_REVOKED`), then a
+//! ban (403 `USER_BANNED`). Revocations and bans are events in the log; the in-memory graph folds
+//! them, so the check costs no database round trip (only while the graph is still loading does
+//! it read the user's account stream).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use relations_domain::UserId;
+use relations_domain::{TokenStamp, UserId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -26,6 +35,15 @@ pub struct Claims {
     /// Roles; `"admin"` grants the admin endpoints.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<String>,
+    /// The client or device (missing: `""`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli: Option<String>,
+    /// The token's version for its client (missing: 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ver: Option<i64>,
+    /// The user's batch the token belongs to (missing: 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bat: Option<i64>,
 }
 
 /// The keys derived once from `RELATIONS_JWT_SECRET`.
@@ -51,12 +69,26 @@ impl JwtKeys {
 
     /// A token for `user`, valid for `ttl`.
     pub fn issue(&self, user: UserId, admin: bool, ttl: Duration) -> anyhow::Result<String> {
+        self.issue_stamped(user, admin, ttl, None)
+    }
+
+    /// A token for `user`, valid for `ttl`, with a client, version and batch when given.
+    pub fn issue_stamped(
+        &self,
+        user: UserId,
+        admin: bool,
+        ttl: Duration,
+        stamp: Option<&TokenStamp>,
+    ) -> anyhow::Result<String> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
         let claims = Claims {
             sub: user.to_string(),
             exp: now + ttl.as_secs(),
             iat: Some(now),
             roles: if admin { vec!["admin".into()] } else { vec![] },
+            cli: stamp.map(|s| s.client.clone()),
+            ver: stamp.map(|s| s.ver),
+            bat: stamp.map(|s| s.bat),
         };
         Ok(jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
@@ -82,52 +114,100 @@ impl JwtKeys {
             .sub
             .parse()
             .map_err(|_| ApiError::Unauthenticated("the token's sub is not a user id"))?;
+        let claims = data.claims;
         Ok(Actor {
             user,
-            admin: data.claims.roles.iter().any(|r| r == "admin"),
+            admin: claims.roles.iter().any(|r| r == "admin"),
+            stamp: TokenStamp {
+                client: claims.cli.unwrap_or_default(),
+                ver: claims.ver.unwrap_or(0),
+                bat: claims.bat.unwrap_or(0),
+            },
         })
     }
 }
 
 /// The authenticated caller.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Actor {
     /// The token's `sub`.
     pub user: UserId,
     /// Whether the token carries the `admin` role.
     pub admin: bool,
+    /// The token's client, version and batch (what revocations compare).
+    pub stamp: TokenStamp,
+}
+
+/// Checks the bearer token of every request that carries one (see the module docs) and leaves
+/// the [`Actor`] for the handlers; a request without a token goes on (routes that need one
+/// answer 401 through the [`Actor`] extractor).
+pub async fn check_bearer(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if let Some(header) = request.headers().get(AUTHORIZATION) {
+        let actor = match authenticate(&state, header).await {
+            Ok(actor) => actor,
+            Err(error) => return error.into_response(),
+        };
+        tracing::Span::current().record("user.id", actor.user.get());
+        request.extensions_mut().insert(actor);
+    }
+    next.run(request).await
+}
+
+async fn authenticate(state: &AppState, header: &HeaderValue) -> Result<Actor, ApiError> {
+    let token = header
+        .to_str()
+        .ok()
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or(ApiError::Unauthenticated(
+            "expected Authorization: Bearer <token>",
+        ))?;
+    let actor = state.jwt.verify(token)?;
+    let (revoked, banned) = match state
+        .graph
+        .with(|g| (g.refuses(actor.user, &actor.stamp), g.banned(actor.user)))
+    {
+        Some(answer) => answer,
+        // The graph is still loading: read the account itself (startup only).
+        None => {
+            let account = relations_store::accounts::load(&state.pool, actor.user).await?;
+            (account.refuses(&actor.stamp), account.banned)
+        }
+    };
+    if revoked {
+        return Err(ApiError::TokenRevoked);
+    }
+    if banned {
+        return Err(ApiError::Forbidden {
+            code: "USER_BANNED",
+            message: "this user is banned".into(),
+        });
+    }
+    Ok(actor)
 }
 
 impl FromRequestParts<AppState> for Actor {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
+    /// The actor [`check_bearer`] authenticated.
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Actor>()
+            .cloned()
             .ok_or(ApiError::Unauthenticated(
                 "missing Authorization: Bearer <token>",
-            ))?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or(ApiError::Unauthenticated(
-                "expected Authorization: Bearer <token>",
-            ))?;
-        let actor = state.jwt.verify(token)?;
-        tracing::Span::current().record("user.id", actor.user.get());
-        Ok(actor)
+            ))
     }
 }
 
 /// The caller, who must hold the `admin` role (403 otherwise).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Admin(pub Actor);
 
 impl FromRequestParts<AppState> for Admin {

@@ -184,6 +184,21 @@ pub struct Config {
     /// How long a request may take before it is answered 503.
     #[arg(long, env = "RELATIONS_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,
+    /// How long a client may take to send a request's headers before its connection is closed
+    /// (slow clients must not hold the service's sockets).
+    #[arg(
+        long,
+        env = "RELATIONS_HEADER_READ_TIMEOUT_MS",
+        default_value_t = 5_000
+    )]
+    pub header_read_timeout_ms: u64,
+    /// Most client connections open at once; beyond it new ones wait in the listen backlog.
+    #[arg(long, env = "RELATIONS_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+    /// How long committed events may wait behind an open transaction (the log's horizon)
+    /// before projectors report the state `held` and `/readyz` fails.
+    #[arg(long, env = "RELATIONS_HELD_AFTER_MS", default_value_t = 10_000)]
+    pub held_after_ms: u64,
 }
 
 impl Config {

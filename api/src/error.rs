@@ -58,6 +58,9 @@ pub enum ApiError {
         /// What to tell the client.
         message: String,
     },
+    /// 401: the token was revoked (a logout, or the sign-on service's revocation).
+    #[error("this token has been revoked")]
+    TokenRevoked,
     /// 413.
     #[error("request body larger than {0} bytes")]
     PayloadTooLarge(usize),
@@ -91,6 +94,7 @@ impl ApiError {
             ApiError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "INVALID_INPUT"),
             ApiError::SelfRelation => (StatusCode::BAD_REQUEST, "SELF_RELATION"),
             ApiError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
+            ApiError::TokenRevoked => (StatusCode::UNAUTHORIZED, "TOKEN_REVOKED"),
             ApiError::Forbidden { code, .. } => (StatusCode::FORBIDDEN, code),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;
 pub mod routes;
+pub mod serve;
 pub mod startup;
 pub mod state;
 pub mod telemetry;

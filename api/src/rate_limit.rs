@@ -1,11 +1,16 @@
 //! Rule 7: a token bucket per user in Redis, taken and refilled by one Lua script, so that
 //! concurrent requests on any number of instances never over-spend a bucket.
 //!
-//! When Redis is down the limiter fails open: commands go through, a warning is logged and
-//! `relations_rate_limiter_unavailable_total` counts them. A limiter must not take the write path
-//! down with it; the database's own limits still bound the load.
+//! When Redis is down (or its circuit breaker is open) the limiter falls back to a bucket per
+//! user in this instance's memory, with the same capacity and refill:
+//! `relations_rate_limiter_unavailable_total` counts those decisions. Rule 7 then holds per
+//! instance (n instances allow up to n times the rate) until Redis answers again; a spammer
+//! gains nothing unlimited from an outage, and the write path does not go down with the
+//! limiter.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use redis::Script;
 use relations_domain::UserId;
@@ -61,6 +66,36 @@ pub struct RateLimiter {
     script: Arc<Script>,
     capacity: u32,
     refill_per_sec: f64,
+    local: Arc<Mutex<LocalBuckets>>,
+}
+
+/// This instance's buckets, used while Redis is down: user -> (tokens, when last refilled).
+#[derive(Default)]
+struct LocalBuckets(HashMap<i64, (f64, Instant)>);
+
+/// Beyond this many local buckets, full ones are dropped (a full bucket is the same as none).
+const LOCAL_BUCKETS_MAX: usize = 100_000;
+
+impl LocalBuckets {
+    fn take(&mut self, user: UserId, capacity: f64, rate: f64) -> Decision {
+        let now = Instant::now();
+        if self.0.len() >= LOCAL_BUCKETS_MAX {
+            self.0.retain(|_, (tokens, at)| {
+                *tokens + now.duration_since(*at).as_secs_f64() * rate < capacity
+            });
+        }
+        let (tokens, at) = self.0.entry(user.get()).or_insert((capacity, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate).min(capacity);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Decision::Allowed
+        } else {
+            Decision::Limited {
+                retry_after_secs: (((1.0 - *tokens) / rate).ceil() as u64).max(1),
+            }
+        }
+    }
 }
 
 impl RateLimiter {
@@ -71,6 +106,7 @@ impl RateLimiter {
             script: Arc::new(Script::new(TOKEN_BUCKET)),
             capacity,
             refill_per_sec,
+            local: Arc::default(),
         }
     }
 
@@ -78,10 +114,11 @@ impl RateLimiter {
     pub async fn check(&self, user: UserId) -> Decision {
         match self.try_check(user).await {
             Ok(decision) => decision,
-            Err(error) => {
+            // Redis's breaker logs the outage once; each decision is counted.
+            Err(_) => {
                 metrics::counter!("relations_rate_limiter_unavailable_total").increment(1);
-                tracing::warn!(%error, "rate limiter unavailable; failing open");
-                Decision::Allowed
+                let mut local = self.local.lock().unwrap_or_else(|e| e.into_inner());
+                local.take(user, f64::from(self.capacity), self.refill_per_sec)
             }
         }
     }
@@ -102,9 +139,10 @@ impl RateLimiter {
         let mut invocation = self.script.key(key);
         invocation.arg(self.capacity).arg(self.refill_per_sec);
         let call = invocation.invoke_async::<(i64, i64)>(&mut conn);
-        let (allowed, wait_us) = tokio::time::timeout(CALL_TIMEOUT, call)
+        let (allowed, wait_us) = self
+            .redis
+            .call(CALL_TIMEOUT, call)
             .await
-            .map_err(|_| "timed out".to_owned())?
             .map_err(|e| e.to_string())?;
         Ok(if allowed == 1 {
             Decision::Allowed

@@ -1,14 +1,16 @@
 //! Building the application and running it under one shutdown signal.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use relations_kafka::Relay;
 use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::graph::live::LiveGraph;
+use relations_projections::runtime::HorizonWatch;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db;
-use relations_store::{CommitSignal, PostStore, RelationStore};
+use relations_store::{AccountStore, CommitSignal, PostStore, RelationStore};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -75,6 +77,7 @@ impl Application {
             projectors: Arc::new(projectors),
             graph: LiveGraph::new(),
             read_marks: ReadMarks::new(),
+            horizon: HorizonWatch::new(Duration::from_millis(config.held_after_ms)),
             inboxes: caches.inboxes,
             relations: RelationStore::new(
                 pool.clone(),
@@ -82,7 +85,12 @@ impl Application {
                 signal.clone(),
                 usize::from(config.command_workers),
             ),
-            posts: PostStore::new(pool.clone(), signal, usize::from(config.command_workers)),
+            posts: PostStore::new(
+                pool.clone(),
+                signal.clone(),
+                usize::from(config.command_workers),
+            ),
+            accounts: AccountStore::new(pool.clone(), signal, 1),
             jwt: JwtKeys::new(&config.jwt.jwt_secret),
             limiter: RateLimiter::new(
                 redis.clone(),
@@ -117,28 +125,38 @@ impl Application {
         let addr = self.listener.local_addr()?;
         tracing::info!(%addr, "serving");
         let app = routes::app(self.state.clone());
-        let wakeup = Wakeup::listen(self.state.pool.clone(), shutdown.clone());
+        // Everything behind HTTP (the graph, projectors, the relay, read marks) runs until HTTP
+        // has drained, so a request accepted before the signal (a `min_position` read of a
+        // write this instance acknowledged) is answered as fully as any other.
+        let background = CancellationToken::new();
+        let wakeup = Wakeup::listen(self.state.pool.clone(), background.clone());
         let graph = tokio::spawn(self.state.graph.clone().run(
             self.state.pool.clone(),
             wakeup.clone(),
-            shutdown.clone(),
+            background.clone(),
         ));
-        let projectors = spawn_projectors(wakeup, self.runners, self.relay, shutdown.clone());
-        // Its own token, cancelled once HTTP has drained: marks set by the last requests are
-        // still written.
-        let drained = CancellationToken::new();
+        let projectors = spawn_projectors(wakeup, self.runners, self.relay, background.clone());
         let read_marks = tokio::spawn(
             self.state
                 .read_marks
                 .clone()
-                .run(self.state.pool.clone(), drained.clone()),
+                .run(self.state.pool.clone(), background.clone()),
         );
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await
-            .context("http server")?;
-        drained.cancel();
+        let horizon = tokio::spawn(
+            self.state
+                .horizon
+                .clone()
+                .run(self.state.pool.clone(), background.clone()),
+        );
+        let limits = crate::serve::Limits {
+            header_read_timeout: Duration::from_millis(self.state.config.header_read_timeout_ms),
+            max_connections: self.state.config.max_connections,
+        };
+        crate::serve::serve(self.listener, app, limits, shutdown).await;
+        tracing::info!("http drained; stopping projectors");
+        background.cancel();
         let _ = read_marks.await;
+        let _ = horizon.await;
         for projector in projectors {
             let _ = projector.await;
         }

@@ -6,8 +6,8 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::graph::live::LiveGraph;
-use relations_projections::runtime::Health;
-use relations_store::{PostStore, RelationStore};
+use relations_projections::runtime::{Health, HorizonWatch};
+use relations_store::{AccountStore, PostStore, RelationStore};
 use sqlx::PgPool;
 
 use crate::auth::JwtKeys;
@@ -35,6 +35,8 @@ pub struct AppState {
     pub relations: RelationStore,
     /// The write path: post commands.
     pub posts: PostStore,
+    /// The write path: account commands (token revocations, bans).
+    pub accounts: AccountStore,
     /// Token verification (and issuing, for the CLI).
     pub jwt: JwtKeys,
     /// Redis: rate-limit buckets and caches.
@@ -51,6 +53,8 @@ pub struct AppState {
     pub inboxes: InboxCache,
     /// Read marks waiting to be written.
     pub read_marks: ReadMarks,
+    /// What holds the log's horizon, looked at every second.
+    pub horizon: HorizonWatch,
     /// The configuration the service started with.
     pub config: Arc<Config>,
 }

@@ -168,7 +168,13 @@ impl Server {
             .text()
             .await?;
         text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+            .find_map(|line| {
+                line.strip_prefix(name)?
+                    .strip_prefix(' ')?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
             .with_context(|| format!("no metric {name}"))
     }
 

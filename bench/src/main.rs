@@ -73,11 +73,14 @@ async fn main() -> anyhow::Result<()> {
         redis_url: args.redis_url.clone(),
         bin: args.bin.clone(),
     };
-    let scale = if args.quick {
+    let mut scale = if args.quick {
         Scale::quick()
     } else {
         Scale::full()
     };
+    if let Some(users) = args.users {
+        scale = scale.with_users(users);
+    }
     let wanted = |c: char| args.only.is_empty() || args.only.contains(&c);
     let started = Instant::now();
     eprintln!("relations-bench: {scale:?}");

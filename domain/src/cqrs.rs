@@ -4,6 +4,7 @@
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 
+use crate::account::{Account, AccountCommand, AccountError, AccountEvent};
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
 use crate::post::{Post, PostCommand, PostError, PostEvent};
 
@@ -41,36 +42,45 @@ impl Aggregate for RelationPair {
     }
 }
 
-impl DomainEvent for PostEvent {
-    fn event_type(&self) -> String {
-        PostEvent::event_type(self).to_owned()
-    }
+/// cqrs-es's traits for an aggregate that decides without services: its event's
+/// `event_type`/`event_version`, and `handle`/`apply` through its own `decide`/`apply`.
+macro_rules! plain_aggregate {
+    ($aggregate:ident, $command:ident, $event:ident, $error:ident) => {
+        impl DomainEvent for $event {
+            fn event_type(&self) -> String {
+                $event::event_type(self).to_owned()
+            }
 
-    fn event_version(&self) -> String {
-        PostEvent::event_version(self).to_owned()
-    }
-}
-
-impl Aggregate for Post {
-    const TYPE: &'static str = Post::TYPE;
-    type Command = PostCommand;
-    type Event = PostEvent;
-    type Error = PostError;
-    type Services = ();
-
-    async fn handle(
-        &mut self,
-        command: Self::Command,
-        _: &Self::Services,
-        sink: &EventSink<Self>,
-    ) -> Result<(), Self::Error> {
-        for event in self.decide(command)? {
-            sink.write(event, self).await;
+            fn event_version(&self) -> String {
+                $event::event_version(self).to_owned()
+            }
         }
-        Ok(())
-    }
 
-    fn apply(&mut self, event: Self::Event) {
-        Post::apply(self, event);
-    }
+        impl Aggregate for $aggregate {
+            const TYPE: &'static str = $aggregate::TYPE;
+            type Command = $command;
+            type Event = $event;
+            type Error = $error;
+            type Services = ();
+
+            async fn handle(
+                &mut self,
+                command: Self::Command,
+                _: &Self::Services,
+                sink: &EventSink<Self>,
+            ) -> Result<(), Self::Error> {
+                for event in self.decide(command)? {
+                    sink.write(event, self).await;
+                }
+                Ok(())
+            }
+
+            fn apply(&mut self, event: Self::Event) {
+                $aggregate::apply(self, event);
+            }
+        }
+    };
 }
+
+plain_aggregate!(Post, PostCommand, PostEvent, PostError);
+plain_aggregate!(Account, AccountCommand, AccountEvent, AccountError);

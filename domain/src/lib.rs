@@ -5,6 +5,7 @@
 //! database, a cache or a web framework; the optional `cqrs` feature implements cqrs-es's traits
 //! for the store, which brings tokio in through cqrs-es, and stays off for the domain's own use.
 
+pub mod account;
 pub mod ids;
 pub mod pair;
 pub mod post;
@@ -13,6 +14,7 @@ pub mod relation;
 #[cfg(feature = "cqrs")]
 mod cqrs;
 
+pub use account::{Account, AccountCommand, AccountError, AccountEvent, TokenStamp};
 pub use ids::{PairId, SelfRelation, UserId, UserIdError};
 pub use pair::{
     following_deltas, guarded_users, FollowBudget, RelationCommand, RelationError, RelationEvent,

@@ -23,6 +23,9 @@ pub enum StoreError {
     /// A stored event could not be read back: the log holds something this build cannot fold.
     #[error("stored event unreadable: {0}")]
     Corrupt(String),
+    /// The event store failed in a way that is neither bad data nor an unavailable database.
+    #[error("event store: {0}")]
+    Failed(String),
     /// The group the command was decided in failed as a whole (the database failed or could
     /// not be reached); nothing of it was appended.
     #[error("{0}")]
@@ -38,17 +41,53 @@ impl StoreError {
         if let StoreError::Group(cause) = self {
             return cause.is_unavailable();
         }
-        matches!(
-            self,
-            StoreError::Database(
-                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)
-            ) | StoreError::Contended { .. }
-        )
+        match self {
+            StoreError::Database(error) => unavailable(error),
+            StoreError::Contended { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// True when `error` says PostgreSQL cannot serve right now rather than that the request or
+/// the data is at fault: the pool timed out or is closed, the connection broke, or the server
+/// refused or ended the session (SQLSTATE class 08 connection exception, 57P01-57P03 admin or
+/// crash shutdown and "cannot connect now" during recovery, class 53 insufficient resources
+/// such as too many connections). A retry may succeed.
+pub fn unavailable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(error) => error.code().is_some_and(|code| {
+            code.starts_with("08") || code.starts_with("57P") || code.starts_with("53")
+        }),
+        _ => false,
+    }
+}
+
+impl From<relations_domain::AccountError> for StoreError {
+    fn from(never: relations_domain::AccountError) -> Self {
+        match never {}
     }
 }
 
 impl From<cqrs_es::persist::PersistenceError> for StoreError {
+    /// cqrs-es wraps every database error; the database's own error decides what it was.
     fn from(error: cqrs_es::persist::PersistenceError) -> Self {
-        StoreError::Corrupt(error.to_string())
+        use cqrs_es::persist::PersistenceError as P;
+        match error {
+            P::OptimisticLockError => StoreError::Contended { attempts: 1 },
+            P::DeserializationError(error) => StoreError::Corrupt(error.to_string()),
+            P::ConnectionError(error) | P::UnknownError(error) => {
+                match error.downcast::<sqlx::Error>() {
+                    Ok(error) => StoreError::Database(*error),
+                    Err(error) => StoreError::Failed(error.to_string()),
+                }
+            }
+        }
     }
 }

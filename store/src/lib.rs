@@ -4,6 +4,7 @@
 //! rows that guard their rules), the log's positions, and the database pool and migrations.
 //! Depends on the domain, sqlx and cqrs-es; never on a web framework or on the read models.
 
+pub mod accounts;
 mod append;
 pub mod bulk;
 mod command;
@@ -18,6 +19,7 @@ pub mod posts;
 pub mod relations;
 pub mod signal;
 
+pub use accounts::{AccountChange, AccountStore};
 pub use command::Executed;
 pub use error::StoreError;
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};

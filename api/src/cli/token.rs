@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use relations_domain::UserId;
+use relations_domain::{TokenStamp, UserId};
 
 use crate::auth::JwtKeys;
 use crate::config::JwtConfig;
@@ -19,16 +19,32 @@ pub struct TokenArgs {
     /// Lifetime in seconds.
     #[arg(long, default_value_t = 3600)]
     ttl_secs: u64,
+    /// The client or device (`cli`), which logout and revocations name.
+    #[arg(long)]
+    client: Option<String>,
+    /// The token's version for its client (`ver`).
+    #[arg(long)]
+    ver: Option<i64>,
+    /// The user's batch (`bat`).
+    #[arg(long)]
+    bat: Option<i64>,
     #[command(flatten)]
     jwt: JwtConfig,
 }
 
 /// Prints the token on stdout.
 pub fn run(args: TokenArgs) -> anyhow::Result<()> {
-    let token = JwtKeys::new(&args.jwt.jwt_secret).issue(
+    let stamp =
+        (args.client.is_some() || args.ver.is_some() || args.bat.is_some()).then(|| TokenStamp {
+            client: args.client.clone().unwrap_or_default(),
+            ver: args.ver.unwrap_or(0),
+            bat: args.bat.unwrap_or(0),
+        });
+    let token = JwtKeys::new(&args.jwt.jwt_secret).issue_stamped(
         args.user,
         args.admin,
         Duration::from_secs(args.ttl_secs),
+        stamp.as_ref(),
     )?;
     println!("{token}");
     Ok(())

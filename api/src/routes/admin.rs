@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
+use relations_projections::runtime::Horizon;
 use relations_projections::ProjectorStatus;
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
@@ -31,6 +32,9 @@ pub struct Projections {
     /// `graph`, this instance's in-memory replica (it keeps no checkpoint and is never
     /// rebuilt: a restart reloads it).
     pub projections: Vec<ProjectorStatus>,
+    /// The log's horizon: committed events no reader can read yet because an older
+    /// transaction is open, and the session holding it.
+    pub horizon: Horizon,
 }
 
 /// Every projector's position, lag and state.
@@ -41,9 +45,11 @@ async fn projections(
     State(state): State<AppState>,
     _: Admin,
 ) -> Result<Json<Projections>, ApiError> {
+    let horizon = state.horizon.observe(&state.pool).await?;
     let mut projections = Vec::new();
     for p in state.projectors.iter() {
-        projections.push(ProjectorStatus::read(&state.pool, p.name, p.health.as_deref()).await?);
+        let status = ProjectorStatus::read(&state.pool, p.name, p.health.as_deref()).await?;
+        projections.push(status.with_horizon(&horizon));
     }
     // This instance's in-memory graph: where it is, or loading.
     let graph = &state.graph;
@@ -57,6 +63,9 @@ async fn projections(
     if graph.position().is_none() && status.state != "failing" {
         status.state = "loading";
     }
-    projections.push(status);
-    Ok(Json(Projections { projections }))
+    projections.push(status.with_horizon(&horizon));
+    Ok(Json(Projections {
+        projections,
+        horizon,
+    }))
 }

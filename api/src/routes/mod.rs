@@ -1,6 +1,7 @@
 //! The HTTP API: each resource's module owns its `router()`; [`app`] merges them and adds the
 //! cross-cutting layers.
 
+mod accounts;
 mod admin;
 mod command;
 mod feed;
@@ -36,9 +37,14 @@ pub fn app(state: AppState) -> Router {
         .merge(feed::router())
         .merge(me::router())
         .merge(admin::router())
+        .merge(accounts::router())
         .merge(crate::openapi::router())
         .merge(ops::router())
         .fallback(|| async { ApiError::NotFound })
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::check_bearer,
+        ))
         .layer(middleware::from_fn(crate::metrics::track))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(
@@ -84,6 +90,7 @@ pub fn described() -> utoipa::openapi::OpenApi {
         feed::Doc::openapi(),
         me::Doc::openapi(),
         admin::Doc::openapi(),
+        accounts::Doc::openapi(),
         ops::Doc::openapi(),
     ] {
         doc.merge(module);

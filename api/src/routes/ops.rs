@@ -51,6 +51,10 @@ pub struct ReadinessChecks {
     pub redis: bool,
     /// Essential projectors failing for longer than the stuck threshold.
     pub stuck_projectors: Vec<&'static str>,
+    /// Committed events have waited behind an open transaction (the log's horizon) for longer
+    /// than `RELATIONS_HELD_AFTER_MS`: no projector can advance (the admin endpoint names the
+    /// session holding it).
+    pub horizon_held: bool,
 }
 
 /// The process is alive.
@@ -59,8 +63,9 @@ async fn healthz() -> Json<Liveness> {
     Json(Liveness { status: "ok" })
 }
 
-/// The process can do its work: PostgreSQL answers and no projector it runs is stuck. Redis is
-/// reported, not required (the service degrades without it).
+/// The process can do its work: PostgreSQL answers, no projector it runs is stuck, and the
+/// log's horizon is not held past its limit. Redis is reported, not required (the service
+/// degrades without it).
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) {
@@ -84,7 +89,8 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) 
         })
         .map(|p| p.name)
         .collect();
-    let ready = database && stuck.is_empty();
+    let horizon_held = state.horizon.last().stalled;
+    let ready = database && stuck.is_empty() && !horizon_held;
     let status = if ready {
         StatusCode::OK
     } else {
@@ -94,6 +100,7 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) 
         database,
         redis,
         stuck_projectors: stuck,
+        horizon_held,
     };
     (status, Json(Readiness { ready, checks }))
 }
@@ -103,10 +110,14 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, body = String, content_type = "text/plain")))]
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let horizon = state.horizon.last();
     for projector in state.projectors.iter() {
         let name = projector.name;
         match ProjectorStatus::read(&state.pool, name, projector.health.as_deref()).await {
             Ok(status) => {
+                let status = status.with_horizon(&horizon);
+                metrics::gauge!("relations_projector_held", "projector" => status.name.clone())
+                    .set(if status.state == "held" { 1.0 } else { 0.0 });
                 let labels = [("projector", status.name.clone())];
                 metrics::gauge!("relations_projector_position", &labels)
                     .set(status.position.global_position as f64);

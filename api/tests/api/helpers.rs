@@ -121,6 +121,9 @@ pub async fn test_config() -> Config {
         catch_up_wait_ms: 15_000,
         stuck_after_ms: 30_000,
         request_timeout_ms: 10_000,
+        header_read_timeout_ms: 5_000,
+        max_connections: 10_000,
+        held_after_ms: 10_000,
     }
 }
 
@@ -169,6 +172,11 @@ pub fn user(id: i64) -> UserId {
 
 impl TestApp {
     /// Stops the server and waits for it to drain.
+    /// Starts a graceful shutdown without waiting for it (requests in flight go on).
+    pub fn begin_shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
     pub async fn stop(mut self) -> Config {
         self.shutdown.cancel();
         let server = self.server.take().unwrap();

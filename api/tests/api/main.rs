@@ -3,9 +3,11 @@
 #[allow(dead_code)]
 mod helpers;
 
+mod accounts;
 mod auth_and_input;
 mod cli;
 mod concurrency;
+mod faults;
 mod feed;
 mod feed_model;
 mod graph;
@@ -13,6 +15,8 @@ mod group_commit;
 mod idempotency;
 mod kafka;
 mod openapi;
+#[allow(dead_code)]
+mod owned;
 mod queries;
 mod rate_limit;
 mod rules;

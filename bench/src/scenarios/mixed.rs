@@ -126,7 +126,10 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         .iter()
         .filter_map(|(kind, _)| {
             let h = by_kind.get(kind)?;
-            Some(format!("{kind} {:.1}", h.value_at_quantile(0.99) as f64 / 1000.0))
+            Some(format!(
+                "{kind} {:.1}",
+                h.value_at_quantile(0.99) as f64 / 1000.0
+            ))
         })
         .collect();
     Ok(vec![

@@ -55,6 +55,15 @@ impl Scale {
             feed_readers: 20,
         }
     }
+
+    /// The same scale on a graph of `users` (the rebuild graph 2.4 times as large).
+    pub fn with_users(self, users: i64) -> Self {
+        Self {
+            graph_users: users,
+            rebuild_users: users * 12 / 5,
+            ..self
+        }
+    }
 }
 
 /// (a), (b), (c) and (f), on one loaded graph.

@@ -123,11 +123,11 @@ impl InboxCache {
     ) -> Result<Option<(Vec<i64>, i64)>, String> {
         let mut call = self.scripts[0].key(self.key(reader));
         call.arg(before).arg(limit);
-        let answer: Option<(String, Vec<i64>)> =
-            tokio::time::timeout(CALL_TIMEOUT, call.invoke_async(conn))
-                .await
-                .map_err(|_| "timed out".to_owned())?
-                .map_err(|e| e.to_string())?;
+        let answer: Option<(String, Vec<i64>)> = self
+            .redis
+            .call(CALL_TIMEOUT, call.invoke_async(conn))
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(answer.map(|(w, seqs)| (seqs, w.parse::<f64>().unwrap_or(0.0) as i64)))
     }
 
@@ -139,16 +139,17 @@ impl InboxCache {
         reader: UserId,
     ) -> Result<(Vec<i64>, i64), ProjectionError> {
         let generation_key = self.generation_key(reader.get());
-        let generation: Option<String> = tokio::time::timeout(
-            CALL_TIMEOUT,
-            redis::cmd("GET")
-                .arg(&generation_key)
-                .query_async::<Option<String>>(conn),
-        )
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .flatten();
+        let generation: Option<String> = self
+            .redis
+            .call(
+                CALL_TIMEOUT,
+                redis::cmd("GET")
+                    .arg(&generation_key)
+                    .query_async::<Option<String>>(conn),
+            )
+            .await
+            .ok()
+            .flatten();
         let (mut seqs, mut watermark) = inbox_head(pool, reader, self.cap + 1).await?;
         if seqs.len() as i64 > self.cap {
             watermark = watermark.max(seqs.pop().unwrap_or(0));
@@ -161,7 +162,10 @@ impl InboxCache {
         for seq in &seqs {
             call.arg(seq);
         }
-        let _ = tokio::time::timeout(CALL_TIMEOUT, call.invoke_async::<i64>(conn)).await;
+        let _ = self
+            .redis
+            .call(CALL_TIMEOUT, call.invoke_async::<i64>(conn))
+            .await;
         Ok((seqs, watermark))
     }
 
@@ -193,9 +197,9 @@ impl InboxCache {
                 call.arg(arg);
             }
             call.arg(chunk.len());
-            tokio::time::timeout(CALL_TIMEOUT * 4, call.invoke_async::<i64>(&mut conn))
+            self.redis
+                .call(CALL_TIMEOUT * 4, call.invoke_async::<i64>(&mut conn))
                 .await
-                .map_err(|_| ProjectionError::Cache("timed out".into()))?
                 .map_err(|e| ProjectionError::Cache(e.to_string()))?;
         }
         Ok(())
@@ -262,10 +266,8 @@ impl Inbox for InboxCache {
                 seqs.truncate(limit.max(0) as usize);
                 Ok((seqs, watermark))
             }
-            Err(error) => {
-                tracing::warn!(%error, "inbox cache unavailable; reading PostgreSQL");
-                PgInbox.entries(pool, range).await
-            }
+            // The breaker logs the outage once; this request just reads PostgreSQL.
+            Err(_) => PgInbox.entries(pool, range).await,
         }
     }
 }

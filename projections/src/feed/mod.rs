@@ -18,7 +18,9 @@
 //! every live post of A with a seq above R's watermark is in R's inbox.
 
 use async_trait::async_trait;
-use relations_domain::{Post, PostEvent, RelationEvent, RelationPair, UserId};
+use relations_domain::{
+    Account, AccountEvent, Post, PostEvent, RelationEvent, RelationPair, UserId,
+};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
@@ -61,6 +63,7 @@ impl Projector for Feed {
             "feed_mode_changes",
             "feed_inbox",
             "feed_readers",
+            "feed_banned",
         ]
     }
 
@@ -151,6 +154,23 @@ impl Projector for Feed {
                     Ok(())
                 }
             },
+            Account::TYPE => {
+                let account = decode::<AccountEvent>(event)?;
+                let sql = match account {
+                    AccountEvent::UserBanned { .. } => {
+                        "INSERT INTO feed_banned (author) VALUES ($1) ON CONFLICT DO NOTHING"
+                    }
+                    AccountEvent::UserUnbanned { .. } => {
+                        "DELETE FROM feed_banned WHERE author = $1"
+                    }
+                    AccountEvent::TokensRevoked { .. } => return Ok(()),
+                };
+                sqlx::query(sql)
+                    .bind(account.user().get())
+                    .execute(&mut *conn)
+                    .await?;
+                Ok(())
+            }
             _ => Ok(()),
         }
     }

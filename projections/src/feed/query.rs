@@ -149,6 +149,7 @@ pub async fn timeline(
         "SELECT {POST_COLUMNS} FROM rm_posts
           WHERE author = $1 AND NOT deleted AND seq < $2
             AND ($3::timestamptz IS NULL OR created_at <= $3)
+            AND NOT EXISTS (SELECT 1 FROM feed_banned WHERE author = $1)
           ORDER BY seq DESC LIMIT $4"
     );
     let rows = sqlx::query(&sql)
@@ -306,6 +307,7 @@ async fn hydrate(
         "SELECT {POST_COLUMNS} FROM rm_posts p
           WHERE seq = ANY($1) AND NOT deleted
             AND ($3::timestamptz IS NULL OR created_at <= $3)
+            AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
             AND {visible}
           ORDER BY seq DESC"
     );
@@ -405,7 +407,8 @@ pub async fn new_count(
             sqlx::query_scalar(
                 "SELECT count(*) FROM feed_follows f
                    JOIN rm_posts p ON p.author = f.followee AND NOT p.deleted AND p.seq > $2
-                  WHERE f.follower = $1",
+                  WHERE f.follower = $1
+                    AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)",
             )
             .bind(reader.get())
             .bind(mark)
@@ -416,6 +419,7 @@ pub async fn new_count(
             sqlx::query_scalar(
                 "SELECT count(*) FROM rm_posts p
                   WHERE p.author = ANY($2) AND NOT p.deleted AND p.seq > $3
+                    AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
                     AND NOT EXISTS (SELECT 1 FROM rm_blocks
                                      WHERE (blocker = $1 AND blocked = p.author)
                                         OR (blocker = p.author AND blocked = $1))",

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use relations_domain::{Post, PostEvent};
+use relations_domain::{Account, AccountEvent, Post, PostEvent};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
@@ -21,6 +21,8 @@ pub struct FeedCheck {
     graph: Graph,
     /// post id -> (seq, author, live); seqs numbered in log order, as projector `feed` does.
     posts: BTreeMap<uuid::Uuid, (i64, i64, bool)>,
+    /// Banned authors.
+    banned: BTreeSet<i64>,
 }
 
 impl FeedCheck {
@@ -30,6 +32,7 @@ impl FeedCheck {
             settings,
             graph: Graph::default(),
             posts: BTreeMap::new(),
+            banned: BTreeSet::new(),
         }
     }
 }
@@ -42,6 +45,17 @@ impl Check for FeedCheck {
 
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
         self.graph.fold(event)?;
+        if event.stream_type == Account::TYPE {
+            match decode(event)? {
+                AccountEvent::UserBanned { user } => {
+                    self.banned.insert(user.get());
+                }
+                AccountEvent::UserUnbanned { user } => {
+                    self.banned.remove(&user.get());
+                }
+                AccountEvent::TokensRevoked { .. } => {}
+            }
+        }
         if event.stream_type != Post::TYPE {
             return Ok(());
         }
@@ -80,6 +94,7 @@ struct FeedRows {
     inbox: BTreeSet<(i64, i64)>,
     /// reader -> (size, watermark)
     readers: BTreeMap<i64, (i64, i64)>,
+    banned: BTreeSet<i64>,
 }
 
 impl FeedRows {
@@ -107,12 +122,18 @@ impl FeedRows {
             .iter()
             .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?))))
             .collect::<Result<_, sqlx::Error>>()?;
+        let banned = sqlx::query_scalar("SELECT author FROM feed_banned")
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
         Ok(Self {
             follows,
             posts,
             authors,
             inbox,
             readers,
+            banned,
         })
     }
 
@@ -154,6 +175,7 @@ impl FeedRows {
             out,
         );
 
+        diff("feed_banned (author)", &fold.banned, &self.banned, out);
         self.compare_inbox(fold, out);
     }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
-use relations_domain::{Post, PostEvent, RelationEvent, RelationPair};
+use relations_domain::{Account, AccountEvent, Post, PostEvent, RelationEvent, RelationPair};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
 use sqlx::{PgPool, Row};
@@ -207,6 +207,8 @@ struct Tail {
     relations_loaded: LogPosition,
     /// Post events up to here were in `feed_authors`.
     posts_loaded: LogPosition,
+    /// Account events up to here were folded by the load.
+    accounts_loaded: LogPosition,
 }
 
 impl Tail {
@@ -246,6 +248,8 @@ impl Tail {
             } else if event.stream_type == Post::TYPE && event.position > self.posts_loaded {
                 let decoded: PostEvent = decode(event)?;
                 changes.push(Change::of_post(&decoded));
+            } else if event.stream_type == Account::TYPE && event.position > self.accounts_loaded {
+                changes.push(Change::Account(decode::<AccountEvent>(event)?));
             }
         }
         Ok(changes)
@@ -284,18 +288,24 @@ async fn load(pool: &PgPool) -> Result<Tail, ProjectionError> {
             graph.apply(Change::Posts(author as u64, posts));
         }
         drop(rows);
-        Ok::<_, sqlx::Error>((relations_loaded, posts_loaded))
+        // Accounts are few: their events up to where the tail starts, read in full.
+        let accounts_loaded = relations_loaded.min(posts_loaded);
+        for event in log::read_type_until(&mut tx, Account::TYPE, accounts_loaded).await? {
+            let event: AccountEvent = decode(&event).map_err(|e| sqlx::Error::Decode(e.into()))?;
+            graph.apply(Change::Account(event));
+        }
+        Ok::<_, sqlx::Error>((relations_loaded, posts_loaded, accounts_loaded))
     }
     .await;
-    let (relations_loaded, posts_loaded) =
+    let (relations_loaded, posts_loaded, accounts_loaded) =
         relations_store::db::end_transaction(tx, result, |_| true).await?;
-    let position = relations_loaded.min(posts_loaded);
-    graph.advance(position);
+    graph.advance(accounts_loaded);
     Ok(Tail {
         pending: Some(Box::new(graph)),
-        position,
+        position: accounts_loaded,
         relations_loaded,
         posts_loaded,
+        accounts_loaded,
     })
 }
 

@@ -23,7 +23,9 @@ pub const NAME: &str = "graph";
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use relations_domain::{Facts, PostEvent, Relation, RelationEvent, UserId};
+use relations_domain::{
+    Account, AccountEvent, Facts, PostEvent, Relation, RelationEvent, TokenStamp, UserId,
+};
 use relations_store::LogPosition;
 
 use crate::following::query::{Counts, Edge};
@@ -64,7 +66,7 @@ impl Node {
 }
 
 /// One change the graph folds, decoded from an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// follows(a, b) began at the time.
     Follow(u64, u64, Micros),
@@ -76,6 +78,8 @@ pub enum Change {
     Unblock(u64, u64),
     /// The user's live post count moved by the amount.
     Posts(u64, i64),
+    /// An account event (token revocations, bans).
+    Account(AccountEvent),
 }
 
 impl Change {
@@ -113,6 +117,8 @@ pub struct Graph {
     users: HashMap<u64, Node>,
     /// Every block `(blocker, blocked)`, for checks from either side.
     blocks: HashSet<(u64, u64)>,
+    /// Accounts with a revocation or a ban (the check every request makes).
+    accounts: HashMap<u64, Account>,
     follows: u64,
     position: LogPosition,
 }
@@ -224,7 +230,25 @@ impl Graph {
                 self.users.entry(author).or_default().posts += delta;
                 self.forget_if_empty(author);
             }
+            Change::Account(event) => {
+                let user = event.user().get() as u64;
+                self.accounts.entry(user).or_default().apply(event);
+            }
         }
+    }
+
+    /// Whether `user`'s token with `stamp` is refused (revoked).
+    pub fn refuses(&self, user: UserId, stamp: &TokenStamp) -> bool {
+        self.accounts
+            .get(&(user.get() as u64))
+            .is_some_and(|a| a.refuses(stamp))
+    }
+
+    /// Whether `user` is banned.
+    pub fn banned(&self, user: UserId) -> bool {
+        self.accounts
+            .get(&(user.get() as u64))
+            .is_some_and(|a| a.banned)
     }
 
     fn follow(&mut self, a: u64, b: u64, at: Micros) {

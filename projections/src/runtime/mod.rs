@@ -4,6 +4,7 @@
 
 pub mod checkpoint;
 pub mod health;
+pub mod horizon;
 pub mod projector;
 pub mod rebuild;
 pub mod runner;
@@ -13,6 +14,7 @@ pub mod wait;
 pub mod wakeup;
 
 pub use health::Health;
+pub use horizon::{Horizon, HorizonWatch};
 pub use projector::Projector;
 pub use runner::{Runner, Step};
 pub use status::ProjectorStatus;

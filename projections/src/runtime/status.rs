@@ -6,6 +6,7 @@ use sqlx::PgPool;
 
 use super::checkpoint;
 use super::health::Health;
+use super::horizon::Horizon;
 
 /// A projector's progress as the admin endpoint reports it.
 #[derive(Debug, Clone, Serialize)]
@@ -20,8 +21,15 @@ pub struct ProjectorStatus {
     pub lag_events: i64,
     /// Age of the oldest event not applied yet (0 when caught up).
     pub lag_seconds: f64,
-    /// `caught_up`, `catching_up`, `failing`, or (the in-memory graph before its load) `loading`.
+    /// `caught_up`, `catching_up`, `failing`, `held` (committed events wait behind an open
+    /// transaction longer than `RELATIONS_HELD_AFTER_MS`: see `horizon` in the admin answer), or
+    /// (the in-memory graph before its load) `loading`.
     pub state: &'static str,
+    /// Committed events it cannot read yet because an older transaction is open (cluster-wide:
+    /// the same for every reader).
+    pub held_events: i64,
+    /// Age of the oldest of them.
+    pub held_seconds: f64,
     /// The last error, while failing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -56,6 +64,8 @@ impl ProjectorStatus {
             position,
             lag_events,
             lag_seconds: lag.seconds,
+            held_events: 0,
+            held_seconds: 0.0,
             state: if failing {
                 "failing"
             } else if lag_events > 0 {
@@ -68,5 +78,16 @@ impl ProjectorStatus {
                 .and_then(|h| h.last_step())
                 .map(|(ago, what)| (ago.as_secs_f64(), what)),
         })
+    }
+
+    /// The same, with what the horizon watch saw: events held, and the state `held` while they
+    /// stall (a failing projector stays `failing`).
+    pub fn with_horizon(mut self, horizon: &Horizon) -> Self {
+        self.held_events = horizon.held.events;
+        self.held_seconds = horizon.held.seconds;
+        if horizon.stalled && self.state != "failing" {
+            self.state = "held";
+        }
+        self
     }
 }

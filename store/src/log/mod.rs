@@ -142,6 +142,26 @@ pub async fn read_after(
     Ok(events)
 }
 
+/// Every event of streams of type `stream_type` up to `until` (inclusive), in log order: for
+/// readers that fold a rare kind of event in full before tailing the log from `until`.
+pub async fn read_type_until(
+    conn: &mut PgConnection,
+    stream_type: &str,
+    until: LogPosition,
+) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM events WHERE aggregate_type = $3 AND (transaction_id, global_position) <= ($1::text::xid8, $2)
+          ORDER BY events.transaction_id, events.global_position"
+    ))
+    .bind(until.transaction_id.to_string())
+    .bind(until.global_position)
+    .bind(stream_type)
+    .fetch_all(conn)
+    .await
+}
+
 /// The events in the caller's snapshot that lie at or above the horizon (their
 /// transactions committed after the oldest open one began), in log order. Readers never see
 /// these yet; `verify` needs them to compare the write side's guard rows, which count every
@@ -249,6 +269,71 @@ pub async fn lag<'e>(
         seconds: lag.seconds.max(0.0),
         ..lag
     })
+}
+
+/// Committed events no reader may read yet: they lie at or above the horizon because an older
+/// transaction somewhere in the cluster is still open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, FromRow, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Held {
+    /// How many.
+    pub events: i64,
+    /// Age in seconds of the oldest of them (0 when there are none).
+    pub seconds: f64,
+}
+
+/// The events held above the horizon now.
+pub async fn held<'e>(executor: impl PgExecutor<'e>) -> Result<Held, sqlx::Error> {
+    let held: Held = sqlx::query_as(concat!(
+        "SELECT count(*) AS events,
+                COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at))::float8, 0) AS seconds
+           FROM events WHERE NOT (",
+        below_horizon!(),
+        ")"
+    ))
+    .fetch_one(executor)
+    .await?;
+    Ok(Held {
+        seconds: held.seconds.max(0.0),
+        ..held
+    })
+}
+
+/// The session whose open transaction is the oldest in the cluster: what holds the horizon
+/// (from `pg_stat_activity`).
+#[derive(Debug, Clone, PartialEq, FromRow, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HorizonHolder {
+    /// Its backend's process id (`pg_terminate_backend(pid)` ends it).
+    pub pid: i32,
+    /// Its transaction id.
+    pub xid: String,
+    /// Seconds since its transaction began.
+    pub age_seconds: f64,
+    /// Its `application_name`.
+    pub application_name: String,
+    /// Its state (`idle in transaction` is the usual culprit).
+    pub state: String,
+    /// Its database, user and client address.
+    pub who: String,
+}
+
+/// The oldest open transaction that holds a transaction id, if any.
+pub async fn horizon_holder<'e>(
+    executor: impl PgExecutor<'e>,
+) -> Result<Option<HorizonHolder>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT pid, backend_xid::text AS xid,
+                COALESCE(EXTRACT(EPOCH FROM now() - xact_start)::float8, 0) AS age_seconds,
+                COALESCE(application_name, '') AS application_name,
+                COALESCE(state, '') AS state,
+                concat_ws(' ', datname, usename, client_addr::text) AS who
+           FROM pg_stat_activity
+          WHERE backend_xid IS NOT NULL
+          ORDER BY age(backend_xid) DESC LIMIT 1",
+    )
+    .fetch_optional(executor)
+    .await
 }
 
 /// How many events the log holds, and its size on disk with its indexes, in bytes.

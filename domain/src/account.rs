@@ -1,0 +1,239 @@
+//! A user's account as this service knows it: which of their tokens are refused, and whether
+//! they are banned (seed 002's single sign-on: the sign-on service issues tokens carrying a
+//! client, a per-client version and a per-user batch; revoking raises a bound, and every token
+//! at or under it is refused). One stream per user, `account:{id}`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::UserId;
+
+/// What a token says about itself (SPEC.md: a missing `cli` is `""`, a missing `ver` or `bat`
+/// is 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenStamp {
+    /// The client or device.
+    pub client: String,
+    /// The token's version for that client.
+    pub ver: i64,
+    /// The user's batch the token belongs to.
+    pub bat: i64,
+}
+
+/// A command on an account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountCommand {
+    /// Refuse `client`'s tokens with `ver <= up_to`, or (no client) every token with
+    /// `bat <= up_to`.
+    Revoke {
+        /// Whose account.
+        user: UserId,
+        /// One client, or every token of the user.
+        client: Option<String>,
+        /// The bound, inclusive.
+        up_to: i64,
+    },
+    /// Refuse every request of the user and hide their posts.
+    Ban {
+        /// Whose account.
+        user: UserId,
+    },
+    /// Lift a ban.
+    Unban {
+        /// Whose account.
+        user: UserId,
+    },
+}
+
+impl AccountCommand {
+    /// The account the command is about.
+    pub fn user(&self) -> UserId {
+        match self {
+            Self::Revoke { user, .. } | Self::Ban { user } | Self::Unban { user } => *user,
+        }
+    }
+}
+
+/// The facts an account's stream holds. Version 1 of each.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AccountEvent {
+    /// Tokens of `user` were revoked: of `client` with `ver <= up_to`, or (no client) every
+    /// token with `bat <= up_to`. Bounds only grow.
+    TokensRevoked {
+        /// Whose tokens.
+        user: UserId,
+        /// One client, or `None` for every token of the user.
+        client: Option<String>,
+        /// The new bound, inclusive.
+        up_to: i64,
+    },
+    /// `user` was banned: every request refused, posts hidden from every feed and timeline.
+    UserBanned {
+        /// Who.
+        user: UserId,
+    },
+    /// The ban on `user` was lifted: their posts show again; no follow is restored.
+    UserUnbanned {
+        /// Who.
+        user: UserId,
+    },
+}
+
+impl AccountEvent {
+    /// The event's type name, as stored in the log's `event_type` column.
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            Self::TokensRevoked { .. } => "TokensRevoked",
+            Self::UserBanned { .. } => "UserBanned",
+            Self::UserUnbanned { .. } => "UserUnbanned",
+        }
+    }
+
+    /// The schema version of the event's payload.
+    pub fn event_version(&self) -> &'static str {
+        "1"
+    }
+
+    /// The account it is about.
+    pub fn user(&self) -> UserId {
+        match self {
+            Self::TokensRevoked { user, .. }
+            | Self::UserBanned { user }
+            | Self::UserUnbanned { user } => *user,
+        }
+    }
+}
+
+/// Account commands are never refused: a revocation that lowers a bound, a second ban or an
+/// unban of someone not banned changes nothing (`changed: false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("account commands are never refused")]
+pub enum AccountError {}
+
+/// An account's state, folded from its stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    /// Per client: tokens with `ver` at or under this are refused.
+    pub clients: BTreeMap<String, i64>,
+    /// Tokens with `bat` at or under this are refused.
+    pub batch: Option<i64>,
+    /// Whether the user is banned.
+    pub banned: bool,
+}
+
+impl Account {
+    /// The aggregate's type, as the event store names its streams.
+    pub const TYPE: &'static str = "account";
+
+    /// Decides a command: the events it appends (none when it changes nothing).
+    pub fn decide(&self, command: AccountCommand) -> Result<Vec<AccountEvent>, AccountError> {
+        Ok(match command {
+            AccountCommand::Revoke {
+                user,
+                client,
+                up_to,
+            } => {
+                let current = match &client {
+                    Some(client) => self.clients.get(client).copied(),
+                    None => self.batch,
+                };
+                if current.is_some_and(|c| c >= up_to) {
+                    vec![]
+                } else {
+                    vec![AccountEvent::TokensRevoked {
+                        user,
+                        client,
+                        up_to,
+                    }]
+                }
+            }
+            AccountCommand::Ban { user } if !self.banned => vec![AccountEvent::UserBanned { user }],
+            AccountCommand::Unban { user } if self.banned => {
+                vec![AccountEvent::UserUnbanned { user }]
+            }
+            AccountCommand::Ban { .. } | AccountCommand::Unban { .. } => vec![],
+        })
+    }
+
+    /// Folds one event into the state.
+    pub fn apply(&mut self, event: AccountEvent) {
+        match event {
+            AccountEvent::TokensRevoked { client, up_to, .. } => {
+                let bound = match client {
+                    Some(client) => self.clients.entry(client).or_insert(up_to),
+                    None => self.batch.get_or_insert(up_to),
+                };
+                *bound = (*bound).max(up_to);
+            }
+            AccountEvent::UserBanned { .. } => self.banned = true,
+            AccountEvent::UserUnbanned { .. } => self.banned = false,
+        }
+    }
+
+    /// Whether a token with `stamp` is refused.
+    pub fn refuses(&self, stamp: &TokenStamp) -> bool {
+        self.batch.is_some_and(|b| stamp.bat <= b)
+            || self
+                .clients
+                .get(&stamp.client)
+                .is_some_and(|&v| stamp.ver <= v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user() -> UserId {
+        UserId::try_from(7).unwrap()
+    }
+
+    fn fold(commands: Vec<AccountCommand>) -> (Account, Vec<usize>) {
+        let mut account = Account::default();
+        let mut appended = Vec::new();
+        for command in commands {
+            let events = account.decide(command).unwrap();
+            appended.push(events.len());
+            for event in events {
+                account.apply(event);
+            }
+        }
+        (account, appended)
+    }
+
+    #[test]
+    fn revocations_only_grow_and_refuse_at_or_under_their_bound() {
+        let revoke = |client: Option<&str>, up_to| AccountCommand::Revoke {
+            user: user(),
+            client: client.map(str::to_owned),
+            up_to,
+        };
+        let (account, appended) = fold(vec![
+            revoke(Some("phone"), 3),
+            revoke(Some("phone"), 2),
+            revoke(Some("phone"), 3),
+            revoke(Some("phone"), 5),
+            revoke(None, 1),
+        ]);
+        assert_eq!(appended, vec![1, 0, 0, 1, 1]);
+        let stamp = |client: &str, ver, bat| TokenStamp {
+            client: client.into(),
+            ver,
+            bat,
+        };
+        assert!(account.refuses(&stamp("phone", 5, 9)));
+        assert!(!account.refuses(&stamp("phone", 6, 9)));
+        assert!(!account.refuses(&stamp("web", 0, 2)));
+        assert!(account.refuses(&stamp("web", 9, 1)), "the batch bound");
+    }
+
+    #[test]
+    fn bans_toggle_and_repeat_as_no_change() {
+        let ban = AccountCommand::Ban { user: user() };
+        let unban = AccountCommand::Unban { user: user() };
+        let (account, appended) = fold(vec![unban.clone(), ban.clone(), ban, unban.clone(), unban]);
+        assert_eq!(appended, vec![0, 1, 0, 1, 0]);
+        assert!(!account.banned);
+    }
+}

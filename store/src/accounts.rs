@@ -1,0 +1,106 @@
+//! Account commands (token revocations, bans), each on the user's `account` stream, through the
+//! same group-commit executor as every other command.
+
+use relations_domain::{Account, AccountCommand, UserId};
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::command::{Executed, Executor, Guards, StoreCommand};
+use crate::error::StoreError;
+use crate::idempotency::Idempotency;
+use crate::metadata::EventMetadata;
+use crate::position::LogPosition;
+use crate::signal::CommitSignal;
+
+/// The answer to an account command: `{changed, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AccountChange {
+    /// Whether the command changed the account (a lower revocation, a second ban or an unban of
+    /// someone not banned change nothing).
+    pub changed: bool,
+    /// Where its event sits in the log; null when nothing changed.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub position: Option<LogPosition>,
+}
+
+/// Carries out account commands against the event store.
+#[derive(Clone)]
+pub struct AccountStore {
+    executor: Executor<AccountCommandOf>,
+}
+
+impl AccountStore {
+    /// A store on `pool`; see [`crate::PostStore::new`].
+    pub fn new(pool: PgPool, signal: CommitSignal, workers: usize) -> Self {
+        Self {
+            executor: Executor::spawn(pool, signal, workers),
+        }
+    }
+
+    /// Decides `command` on behalf of `actor` (an admin, or the user logging out).
+    #[tracing::instrument(name = "command.execute", skip_all, fields(
+        command = "account", user.id = %command.user(), actor = %actor
+    ))]
+    pub async fn execute(
+        &self,
+        actor: UserId,
+        command: AccountCommand,
+        metadata: &EventMetadata,
+        idempotency: Option<&Idempotency>,
+    ) -> Result<Executed<AccountChange>, StoreError> {
+        let command = AccountCommandOf {
+            stream: command.user().to_string(),
+            actor,
+            command,
+        };
+        self.executor.execute(command, metadata, idempotency).await
+    }
+}
+
+/// `user`'s account, folded from its stream (for a reader that has no replica of the log yet).
+pub async fn load(pool: &PgPool, user: UserId) -> Result<Account, StoreError> {
+    let mut streams = std::collections::HashMap::from([(
+        user.to_string(),
+        crate::append::Loaded::<Account>::default(),
+    )]);
+    let mut conn = pool.acquire().await?;
+    crate::append::catch_up(&mut conn, &mut streams).await?;
+    Ok(streams
+        .into_values()
+        .next()
+        .map(|loaded| loaded.aggregate)
+        .unwrap_or_default())
+}
+
+struct AccountCommandOf {
+    stream: String,
+    actor: UserId,
+    command: AccountCommand,
+}
+
+impl StoreCommand for AccountCommandOf {
+    type Aggregate = Account;
+    type Answer = AccountChange;
+
+    fn stream(&self) -> &str {
+        &self.stream
+    }
+
+    fn actor(&self) -> UserId {
+        self.actor
+    }
+
+    fn command(&self) -> AccountCommand {
+        self.command.clone()
+    }
+
+    fn services(&self, _guards: &Guards) {}
+
+    fn answer(&self, _account: &Account, position: Option<LogPosition>) -> AccountChange {
+        AccountChange {
+            changed: position.is_some(),
+            position,
+        }
+    }
+}
