@@ -26,3 +26,6 @@ cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 # One closing line for the whole run (cargo prints one per test binary, the last often empty).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log"
+# The served OpenAPI document against schemathesis (every operation, every check, fixed
+# seed): the debug binary the tests just built.
+scripts/schemathesis.sh

@@ -20,9 +20,78 @@ pub enum UserIdError {
 ///
 /// The service does not own profiles; a user exists as soon as an id is named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(try_from = "i64", into = "i64")]
 pub struct UserId(i64);
+
+/// A JSON number that is an integer in `i64`'s range, however it is written: `7`, or `7.0`
+/// (JSON Schema's `integer` admits both). Fractions and out-of-range values are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Integral(pub i64);
+
+impl<'de> Deserialize<'de> for Integral {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Integral;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer")
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Integral, E> {
+                Ok(Integral(v))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Integral, E> {
+                i64::try_from(v)
+                    .map(Integral)
+                    .map_err(|_| E::custom(format!("{v} is out of range")))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Integral, E> {
+                // Both ends are open: i64::MAX as f64 is 2^63 (out of range), and a float equal
+                // to -2^63 may be a rounded value below i64::MIN.
+                if v.fract() == 0.0 && v > i64::MIN as f64 && v < i64::MAX as f64 {
+                    Ok(Integral(v as i64))
+                } else {
+                    Err(E::custom(format!("{v} is not an integer in range")))
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// Deserializes an `i64` field of a JSON body written as any integral JSON number (see
+/// [`Integral`]).
+pub fn integral<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    Integral::deserialize(deserializer).map(|i| i.0)
+}
+
+/// Deserializes a [`UserId`] field of a JSON body written as any integral JSON number (query
+/// strings use `UserId`'s own `Deserialize`, which reads their text).
+pub fn integral_user<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<UserId, D::Error> {
+    let value = integral(deserializer)?;
+    UserId::try_from(value).map_err(serde::de::Error::custom)
+}
+
+/// An `int64` of at least 1: what [`UserId`] accepts, said in the schema.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for UserId {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for UserId {}
 
 impl UserId {
     /// The id as PostgreSQL stores it.

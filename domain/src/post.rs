@@ -59,6 +59,9 @@ pub enum PostContentError {
     /// Empty.
     #[error("a post's content must not be empty")]
     Empty,
+    /// Holds U+0000, which PostgreSQL's text cannot store.
+    #[error("a post's content must not contain the NUL character (U+0000)")]
+    Nul,
     /// Over the limit.
     #[error("a post's content is at most {max} characters, got {got}")]
     TooLong {
@@ -91,6 +94,8 @@ impl TryFrom<String> for PostContent {
         let chars = value.chars().count();
         if chars == 0 {
             Err(PostContentError::Empty)
+        } else if value.contains('\0') {
+            Err(PostContentError::Nul)
         } else if chars > Self::MAX_CHARS {
             Err(PostContentError::TooLong {
                 max: Self::MAX_CHARS,

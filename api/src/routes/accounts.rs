@@ -37,10 +37,12 @@ pub struct Doc;
 #[serde(deny_unknown_fields)]
 pub struct RevokeBody {
     /// One client's tokens (with `ver <= up_to`), or null for every token of the user (with
-    /// `bat <= up_to`).
+    /// `bat <= up_to`). At most 255 characters, no U+0000.
     #[serde(default)]
+    #[schema(max_length = 255, pattern = r"^[^\x00]*$")]
     pub client: Option<String>,
     /// The bound, inclusive. A bound lower than or equal to the one in force changes nothing.
+    #[serde(deserialize_with = "relations_domain::ids::integral")]
     pub up_to: i64,
 }
 
@@ -85,6 +87,13 @@ async fn revoke(
     ApiJson(body): ApiJson<RevokeBody>,
 ) -> Result<CommandAnswer<AccountChange>, ApiError> {
     let user = user(&id)?;
+    if let Some(client) = &body.client {
+        if client.chars().count() > 255 || client.contains('\0') {
+            return Err(ApiError::InvalidInput(
+                "client: at most 255 characters, no U+0000".into(),
+            ));
+        }
+    }
     let command = AccountCommand::Revoke {
         user,
         client: body.client.clone(),

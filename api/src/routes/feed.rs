@@ -35,13 +35,18 @@ pub struct Doc;
 #[into_params(parameter_in = Query)]
 pub struct PostPageParams {
     /// Only posts created at or before this (RFC 3339, or milliseconds since the epoch).
+    #[param(
+        pattern = r"^([0-9]{1,15}|[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9]))$"
+    )]
     max_time: Option<String>,
     /// Posts per page: default 10, 1 to 20.
+    #[param(minimum = 1, maximum = 20)]
     size: Option<i64>,
     /// The previous page's `next_cursor`.
+    #[param(pattern = r"^[1-9][0-9]{0,17}$")]
     cursor: Option<String>,
     /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 
@@ -147,7 +152,7 @@ async fn feed(
 #[into_params(parameter_in = Query)]
 pub struct NewCountParams {
     /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 

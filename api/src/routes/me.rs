@@ -30,11 +30,13 @@ pub struct Doc;
 #[into_params(parameter_in = Query)]
 pub struct BlocksParams {
     /// The previous page's `next_cursor`.
+    #[param(pattern = r"^-?[0-9]{1,18}\.[0-9]{1,18}$")]
     cursor: Option<String>,
     /// Items per page: default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<i64>,
     /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 

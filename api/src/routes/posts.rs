@@ -30,13 +30,13 @@ pub struct Doc;
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 pub struct PublishBody {
     /// 1 to 2000 characters.
-    #[schema(value_type = String, min_length = 1, max_length = 2000)]
+    #[schema(value_type = String, min_length = 1, max_length = 2000, pattern = r"^[^\x00]*$")]
     pub content: PostContent,
 }
 
 /// Publishes a post: `201 {post, position}`.
 #[utoipa::path(post, path = "/api/v1/posts", tag = "commands", request_body = PublishBody,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry", pattern = r"^[!-~]{1,255}$")),
     security(("bearer" = [])),
     responses((status = 201, body = Published),
               (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters"),
@@ -67,7 +67,7 @@ async fn publish(
 /// Deletes the caller's post: `200 {position}`; someone else's 403, unknown 404.
 #[utoipa::path(delete, path = "/api/v1/posts/{id}", tag = "commands",
     params(("id" = String, Path, description = "The post"),
-           ("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry")),
+           ("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry", pattern = r"^[!-~]{1,255}$")),
     security(("bearer" = [])),
     responses((status = 200, body = Deleted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
               (status = 403, body = ErrorBody, description = "NOT_AUTHOR: someone else's post"),

@@ -58,6 +58,17 @@ async fn commands_without_a_valid_token_are_401() {
             Some(sign(json!({"sub": 1, "exp": now() + 600}), SECRET)),
         ),
         (
+            "HS512, not HS256",
+            Some(
+                jsonwebtoken::encode(
+                    &Header::new(jsonwebtoken::Algorithm::HS512),
+                    &json!({"sub": "1", "exp": now() + 600}),
+                    &EncodingKey::from_secret(SECRET.as_bytes()),
+                )
+                .unwrap(),
+            ),
+        ),
+        (
             "alg none",
             Some(
                 "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiIxIiwiZXhwIjo5OTk5OTk5OTk5fQ."
@@ -74,6 +85,23 @@ async fn commands_without_a_valid_token_are_401() {
             (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
             "{case}"
         );
+        // A token sent where none is needed is checked all the same.
+        if let Some(token) = token.filter(|t| !t.is_empty()) {
+            let (status, body) = read(
+                app.client
+                    .get(format!("{}/api/v1/users/1/counts", app.base))
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(
+                (status, code(&body)),
+                (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
+                "{case} on a public query"
+            );
+        }
     }
     // Not a Bearer scheme.
     let response = app
@@ -235,4 +263,58 @@ async fn the_actor_comes_from_the_token_never_the_body() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["relation"]["from"], json!(3));
+}
+
+/// The rest of the bad-input matrix: huge and malformed query parameters, oversized batches,
+/// deeply nested JSON. Each is a 4xx with a code; nothing is appended.
+#[tokio::test]
+async fn bad_query_parameters_and_hostile_bodies_are_4xx() {
+    let app = spawn_app().await;
+    let ids = (1..=10_000)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let queries = [
+        format!("/api/v1/relation/batch?from=1&to={ids}"),
+        "/api/v1/relation/batch?from=1&to=".to_owned(),
+        "/api/v1/relation/status?from=1&to=0".to_owned(),
+        "/api/v1/relation/status?from=1&to=99999999999999999999".to_owned(),
+        "/api/v1/users/1/following?limit=1000000".to_owned(),
+        "/api/v1/users/1/following?limit=0".to_owned(),
+        "/api/v1/users/1/following?offset=1000000000000".to_owned(),
+        "/api/v1/users/1/following?offset=-1".to_owned(),
+        "/api/v1/users/1/followers?cursor=garbage".to_owned(),
+        "/api/v1/users/1/followers?cursor=".to_owned(),
+        "/api/v1/users/1/followers?cursor=1.2.3".to_owned(),
+        "/api/v1/users/1/counts?min_position=garbage".to_owned(),
+        "/api/v1/users/1/counts?min_position=".to_owned(),
+        "/api/v1/users/1/posts?size=1000".to_owned(),
+        "/api/v1/users/1/posts?max_time=yesterday".to_owned(),
+    ];
+    for path in &queries {
+        let (status, body) = app.get(path).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::BAD_REQUEST, "INVALID_INPUT"),
+            "{}",
+            &path[..path.len().min(80)]
+        );
+    }
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let (status, body) = read(
+        app.client
+            .post(format!("{}/api/v1/relation/follow", app.base))
+            .bearer_auth(app.token(1))
+            .header("content-type", "application/json")
+            .body(format!(r#"{{"target": {deep}}}"#))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "INVALID_INPUT")
+    );
+    assert_eq!(app.event_count().await, 0);
 }

@@ -194,6 +194,30 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             Call::new("get", path, S::FORBIDDEN).token(t1.clone()),
             Call::new("get", path, S::UNAUTHORIZED),
         ],
+        ("post", "/api/v1/admin/users/{id}/revoke") => vec![
+            Call::new("post", "/api/v1/admin/users/41/revoke", S::OK)
+                .token(app.admin_token(9))
+                .body(json!({ "client": "phone", "up_to": 3 })),
+            Call::new("post", "/api/v1/admin/users/41/revoke", S::BAD_REQUEST)
+                .token(app.admin_token(9))
+                .body(json!({ "up_to": 1.5 })),
+            Call::new("post", "/api/v1/admin/users/41/revoke", S::FORBIDDEN)
+                .token(t1.clone())
+                .body(json!({ "up_to": 3 })),
+            Call::new("post", "/api/v1/admin/users/x/revoke", S::NOT_FOUND)
+                .token(app.admin_token(9))
+                .body(json!({ "up_to": 3 })),
+        ],
+        ("post", "/api/v1/admin/users/{id}/ban" | "/api/v1/admin/users/{id}/unban") => vec![
+            Call::new("post", path.replace("{id}", "40"), S::OK).token(app.admin_token(9)),
+            Call::new("post", path.replace("{id}", "40"), S::FORBIDDEN).token(t1.clone()),
+            Call::new("post", path.replace("{id}", "0"), S::NOT_FOUND).token(app.admin_token(9)),
+            Call::new("post", path.replace("{id}", "40"), S::UNAUTHORIZED),
+        ],
+        ("post", "/api/v1/me/logout") => vec![
+            Call::new("post", path, S::OK).token(app.token(42)),
+            Call::new("post", path, S::UNAUTHORIZED),
+        ],
         // Operations: no error answer to provoke from outside (a 503 from /readyz needs a
         // database down or a stuck projector).
         ("get", "/healthz" | "/readyz" | "/metrics") => vec![Call::new("get", path, S::OK)],

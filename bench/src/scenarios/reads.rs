@@ -1,6 +1,8 @@
 //! (b) relation status, batch, list pages and counts over HTTP vs the same reads in SQL vs a
 //! trivial axum handler.
 
+use std::time::Instant;
+
 use rand::Rng;
 use sqlx::PgPool;
 
@@ -72,6 +74,7 @@ pub async fn reads(server: &Server, env: &Env, db: &str, scale: Scale) -> anyhow
             ),
         );
     }
+    rows.extend(token_check(users as u64));
     Ok(rows)
 }
 
@@ -140,4 +143,70 @@ async fn ceiling(clients: usize, scale: Scale) -> anyhow::Result<Stats> {
         }
     })
     .await)
+}
+
+/// The cost per request of the token check: HS256 verification alone, and with the revocation
+/// and ban lookups every request now makes (a read lock on the in-memory graph and two hash
+/// probes), against a graph holding `accounts` accounts with revocations. In process, one core.
+pub fn token_check(accounts: u64) -> Vec<Row> {
+    use relations_domain::{AccountEvent, TokenStamp, UserId};
+    use relations_projections::graph::{Change, Graph};
+
+    let secret = b"bench-check";
+    let mut graph = Graph::default();
+    for user in 1..=accounts {
+        graph.apply(Change::Account(AccountEvent::TokensRevoked {
+            user: UserId::try_from(user as i64).expect("positive"),
+            client: Some("phone".into()),
+            up_to: 3,
+        }));
+    }
+    let graph = std::sync::RwLock::new(graph);
+    let key = jsonwebtoken::DecodingKey::from_secret(secret);
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
+    validation.set_required_spec_claims(&["exp", "sub"]);
+    let claims =
+        serde_json::json!({"sub": "4242", "exp": 4_000_000_000u64, "cli": "phone", "ver": 7});
+    let token = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret),
+    )
+    .expect("a token encodes");
+    let rounds = 200_000u32;
+    let time = |check: &dyn Fn() -> bool| {
+        let started = Instant::now();
+        let mut accepted = 0u32;
+        for _ in 0..rounds {
+            accepted += u32::from(std::hint::black_box(check()));
+        }
+        assert_eq!(accepted, rounds, "every check accepts");
+        started.elapsed().as_nanos() as f64 / f64::from(rounds)
+    };
+    let decode = || jsonwebtoken::decode::<serde_json::Value>(&token, &key, &validation).is_ok();
+    let plain = time(&decode);
+    let checked = time(&|| {
+        let Ok(data) = jsonwebtoken::decode::<serde_json::Value>(&token, &key, &validation) else {
+            return false;
+        };
+        let user = UserId::try_from(4242).expect("positive");
+        let stamp = TokenStamp {
+            client: data.claims["cli"].as_str().unwrap_or_default().to_owned(),
+            ver: data.claims["ver"].as_i64().unwrap_or(0),
+            bat: 0,
+        };
+        let graph = graph.read().expect("not poisoned");
+        !graph.refuses(user, &stamp) && !graph.banned(user)
+    });
+    vec![Row::new(
+        "b. token check, in process",
+        &format!(
+            "HS256 verify + revocation and ban lookups ({accounts} accounts with revocations)"
+        ),
+        format!("{checked:.0} ns per request"),
+    )
+    .against(
+        format!("HS256 verify alone: {plain:.0} ns"),
+        plain / checked,
+    )]
 }

@@ -54,6 +54,7 @@ impl Verb {
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 pub struct TargetBody {
     /// The other user.
+    #[serde(deserialize_with = "relations_domain::ids::integral_user")]
     pub target: UserId,
 }
 
@@ -92,7 +93,7 @@ macro_rules! command_doc {
     ($fn:ident, $path:literal, $summary:literal) => {
         #[doc = $summary]
         #[utoipa::path(post, path = $path, tag = "commands", request_body = TargetBody,
-            params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry")),
+            params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry", pattern = r"^[!-~]{1,255}$")),
             security(("bearer" = [])),
             responses(
                 (status = 200, body = RelationOutcome),

@@ -20,13 +20,13 @@ pub const MAX_BATCH: usize = 200;
 #[into_params(parameter_in = Query)]
 pub struct StatusParams {
     /// The user whose side the answer takes.
-    #[param(value_type = i64)]
+    #[param(value_type = i64, minimum = 1)]
     from: UserId,
     /// The other user.
-    #[param(value_type = i64)]
+    #[param(value_type = i64, minimum = 1)]
     to: UserId,
     /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 
@@ -48,12 +48,13 @@ pub async fn status(
 #[into_params(parameter_in = Query)]
 pub struct BatchParams {
     /// The user whose side the answers take.
-    #[param(value_type = i64)]
+    #[param(value_type = i64, minimum = 1)]
     from: UserId,
     /// Comma-separated user ids, at most 200.
+    #[param(pattern = r"^[1-9][0-9]{0,17}(,[1-9][0-9]{0,17}){0,199}$")]
     to: String,
     /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 

@@ -25,14 +25,16 @@ fn user(raw: &str) -> Result<UserId, ApiError> {
 #[into_params(parameter_in = Query)]
 pub struct OffsetParams {
     /// Items to skip: default 0, at most 100000.
+    #[param(minimum = 0, maximum = 100000)]
     offset: Option<i64>,
     /// Items per page: default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<i64>,
     /// Annotate each item with this user's relation to it.
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = Option<i64>, minimum = 1)]
     viewer: Option<UserId>,
     /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 
@@ -85,14 +87,16 @@ async fn offset_list(
 #[into_params(parameter_in = Query)]
 pub struct CursorParams {
     /// The previous page's `next_cursor`.
+    #[param(pattern = r"^-?[0-9]{1,18}\.[0-9]{1,18}$")]
     cursor: Option<String>,
     /// Items per page: default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<i64>,
     /// Annotate each item with this user's relation to it.
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = Option<i64>, minimum = 1)]
     viewer: Option<UserId>,
     /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 
@@ -147,7 +151,7 @@ pub async fn cursor_page(
 #[into_params(parameter_in = Query)]
 pub struct CountsParams {
     /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 
