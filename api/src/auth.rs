@@ -7,6 +7,7 @@
 //! them, so the check costs no database round trip (only while the graph is still loading does
 //! it read the user's account stream).
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::{FromRequestParts, Request, State};
@@ -48,7 +49,10 @@ pub struct Claims {
 
 /// The keys derived once from `RELATIONS_JWT_SECRET`.
 #[derive(Clone)]
-pub struct JwtKeys {
+pub struct JwtKeys(Arc<Keys>);
+
+/// Shared, so that cloning the state for each request copies a pointer, not the keys.
+struct Keys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
@@ -60,11 +64,11 @@ impl JwtKeys {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 5;
         validation.set_required_spec_claims(&["exp", "sub"]);
-        Self {
+        Self(Arc::new(Keys {
             encoding: EncodingKey::from_secret(secret.as_bytes()),
             decoding: DecodingKey::from_secret(secret.as_bytes()),
             validation,
-        }
+        }))
     }
 
     /// A token for `user`, valid for `ttl`.
@@ -93,13 +97,13 @@ impl JwtKeys {
         Ok(jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
             &claims,
-            &self.encoding,
+            &self.0.encoding,
         )?)
     }
 
     /// The actor a bearer token names, or why it names none.
     pub fn verify(&self, token: &str) -> Result<Actor, ApiError> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+        let data = jsonwebtoken::decode::<Claims>(token, &self.0.decoding, &self.0.validation)
             .map_err(|e| match e.kind() {
                 jsonwebtoken::errors::ErrorKind::ExpiredSignature => {
                     ApiError::Unauthenticated("the token has expired")

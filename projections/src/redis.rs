@@ -23,7 +23,7 @@ pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 /// A shared, lazily connected Redis handle.
 #[derive(Clone)]
 pub struct Redis {
-    client: redis::Client,
+    client: Arc<redis::Client>,
     /// Every key this instance writes starts with this.
     pub prefix: Arc<str>,
     slot: Arc<Mutex<Option<ConnectionManager>>>,
@@ -90,7 +90,7 @@ impl Redis {
     pub fn new(url: &str, prefix: &str) -> anyhow::Result<Self> {
         metrics::gauge!("relations_redis_up").set(1.0);
         Ok(Self {
-            client: redis::Client::open(url)?,
+            client: Arc::new(redis::Client::open(url)?),
             prefix: prefix.into(),
             slot: Arc::default(),
             breaker: Arc::default(),
@@ -110,7 +110,7 @@ impl Redis {
             .set_connection_timeout(Some(CALL_TIMEOUT))
             .set_response_timeout(Some(CALL_TIMEOUT))
             .set_number_of_retries(1);
-        match ConnectionManager::new_with_config(self.client.clone(), config).await {
+        match ConnectionManager::new_with_config(redis::Client::clone(&self.client), config).await {
             Ok(manager) => {
                 *slot = Some(manager.clone());
                 Ok(manager)

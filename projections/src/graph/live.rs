@@ -30,6 +30,8 @@ use crate::{feed, following};
 const BATCH: i64 = 5000;
 /// How often the tail looks for events when no wake-up comes.
 const POLL: Duration = Duration::from_millis(100);
+/// How often the graph's size gauge is refreshed.
+const SIZE_EVERY: Duration = Duration::from_secs(5);
 /// How soon it looks again when committed events wait above the horizon.
 const HELD_RETRY: Duration = Duration::from_millis(2);
 
@@ -38,6 +40,8 @@ const HELD_RETRY: Duration = Duration::from_millis(2);
 pub struct LiveGraph {
     graph: Arc<RwLock<Option<Graph>>>,
     health: Arc<Health>,
+    /// When `relations_graph_bytes` was last measured.
+    sized: Arc<std::sync::Mutex<Option<Instant>>>,
     /// The loaded replica's position; `None` until loaded.
     position: watch::Sender<Option<LogPosition>>,
 }
@@ -47,6 +51,7 @@ impl Default for LiveGraph {
         Self {
             graph: Arc::default(),
             health: Arc::default(),
+            sized: Arc::default(),
             position: watch::Sender::new(None),
         }
     }
@@ -179,7 +184,12 @@ impl LiveGraph {
             let graph = guard.as_ref().expect("just set");
             metrics::gauge!("relations_graph_follows").set(graph.follows() as f64);
             metrics::gauge!("relations_graph_users").set(graph.users() as f64);
-            metrics::gauge!("relations_graph_bytes").set(graph.heap_bytes() as f64);
+            // Walking every node costs: the size is refreshed every few seconds, not per batch.
+            let mut sized = self.sized.lock().unwrap_or_else(|e| e.into_inner());
+            if sized.is_none_or(|at| at.elapsed() >= SIZE_EVERY) {
+                *sized = Some(Instant::now());
+                metrics::gauge!("relations_graph_bytes").set(graph.heap_bytes() as f64);
+            }
             graph.position()
         };
         self.position.send_replace(Some(position));
