@@ -24,7 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -74,6 +74,9 @@ pub enum Applied {
     SeenOffset,
     /// Not above its stream's last version: a duplicate.
     Duplicate,
+    /// Another member has taken the partition since this one was given it (the generation
+    /// moved): nothing applied.
+    NotOwner,
 }
 
 /// How often a process looks at the group: live members, its share, unlocked partitions.
@@ -97,7 +100,8 @@ struct Membership {
     session: PgConnection,
     /// Advisory lock class of the member slots, and of the partitions.
     classes: (i32, i32),
-    owned: BTreeSet<i32>,
+    /// Owned partitions, each with the generation this member took it at.
+    owned: BTreeMap<i32, i64>,
 }
 
 impl KafkaProjector {
@@ -150,7 +154,7 @@ impl KafkaProjector {
         Ok(Membership {
             session,
             classes,
-            owned: BTreeSet::new(),
+            owned: BTreeMap::new(),
         })
     }
 
@@ -175,7 +179,7 @@ impl KafkaProjector {
         while member.owned.len() > share {
             let last = *member
                 .owned
-                .iter()
+                .keys()
                 .next_back()
                 .expect("over a share of at least 1");
             sqlx::query("SELECT pg_advisory_unlock($1, $2)")
@@ -189,7 +193,7 @@ impl KafkaProjector {
             if member.owned.len() >= share {
                 break;
             }
-            if member.owned.contains(&partition) {
+            if member.owned.contains_key(&partition) {
                 continue;
             }
             let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, $2)")
@@ -198,14 +202,33 @@ impl KafkaProjector {
                 .fetch_one(&mut member.session)
                 .await?;
             if locked {
-                member.owned.insert(partition);
+                let generation = self.take(&mut member.session, partition).await?;
+                member.owned.insert(partition, generation);
             }
         }
         Ok(member.owned != before)
     }
 
+    /// Takes `partition`: bumps its generation (waiting for an apply in flight by a former
+    /// owner, which commits first) and returns the new one. The next offset is read after
+    /// this, so it includes everything the former owner applied.
+    async fn take(&self, session: &mut PgConnection, partition: i32) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar(
+            "INSERT INTO kafka_offsets AS o (consumer, topic, partition, generation)
+             VALUES ($1, $2, $3, 1)
+             ON CONFLICT (consumer, topic, partition)
+             DO UPDATE SET generation = o.generation + 1
+             RETURNING generation",
+        )
+        .bind(&self.name)
+        .bind(&self.topic)
+        .bind(partition)
+        .fetch_one(session)
+        .await
+    }
+
     /// Points the consumer at the owned partitions, each from its stored next offset.
-    async fn assign(&self, owned: &BTreeSet<i32>) -> Result<(), ConsumeError> {
+    async fn assign(&self, owned: &BTreeMap<i32, i64>) -> Result<(), ConsumeError> {
         let stored: Vec<(i32, i64)> = sqlx::query_as(
             "SELECT partition, next_offset FROM kafka_offsets WHERE consumer = $1 AND topic = $2",
         )
@@ -214,7 +237,7 @@ impl KafkaProjector {
         .fetch_all(&self.pool)
         .await?;
         let mut list = TopicPartitionList::new();
-        for &partition in owned {
+        for &partition in owned.keys() {
             // Never `Offset::Beginning`: that asks the broker for the earliest offset, and
             // tansu answers such questions wrongly once producers batch (it skipped the start
             // of partitions here). Offset 0 is fetched directly; where retention removed it,
@@ -301,15 +324,15 @@ impl KafkaProjector {
             // A message fetched before a rebalance took its partition away is not ours to
             // apply: its new owner reads from the stored offset, and applying a later offset
             // here would move that offset past messages the new owner has not applied yet.
-            if member
+            let Some(generation) = member
                 .as_ref()
-                .is_none_or(|m| !m.owned.contains(&message.partition()))
-            {
+                .and_then(|m| m.owned.get(&message.partition()).copied())
+            else {
                 continue;
-            }
+            };
             let mut backoff = Duration::from_millis(100);
             loop {
-                match self.apply(&message).await {
+                match self.apply(&message, generation).await {
                     Ok(outcome) => {
                         if outcome == Applied::Applied {
                             metrics::counter!("relations_projector_events_total", "projector" => name)
@@ -350,10 +373,15 @@ impl KafkaProjector {
         Ok(())
     }
 
-    /// Applies one message in one transaction with its offset and its stream's version.
-    pub async fn apply(&self, message: &BorrowedMessage<'_>) -> Result<Applied, ConsumeError> {
+    /// Applies one message in one transaction with its offset and its stream's version, if
+    /// this member still holds the partition at `generation`.
+    pub async fn apply(
+        &self,
+        message: &BorrowedMessage<'_>,
+        generation: i64,
+    ) -> Result<Applied, ConsumeError> {
         let mut tx = self.pool.begin().await?;
-        let result = self.apply_in(&mut tx, message).await;
+        let result = self.apply_in(&mut tx, message, generation).await;
         end_transaction(tx, result, |applied| {
             matches!(applied, Applied::Applied | Applied::Duplicate)
         })
@@ -364,6 +392,7 @@ impl KafkaProjector {
         &self,
         tx: &mut PgConnection,
         message: &BorrowedMessage<'_>,
+        generation: i64,
     ) -> Result<Applied, ConsumeError> {
         let (topic, partition, offset) = (message.topic(), message.partition(), message.offset());
         sqlx::query(
@@ -377,8 +406,8 @@ impl KafkaProjector {
         .await?;
         // Locked: two consumers of one partition during a rebalance take turns, and the second
         // finds the offset moved.
-        let next: i64 = sqlx::query_scalar(
-            "SELECT next_offset FROM kafka_offsets
+        let (next, current): (i64, i64) = sqlx::query_as(
+            "SELECT next_offset, generation FROM kafka_offsets
               WHERE consumer = $1 AND topic = $2 AND partition = $3 FOR UPDATE",
         )
         .bind(&self.name)
@@ -386,6 +415,9 @@ impl KafkaProjector {
         .bind(partition)
         .fetch_one(&mut *tx)
         .await?;
+        if current != generation {
+            return Ok(Applied::NotOwner);
+        }
         if offset < next {
             return Ok(Applied::SeenOffset);
         }
