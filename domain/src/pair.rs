@@ -45,6 +45,14 @@ pub enum RelationCommand {
         /// The user to unblock.
         target: UserId,
     },
+    /// follows(target, actor) becomes false: the actor removes a follower without blocking
+    /// them (they may follow again).
+    RemoveFollower {
+        /// The user who asks.
+        actor: UserId,
+        /// The follower to remove.
+        target: UserId,
+    },
 }
 
 impl RelationCommand {
@@ -54,7 +62,8 @@ impl RelationCommand {
             Self::Follow { actor, .. }
             | Self::Unfollow { actor, .. }
             | Self::Block { actor, .. }
-            | Self::Unblock { actor, .. } => actor,
+            | Self::Unblock { actor, .. }
+            | Self::RemoveFollower { actor, .. } => actor,
         }
     }
 
@@ -64,7 +73,8 @@ impl RelationCommand {
             Self::Follow { target, .. }
             | Self::Unfollow { target, .. }
             | Self::Block { target, .. }
-            | Self::Unblock { target, .. } => target,
+            | Self::Unblock { target, .. }
+            | Self::RemoveFollower { target, .. } => target,
         }
     }
 
@@ -80,6 +90,7 @@ impl RelationCommand {
             Self::Unfollow { .. } => "unfollow",
             Self::Block { .. } => "block",
             Self::Unblock { .. } => "unblock",
+            Self::RemoveFollower { .. } => "remove_follower",
         }
     }
 }
@@ -92,6 +103,8 @@ pub enum UnfollowCause {
     Unfollow,
     /// One of the two blocked the other (rule 5).
     Block,
+    /// The followee removed the follower (no block; they may follow again).
+    Removed,
 }
 
 /// The facts that commands on a pair leave in the log. Version 1 of each; a change of meaning
@@ -305,9 +318,17 @@ impl RelationPair {
                 blocker: actor,
                 blocked: target,
             }],
+            RelationCommand::RemoveFollower { .. } if facts.followed_by => {
+                vec![RelationEvent::Unfollowed {
+                    follower: target,
+                    followee: actor,
+                    cause: UnfollowCause::Removed,
+                }]
+            }
             RelationCommand::Unfollow { .. }
             | RelationCommand::Block { .. }
-            | RelationCommand::Unblock { .. } => vec![],
+            | RelationCommand::Unblock { .. }
+            | RelationCommand::RemoveFollower { .. } => vec![],
         };
         Ok(events)
     }
@@ -343,6 +364,8 @@ pub fn guarded_users(command: RelationCommand) -> Vec<UserId> {
         RelationCommand::Follow { actor, .. } | RelationCommand::Unfollow { actor, .. } => {
             vec![actor]
         }
+        // The follower's count goes down.
+        RelationCommand::RemoveFollower { target, .. } => vec![target],
         RelationCommand::Block { actor, target } => {
             let mut users = vec![actor, target];
             users.sort_unstable();

@@ -17,6 +17,7 @@ mod kafka;
 mod openapi;
 #[allow(dead_code)]
 mod owned;
+mod privacy;
 mod queries;
 mod rate_limit;
 mod rules;

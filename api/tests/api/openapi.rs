@@ -97,6 +97,12 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
                 .token(t1.clone())
                 .body(json!({ "target": "five" })),
         ],
+        ("post", "/api/v1/relation/remove_follower") => vec![
+            command("follow", 1, Some(&app.token(6)), S::OK),
+            command("remove_follower", 6, Some(&t1), S::OK),
+            command("remove_follower", 1, Some(&t1), S::BAD_REQUEST),
+            command("remove_follower", 6, None, S::UNAUTHORIZED),
+        ],
         ("get", "/api/v1/relation/status") => vec![
             Call::new(
                 "get",

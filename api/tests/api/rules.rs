@@ -231,6 +231,7 @@ async fn openapi_describes_every_endpoint() {
         ("post", "/api/v1/admin/users/{id}/ban"),
         ("post", "/api/v1/admin/users/{id}/unban"),
         ("post", "/api/v1/me/logout"),
+        ("post", "/api/v1/relation/remove_follower"),
         ("get", "/healthz"),
         ("get", "/readyz"),
         ("get", "/metrics"),

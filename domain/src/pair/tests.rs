@@ -337,7 +337,9 @@ impl Reference {
                 }
                 changed
             }
-            _ => self.blocks.remove(&(a, b)),
+            3 => self.blocks.remove(&(a, b)),
+            // Remove follower b: follows(b, a) ends; nothing else changes.
+            _ => self.follows.remove(&(b, a)),
         };
         Outcome::Changed(changed)
     }
@@ -386,7 +388,7 @@ proptest! {
     #[test]
     fn random_command_sequences_follow_the_rules(
         limit in 1usize..4,
-        steps in prop::collection::vec((0u8..4, 1i64..6, 1i64..6), 1..120),
+        steps in prop::collection::vec((0u8..5, 1i64..6, 1i64..6), 1..120),
     ) {
         let mut reference = Reference { limit, ..Reference::default() };
         let mut store = Store { limit: limit as u32, ..Store::default() };
@@ -395,7 +397,8 @@ proptest! {
                 0 => follow(a, b),
                 1 => unfollow(a, b),
                 2 => block(a, b),
-                _ => unblock(a, b),
+                3 => unblock(a, b),
+                _ => RelationCommand::RemoveFollower { actor: u(a), target: u(b) },
             };
             let expected = reference.run(kind, a, b);
             prop_assert_eq!(store.run(command), expected, "{:?}", command);
@@ -416,4 +419,35 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn removing_a_follower_ends_their_follow_without_a_block() {
+    let mut pair = RelationPair::default();
+    for event in [followed(2, 1), followed(1, 2)] {
+        pair.apply(event);
+    }
+    let remove = RelationCommand::RemoveFollower {
+        actor: u(1),
+        target: u(2),
+    };
+    let events = pair.decide(remove, FollowBudget::unlimited()).unwrap();
+    assert_eq!(events, vec![unfollowed(2, 1, UnfollowCause::Removed)]);
+    assert_eq!(guarded_users(remove), vec![u(2)]);
+    let mut after = pair.clone();
+    for event in events {
+        after.apply(event);
+    }
+    let facts = after.facts(u(1), u(2));
+    assert!(facts.following && !facts.followed_by && !facts.blocking && !facts.blocked_by);
+    // Not a follower: nothing to remove.
+    assert_eq!(
+        after.decide(remove, FollowBudget::unlimited()).unwrap(),
+        vec![]
+    );
+    // They may follow again.
+    let again = after
+        .decide(follow(2, 1), FollowBudget::unlimited())
+        .unwrap();
+    assert_eq!(again, vec![followed(2, 1)]);
 }

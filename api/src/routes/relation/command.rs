@@ -24,11 +24,19 @@ pub enum Verb {
     Block,
     /// `POST /api/v1/relation/unblock`
     Unblock,
+    /// `POST /api/v1/relation/remove_follower`
+    RemoveFollower,
 }
 
 impl Verb {
     /// Every verb, in the order the routes are listed.
-    pub const ALL: [Verb; 4] = [Verb::Follow, Verb::Unfollow, Verb::Block, Verb::Unblock];
+    pub const ALL: [Verb; 5] = [
+        Verb::Follow,
+        Verb::Unfollow,
+        Verb::Block,
+        Verb::Unblock,
+        Verb::RemoveFollower,
+    ];
 
     /// The route that carries it.
     pub fn path(self) -> &'static str {
@@ -37,6 +45,7 @@ impl Verb {
             Verb::Unfollow => "/api/v1/relation/unfollow",
             Verb::Block => "/api/v1/relation/block",
             Verb::Unblock => "/api/v1/relation/unblock",
+            Verb::RemoveFollower => "/api/v1/relation/remove_follower",
         }
     }
 
@@ -46,6 +55,7 @@ impl Verb {
             Verb::Unfollow => RelationCommand::Unfollow { actor, target },
             Verb::Block => RelationCommand::Block { actor, target },
             Verb::Unblock => RelationCommand::Unblock { actor, target },
+            Verb::RemoveFollower => RelationCommand::RemoveFollower { actor, target },
         }
     }
 }
@@ -126,4 +136,9 @@ command_doc!(
     unblock,
     "/api/v1/relation/unblock",
     "Lift a block; follows are not restored."
+);
+command_doc!(
+    remove_follower,
+    "/api/v1/relation/remove_follower",
+    "Remove the target from the caller's followers, without blocking them (they may follow again)."
 );

@@ -1,4 +1,4 @@
-//! `/api/v1/relation/*`: the four relation commands, and the status and batch queries.
+//! `/api/v1/relation/*`: the relation commands, and the status and batch queries.
 
 mod command;
 mod status;
@@ -27,6 +27,7 @@ pub fn router() -> Router<AppState> {
     command::unfollow,
     command::block,
     command::unblock,
+    command::remove_follower,
     status::status,
     status::batch
 ))]
