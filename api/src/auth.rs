@@ -210,6 +210,18 @@ impl FromRequestParts<AppState> for Actor {
     }
 }
 
+/// The caller when the request carries a token ([`check_bearer`] checked it), else `None`.
+impl axum::extract::OptionalFromRequestParts<AppState> for Actor {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        _: &AppState,
+    ) -> Result<Option<Self>, Self::Rejection> {
+        Ok(parts.extensions.get::<Actor>().cloned())
+    }
+}
+
 /// The caller, who must hold the `admin` role (403 otherwise).
 #[derive(Debug, Clone)]
 pub struct Admin(pub Actor);

@@ -9,6 +9,7 @@
 //!   hands its count to [`RelationPair::decide`] as a [`FollowBudget`]. The count is derived
 //!   from this aggregate's events ([`following_deltas`]) and written in the same transaction.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{PairId, SelfRelation, UserId};
@@ -53,6 +54,27 @@ pub enum RelationCommand {
         /// The follower to remove.
         target: UserId,
     },
+    /// The actor mutes the target: their posts leave the actor's feed, until `until` (or for
+    /// good). A new mute replaces the one in force.
+    Mute {
+        /// The user who asks.
+        actor: UserId,
+        /// The user to mute.
+        target: UserId,
+        /// When the mute ends by itself; `None`: never.
+        until: Option<DateTime<Utc>>,
+        /// The time of the decision (a mute past its end is no mute).
+        now: DateTime<Utc>,
+    },
+    /// The actor lifts a mute in force.
+    Unmute {
+        /// The user who asks.
+        actor: UserId,
+        /// The muted user.
+        target: UserId,
+        /// The time of the decision.
+        now: DateTime<Utc>,
+    },
 }
 
 impl RelationCommand {
@@ -63,7 +85,9 @@ impl RelationCommand {
             | Self::Unfollow { actor, .. }
             | Self::Block { actor, .. }
             | Self::Unblock { actor, .. }
-            | Self::RemoveFollower { actor, .. } => actor,
+            | Self::RemoveFollower { actor, .. }
+            | Self::Mute { actor, .. }
+            | Self::Unmute { actor, .. } => actor,
         }
     }
 
@@ -74,7 +98,9 @@ impl RelationCommand {
             | Self::Unfollow { target, .. }
             | Self::Block { target, .. }
             | Self::Unblock { target, .. }
-            | Self::RemoveFollower { target, .. } => target,
+            | Self::RemoveFollower { target, .. }
+            | Self::Mute { target, .. }
+            | Self::Unmute { target, .. } => target,
         }
     }
 
@@ -91,6 +117,8 @@ impl RelationCommand {
             Self::Block { .. } => "block",
             Self::Unblock { .. } => "unblock",
             Self::RemoveFollower { .. } => "remove_follower",
+            Self::Mute { .. } => "mute",
+            Self::Unmute { .. } => "unmute",
         }
     }
 }
@@ -142,6 +170,23 @@ pub enum RelationEvent {
         /// Who was blocked.
         blocked: UserId,
     },
+    /// `muter` muted `muted` until `until` (`null`: for good), replacing any mute in force.
+    /// The mute ends by itself at `until`; no event marks that.
+    Muted {
+        /// Who mutes.
+        muter: UserId,
+        /// Who is muted.
+        muted: UserId,
+        /// When it ends by itself.
+        until: Option<DateTime<Utc>>,
+    },
+    /// `muter` lifted the mute on `muted` before its end.
+    Unmuted {
+        /// Who muted.
+        muter: UserId,
+        /// Who was muted.
+        muted: UserId,
+    },
 }
 
 impl RelationEvent {
@@ -152,6 +197,8 @@ impl RelationEvent {
             Self::Unfollowed { .. } => "Unfollowed",
             Self::Blocked { .. } => "Blocked",
             Self::Unblocked { .. } => "Unblocked",
+            Self::Muted { .. } => "Muted",
+            Self::Unmuted { .. } => "Unmuted",
         }
     }
 
@@ -170,6 +217,7 @@ impl RelationEvent {
             Self::Blocked { blocker, blocked } | Self::Unblocked { blocker, blocked } => {
                 (blocker, blocked)
             }
+            Self::Muted { muter, muted, .. } | Self::Unmuted { muter, muted } => (muter, muted),
         }
     }
 }
@@ -225,6 +273,9 @@ impl FollowBudget {
 pub struct RelationPair {
     follows: Vec<(UserId, UserId)>,
     blocks: Vec<(UserId, UserId)>,
+    /// (muter, muted, until): at most one per direction, kept past its end until replaced.
+    #[serde(default)]
+    mutes: Vec<(UserId, UserId, Option<DateTime<Utc>>)>,
 }
 
 impl RelationPair {
@@ -249,9 +300,23 @@ impl RelationPair {
         }
     }
 
-    /// `from`'s relation to `to`.
-    pub fn relation(&self, from: UserId, to: UserId) -> Relation {
-        Relation::new(from, to, self.facts(from, to))
+    /// `from`'s relation to `to`, with `muting` as it stands at `now` (for answers to `from`).
+    pub fn relation(&self, from: UserId, to: UserId, now: DateTime<Utc>) -> Relation {
+        Relation::new(from, to, self.facts(from, to)).with_muting(self.muting(from, to, now))
+    }
+
+    /// The mute of `from` on `to`, if one was set and not lifted: its end (`None`: never).
+    fn mute(&self, from: UserId, to: UserId) -> Option<Option<DateTime<Utc>>> {
+        self.mutes
+            .iter()
+            .find(|m| (m.0, m.1) == (from, to))
+            .map(|m| m.2)
+    }
+
+    /// Whether `from` mutes `to` at `now`.
+    pub fn muting(&self, from: UserId, to: UserId, now: DateTime<Utc>) -> bool {
+        self.mute(from, to)
+            .is_some_and(|until| until.is_none_or(|until| until > now))
     }
 
     /// Decides a command: the events it appends (none when nothing changes), or why it is
@@ -325,10 +390,32 @@ impl RelationPair {
                     cause: UnfollowCause::Removed,
                 }]
             }
+            RelationCommand::Mute { until, now, .. } => {
+                // The same endless mute again changes nothing; any other mute replaces the one
+                // in force (a new end, or a mute after one that ended).
+                let endless_already =
+                    self.muting(actor, target, now) && self.mute(actor, target) == Some(None);
+                if endless_already && until.is_none() {
+                    vec![]
+                } else {
+                    vec![RelationEvent::Muted {
+                        muter: actor,
+                        muted: target,
+                        until,
+                    }]
+                }
+            }
+            RelationCommand::Unmute { now, .. } if self.muting(actor, target, now) => {
+                vec![RelationEvent::Unmuted {
+                    muter: actor,
+                    muted: target,
+                }]
+            }
             RelationCommand::Unfollow { .. }
             | RelationCommand::Block { .. }
             | RelationCommand::Unblock { .. }
-            | RelationCommand::RemoveFollower { .. } => vec![],
+            | RelationCommand::RemoveFollower { .. }
+            | RelationCommand::Unmute { .. } => vec![],
         };
         Ok(events)
     }
@@ -352,6 +439,17 @@ impl RelationPair {
             RelationEvent::Unblocked { blocker, blocked } => {
                 self.blocks.retain(|&edge| edge != (blocker, blocked))
             }
+            RelationEvent::Muted {
+                muter,
+                muted,
+                until,
+            } => {
+                self.mutes.retain(|m| (m.0, m.1) != (muter, muted));
+                self.mutes.push((muter, muted, until));
+            }
+            RelationEvent::Unmuted { muter, muted } => {
+                self.mutes.retain(|m| (m.0, m.1) != (muter, muted))
+            }
         }
     }
 }
@@ -371,7 +469,9 @@ pub fn guarded_users(command: RelationCommand) -> Vec<UserId> {
             users.sort_unstable();
             users
         }
-        RelationCommand::Unblock { .. } => vec![],
+        RelationCommand::Unblock { .. }
+        | RelationCommand::Mute { .. }
+        | RelationCommand::Unmute { .. } => vec![],
     }
 }
 
@@ -382,7 +482,10 @@ pub fn following_deltas(events: &[RelationEvent]) -> Vec<(UserId, i32)> {
         let (user, delta) = match *event {
             RelationEvent::Followed { follower, .. } => (follower, 1),
             RelationEvent::Unfollowed { follower, .. } => (follower, -1),
-            RelationEvent::Blocked { .. } | RelationEvent::Unblocked { .. } => continue,
+            RelationEvent::Blocked { .. }
+            | RelationEvent::Unblocked { .. }
+            | RelationEvent::Muted { .. }
+            | RelationEvent::Unmuted { .. } => continue,
         };
         match deltas.iter_mut().find(|(u, _)| *u == user) {
             Some((_, d)) => *d += delta,

@@ -73,9 +73,18 @@ pub struct Relation {
     pub blocking: bool,
     /// blocks(to, from)
     pub blocked_by: bool,
+    /// `from` mutes `to` now. Private: true only in answers to `from` (their commands, and
+    /// status or batch queries whose bearer is `from`); false for everyone else.
+    pub muting: bool,
 }
 
 impl Relation {
+    /// The same relation with `muting` set (for answers to `from`).
+    pub fn with_muting(mut self, muting: bool) -> Self {
+        self.muting = muting && self.from != self.to;
+        self
+    }
+
     /// The relation that `facts` describe. `from == to` answers `self` with every flag false.
     pub fn new(from: UserId, to: UserId, facts: Facts) -> Self {
         if from == to {
@@ -88,6 +97,7 @@ impl Relation {
                 friends: false,
                 blocking: false,
                 blocked_by: false,
+                muting: false,
             };
         }
         let friends = facts.following && facts.followed_by;
@@ -119,6 +129,7 @@ impl Relation {
             friends,
             blocking: facts.blocking,
             blocked_by: facts.blocked_by,
+            muting: false,
         }
     }
 }
@@ -187,7 +198,8 @@ mod tests {
             serde_json::to_value(relation).unwrap(),
             serde_json::json!({
                 "from": 1, "to": 2, "state": "friends", "following": true,
-                "followed_by": true, "friends": true, "blocking": false, "blocked_by": false
+                "followed_by": true, "friends": true, "blocking": false, "blocked_by": false,
+                "muting": false
             })
         );
     }

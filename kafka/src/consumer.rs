@@ -77,6 +77,13 @@ pub enum Applied {
     /// Another member has taken the partition since this one was given it (the generation
     /// moved): nothing applied.
     NotOwner,
+    /// An event of its stream is missing before it (a message delivered out of order, or a
+    /// stale one from before a seek): nothing applied; the partition is read again from its
+    /// stored next offset, which the missing event is at or after.
+    Ahead {
+        /// The partition's stored next offset.
+        next: i64,
+    },
 }
 
 /// How often a process looks at the group: live members, its share, unlocked partitions.
@@ -333,6 +340,28 @@ impl KafkaProjector {
             let mut backoff = Duration::from_millis(100);
             loop {
                 match self.apply(&message, generation).await {
+                    Ok(Applied::Ahead { next }) => {
+                        tracing::warn!(
+                            partition = message.partition(),
+                            offset = message.offset(),
+                            next,
+                            "an event arrived before an earlier one of its stream; reading the partition again"
+                        );
+                        let seek = self.consumer.seek(
+                            &self.topic,
+                            message.partition(),
+                            Offset::Offset(next),
+                            Duration::from_secs(5),
+                        );
+                        if let Err(error) = seek {
+                            tracing::warn!(%error, "seek failed; reassigning");
+                            next_look = tokio::time::Instant::now();
+                            if let Some(member) = member.as_ref() {
+                                let _ = self.assign(&member.owned).await;
+                            }
+                        }
+                        break;
+                    }
                     Ok(outcome) => {
                         if outcome == Applied::Applied {
                             metrics::counter!("relations_projector_events_total", "projector" => name)
@@ -439,8 +468,13 @@ impl KafkaProjector {
         .bind(&stream)
         .fetch_optional(&mut *tx)
         .await?;
-        let outcome = if last.is_some_and(|v| event.stream_version <= v) {
+        let expected = last.unwrap_or(0) + 1;
+        let outcome = if event.stream_version < expected {
             Applied::Duplicate
+        } else if event.stream_version > expected {
+            // Applying it would make the missing event look like a duplicate later: a stream's
+            // events are applied in version order, nothing else.
+            return Ok(Applied::Ahead { next });
         } else {
             self.projector.apply(tx, &event).await?;
             sqlx::query(

@@ -109,7 +109,11 @@ impl StoreCommand for GuardedRelationCommand {
     fn answer(&self, pair: &RelationPair, position: Option<LogPosition>) -> RelationOutcome {
         RelationOutcome {
             changed: position.is_some(),
-            relation: pair.relation(self.command.actor(), self.command.target()),
+            relation: pair.relation(
+                self.command.actor(),
+                self.command.target(),
+                chrono::Utc::now(),
+            ),
             position,
         }
     }

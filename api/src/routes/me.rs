@@ -3,10 +3,12 @@
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use relations_domain::UserId;
 use relations_projections::following::reads::KeyedList;
 use relations_store::LogPosition;
-use serde::Deserialize;
-use utoipa::{IntoParams, OpenApi};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
@@ -17,15 +19,71 @@ use crate::state::AppState;
 
 /// The `me` routes.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/me/blocks", get(blocks))
+    Router::new()
+        .route("/api/v1/me/blocks", get(blocks))
+        .route("/api/v1/me/mutes", get(mutes))
 }
 
 /// The `me` routes' contract.
 #[derive(OpenApi)]
-#[openapi(paths(blocks))]
+#[openapi(paths(blocks, mutes))]
 pub struct Doc;
 
-/// `blocks` parameters.
+/// One mute of the caller's: `{user, since, expires_at}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MuteItem {
+    /// The muted user.
+    pub user: UserId,
+    /// Since when (the last mute set).
+    pub since: DateTime<Utc>,
+    /// When it ends by itself; null: never.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// A page of mutes: `{items, next_cursor}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MutePage {
+    /// Newest first.
+    pub items: Vec<MuteItem>,
+    /// The next page's cursor; none after the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Whom the caller mutes now (ended mutes are gone), newest first: `{items, next_cursor}`.
+#[utoipa::path(get, path = "/api/v1/me/mutes", tag = "queries", security(("bearer" = [])),
+    params(BlocksParams),
+    responses((status = 200, body = MutePage), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
+async fn mutes(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiQuery(p): ApiQuery<BlocksParams>,
+) -> Result<Json<MutePage>, ApiError> {
+    let limit = limit(p.limit)?;
+    let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
+    let source = graph_source(&state, p.min_position).await?;
+    let mut page = source
+        .mutes(actor.user, after.map(Cursor::key), limit + 1, Utc::now())
+        .await?;
+    let more = page.len() as i64 > limit;
+    page.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| page.last().map(|(edge, _)| Cursor::after(edge).to_string()))
+        .flatten();
+    Ok(Json(MutePage {
+        items: page
+            .into_iter()
+            .map(|(edge, expires_at)| MuteItem {
+                user: edge.user,
+                since: edge.since,
+                expires_at,
+            })
+            .collect(),
+        next_cursor,
+    }))
+}
+
+/// `blocks` and `mutes` parameters.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct BlocksParams {

@@ -156,7 +156,8 @@ pub async fn items(
         Some(viewer) => {
             let users: Vec<UserId> = page.iter().map(|e| e.user).collect();
             source
-                .relations(viewer, &users)
+                // Mutes are private: never shown in lists.
+                .relations(viewer, &users, None)
                 .await?
                 .into_iter()
                 .map(Some)

@@ -24,19 +24,27 @@ const USERS: i64 = 6;
 #[derive(Debug, PartialEq, Eq)]
 struct Answers {
     relations: Vec<Value>,
+    mutes: Vec<Vec<(Edge, Option<chrono::DateTime<chrono::Utc>>)>>,
     counts: Vec<Counts>,
     lists: BTreeMap<(i64, &'static str), Vec<Edge>>,
 }
 
 async fn answers(source: Source<'_>) -> Answers {
+    // Mutes in these histories last for good or an hour: the same at every instant of a test.
+    answers_at(source, chrono::Utc::now()).await
+}
+
+async fn answers_at(source: Source<'_>, now: chrono::DateTime<chrono::Utc>) -> Answers {
     let ids: Vec<_> = (1..=USERS).map(user).collect();
     let mut relations = Vec::new();
+    let mut mutes = Vec::new();
     let mut counts = Vec::new();
     let mut lists = BTreeMap::new();
     for &a in &ids {
-        for relation in source.relations(a, &ids).await.unwrap() {
+        for relation in source.relations(a, &ids, Some(now)).await.unwrap() {
             relations.push(serde_json::to_value(relation).unwrap());
         }
+        mutes.push(source.mutes(a, None, 100, now).await.unwrap());
         counts.push(source.counts(a).await.unwrap());
         for (name, list) in [
             ("following", OffsetList::Following),
@@ -74,6 +82,7 @@ async fn answers(source: Source<'_>) -> Answers {
     }
     Answers {
         relations,
+        mutes,
         counts,
         lists,
     }
@@ -109,6 +118,7 @@ async fn fold(app: &TestApp) -> Fold {
                 fold.blocks
                     .remove(&(id(body, "blocker"), id(body, "blocked")));
             }
+            "Muted" | "Unmuted" => {}
             "PostPublished" => *fold.posts.entry(id(body, "author")).or_default() += 1,
             "PostDeleted" => *fold.posts.entry(id(body, "author")).or_default() -= 1,
             other => panic!("unexpected event {other}"),
@@ -194,15 +204,18 @@ enum Op {
     Post(i64),
     /// Delete the n-th post published so far (modulo).
     Delete(usize),
+    /// a mutes b: for good, or for an hour.
+    Mute(i64, i64, bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let who = 1..=USERS;
     prop_oneof![
-        6 => (prop::sample::select(vec!["follow", "follow", "unfollow", "block", "unblock"]), who.clone(), who.clone())
+        6 => (prop::sample::select(vec!["follow", "follow", "unfollow", "block", "unblock", "unmute"]), who.clone(), who.clone())
             .prop_map(|(verb, a, b)| Op::Relation(verb, a, b)),
         1 => who.prop_map(Op::Post),
         1 => (0usize..32).prop_map(Op::Delete),
+        1 => (1..=USERS, 1..=USERS, any::<bool>()).prop_map(|(a, b, endless)| Op::Mute(a, b, endless)),
     ]
 }
 
@@ -224,6 +237,10 @@ async fn run_ops(app: &TestApp, ops: &[Op]) -> Option<String> {
             Op::Delete(i) => {
                 let (id, author) = posts[i % posts.len()].clone();
                 app.delete_post(author, &id).await
+            }
+            Op::Mute(a, b, endless) => {
+                let duration = if endless { Value::Null } else { json!(3600) };
+                app.mute(a, b, duration).await
             }
         };
         if let Some(p) = body["position"].as_str() {

@@ -249,6 +249,20 @@ impl TestApp {
         )
     }
 
+    /// `POST /api/v1/relation/mute` as `muter` (`duration`: seconds, or null for good).
+    pub async fn mute(&self, muter: i64, target: i64, duration: Value) -> (StatusCode, Value) {
+        read(
+            self.client
+                .post(format!("{}/api/v1/relation/mute", self.base))
+                .bearer_auth(self.token(muter))
+                .json(&serde_json::json!({ "target": target, "duration_secs": duration }))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
     /// Deletes post `id` as `actor`.
     pub async fn delete_post(&self, actor: i64, id: &str) -> (StatusCode, Value) {
         read(

@@ -103,6 +103,27 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             command("remove_follower", 1, Some(&t1), S::BAD_REQUEST),
             command("remove_follower", 6, None, S::UNAUTHORIZED),
         ],
+        ("post", "/api/v1/relation/mute") => vec![
+            Call::new("post", path, S::OK)
+                .token(t1.clone())
+                .body(json!({ "target": 7, "duration_secs": 3600 })),
+            Call::new("post", path, S::OK)
+                .token(t1.clone())
+                .body(json!({ "target": 8 })),
+            Call::new("post", path, S::BAD_REQUEST)
+                .token(t1.clone())
+                .body(json!({ "target": 7, "duration_secs": -1 })),
+            Call::new("post", path, S::UNAUTHORIZED).body(json!({ "target": 7 })),
+        ],
+        ("post", "/api/v1/relation/unmute") => vec![
+            command("unmute", 8, Some(&t1), S::OK),
+            command("unmute", 1, Some(&t1), S::BAD_REQUEST),
+        ],
+        ("get", "/api/v1/me/mutes") => vec![
+            Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
+            Call::new("get", format!("{path}?cursor=x"), S::BAD_REQUEST).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
         ("get", "/api/v1/relation/status") => vec![
             Call::new(
                 "get",

@@ -14,7 +14,7 @@ async fn follow_answers_the_relation_and_a_position_and_appends_followed() {
     assert_eq!(
         body["relation"],
         json!({"from": 1, "to": 2, "state": "following", "following": true, "followed_by": false,
-               "friends": false, "blocking": false, "blocked_by": false})
+               "friends": false, "blocking": false, "blocked_by": false, "muting": false})
     );
     assert!(body["position"].is_string());
     assert_eq!(
@@ -232,6 +232,9 @@ async fn openapi_describes_every_endpoint() {
         ("post", "/api/v1/admin/users/{id}/unban"),
         ("post", "/api/v1/me/logout"),
         ("post", "/api/v1/relation/remove_follower"),
+        ("post", "/api/v1/relation/mute"),
+        ("post", "/api/v1/relation/unmute"),
+        ("get", "/api/v1/me/mutes"),
         ("get", "/healthz"),
         ("get", "/readyz"),
         ("get", "/metrics"),

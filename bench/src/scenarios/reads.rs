@@ -117,7 +117,7 @@ async fn read_sql(pool: &PgPool, kind: &str, from: i64, to: &[i64]) -> bool {
         "counts" => query::counts(pool, user(from)).await.is_ok(),
         _ => {
             let to: Vec<_> = to.iter().map(|&t| user(t)).collect();
-            query::relations(pool, user(from), &to).await.is_ok()
+            query::relations(pool, user(from), &to, None).await.is_ok()
         }
     }
 }

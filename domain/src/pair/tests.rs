@@ -145,8 +145,14 @@ fn following_back_makes_friends() {
     {
         pair.apply(event);
     }
-    assert_eq!(pair.relation(u(A), u(B)).state, RelationState::Friends);
-    assert_eq!(pair.relation(u(B), u(A)).state, RelationState::Friends);
+    assert_eq!(
+        pair.relation(u(A), u(B), chrono::Utc::now()).state,
+        RelationState::Friends
+    );
+    assert_eq!(
+        pair.relation(u(B), u(A), chrono::Utc::now()).state,
+        RelationState::Friends
+    );
 }
 
 // Rule 3
@@ -227,7 +233,10 @@ fn blocking_back_makes_a_mutual_block() {
     for event in pair.decide(block(A, B), FollowBudget::unlimited()).unwrap() {
         pair.apply(event);
     }
-    assert_eq!(pair.relation(u(A), u(B)).state, RelationState::MutualBlock);
+    assert_eq!(
+        pair.relation(u(A), u(B), chrono::Utc::now()).state,
+        RelationState::MutualBlock
+    );
 }
 
 // Rule 6
@@ -243,7 +252,10 @@ fn unblock_appends_unblocked_and_restores_no_follow() {
     for event in history.into_iter().chain([unblocked(A, B)]) {
         pair.apply(event);
     }
-    assert_eq!(pair.relation(u(A), u(B)).state, RelationState::None);
+    assert_eq!(
+        pair.relation(u(A), u(B), chrono::Utc::now()).state,
+        RelationState::None
+    );
 }
 
 #[test]
@@ -450,4 +462,52 @@ fn removing_a_follower_ends_their_follow_without_a_block() {
         .decide(follow(2, 1), FollowBudget::unlimited())
         .unwrap();
     assert_eq!(again, vec![followed(2, 1)]);
+}
+
+#[test]
+fn mutes_replace_their_end_and_lapse_by_themselves() {
+    let t0 = chrono::DateTime::<chrono::Utc>::from_timestamp(1_000_000, 0).unwrap();
+    let later = |secs| t0 + chrono::Duration::seconds(secs);
+    let mute = |until: Option<i64>, now: i64| RelationCommand::Mute {
+        actor: u(1),
+        target: u(2),
+        until: until.map(later),
+        now: later(now),
+    };
+    let unmute = |now: i64| RelationCommand::Unmute {
+        actor: u(1),
+        target: u(2),
+        now: later(now),
+    };
+    let mut pair = RelationPair::default();
+    let run = |pair: &mut RelationPair, command| {
+        let events = pair.decide(command, FollowBudget::unlimited()).unwrap();
+        let changed = !events.is_empty();
+        for event in events {
+            pair.apply(event);
+        }
+        changed
+    };
+    assert!(run(&mut pair, mute(None, 0)));
+    assert!(
+        !run(&mut pair, mute(None, 1)),
+        "the same endless mute again"
+    );
+    assert!(run(&mut pair, mute(Some(60), 2)), "a new end replaces it");
+    assert!(pair.muting(u(1), u(2), later(59)));
+    assert!(!pair.muting(u(1), u(2), later(60)), "it ends by itself");
+    assert!(!pair.muting(u(2), u(1), later(10)), "one direction only");
+    assert!(!run(&mut pair, unmute(61)), "nothing to lift once it ended");
+    assert!(
+        run(&mut pair, mute(None, 62)),
+        "a mute after one that ended"
+    );
+    assert!(pair.relation(u(1), u(2), later(63)).muting);
+    assert!(!pair.relation(u(2), u(1), later(63)).muting);
+    assert!(run(&mut pair, unmute(64)));
+    assert!(!pair.muting(u(1), u(2), later(65)));
+    assert_eq!(guarded_users(mute(None, 0)), vec![]);
+    // A mute changes no follow and no block.
+    let facts = pair.facts(u(1), u(2));
+    assert_eq!(facts, Facts::default());
 }

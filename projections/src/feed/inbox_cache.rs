@@ -327,9 +327,10 @@ impl Projector for FeedCacheProjector {
                 let reader = match decode::<RelationEvent>(event)? {
                     RelationEvent::Followed { follower, .. }
                     | RelationEvent::Unfollowed { follower, .. } => follower.get(),
-                    RelationEvent::Blocked { .. } | RelationEvent::Unblocked { .. } => {
-                        return Ok(())
-                    }
+                    RelationEvent::Blocked { .. }
+                    | RelationEvent::Unblocked { .. }
+                    | RelationEvent::Muted { .. }
+                    | RelationEvent::Unmuted { .. } => return Ok(()),
                 };
                 self.cache.remove(&[reader], None, &generation).await?;
             }

@@ -64,6 +64,7 @@ impl Projector for Feed {
             "feed_inbox",
             "feed_readers",
             "feed_banned",
+            "feed_mutes",
         ]
     }
 
@@ -108,6 +109,9 @@ impl Projector for Feed {
                         .await
                 }
                 RelationEvent::Blocked { .. } | RelationEvent::Unblocked { .. } => Ok(()),
+                mute @ (RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. }) => {
+                    crate::following::write_mute(conn, "feed_mutes", &mute, None).await
+                }
             },
             Post::TYPE => match decode::<PostEvent>(event)? {
                 PostEvent::PostPublished {

@@ -308,6 +308,9 @@ async fn hydrate(
           WHERE seq = ANY($1) AND NOT deleted
             AND ($3::timestamptz IS NULL OR created_at <= $3)
             AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
+            AND NOT EXISTS (SELECT 1 FROM feed_mutes m
+                             WHERE m.muter = $2 AND m.muted = p.author
+                               AND (m.until IS NULL OR m.until > now()))
             AND {visible}
           ORDER BY seq DESC"
     );
@@ -408,7 +411,10 @@ pub async fn new_count(
                 "SELECT count(*) FROM feed_follows f
                    JOIN rm_posts p ON p.author = f.followee AND NOT p.deleted AND p.seq > $2
                   WHERE f.follower = $1
-                    AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)",
+                    AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
+                    AND NOT EXISTS (SELECT 1 FROM feed_mutes m
+                                     WHERE m.muter = $1 AND m.muted = p.author
+                                       AND (m.until IS NULL OR m.until > now()))",
             )
             .bind(reader.get())
             .bind(mark)
@@ -420,6 +426,9 @@ pub async fn new_count(
                 "SELECT count(*) FROM rm_posts p
                   WHERE p.author = ANY($2) AND NOT p.deleted AND p.seq > $3
                     AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
+                    AND NOT EXISTS (SELECT 1 FROM feed_mutes m
+                                     WHERE m.muter = $1 AND m.muted = p.author
+                                       AND (m.until IS NULL OR m.until > now()))
                     AND NOT EXISTS (SELECT 1 FROM rm_blocks
                                      WHERE (blocker = $1 AND blocked = p.author)
                                         OR (blocker = p.author AND blocked = $1))",

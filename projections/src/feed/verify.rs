@@ -95,6 +95,7 @@ struct FeedRows {
     /// reader -> (size, watermark)
     readers: BTreeMap<i64, (i64, i64)>,
     banned: BTreeSet<i64>,
+    mutes: BTreeSet<(i64, i64, Option<i64>)>,
 }
 
 impl FeedRows {
@@ -127,6 +128,7 @@ impl FeedRows {
             .await?
             .into_iter()
             .collect();
+        let mutes = crate::following::verify::mute_rows(&mut *conn, "feed_mutes").await?;
         Ok(Self {
             follows,
             posts,
@@ -134,6 +136,7 @@ impl FeedRows {
             inbox,
             readers,
             banned,
+            mutes,
         })
     }
 
@@ -176,6 +179,12 @@ impl FeedRows {
         );
 
         diff("feed_banned (author)", &fold.banned, &self.banned, out);
+        diff(
+            "feed_mutes (muter, muted, until)",
+            &fold.graph.mute_rows(),
+            &self.mutes,
+            out,
+        );
         self.compare_inbox(fold, out);
     }
 

@@ -34,7 +34,7 @@ impl Projector for Following {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["rm_follows", "rm_follow_counts", "rm_blocks"]
+        &["rm_follows", "rm_follow_counts", "rm_blocks", "rm_mutes"]
     }
 
     fn bulk(&self) -> Option<Box<dyn BulkFold>> {
@@ -72,6 +72,7 @@ impl Projector for Following {
                 RelationEvent::Blocked { .. } | RelationEvent::Unblocked { .. } => {
                     block_keys.insert((a, b));
                 }
+                RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => {}
             }
         }
         let mut follows =
@@ -79,6 +80,8 @@ impl Projector for Following {
         let mut blocks = Edges::load(conn, "rm_blocks", "blocker", "blocked", &block_keys).await?;
         // user -> (following, followers, friends)
         let mut deltas: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
+        // Mutes are rare: written one statement each, in log order, after the rest.
+        let mut mutes = Vec::new();
         for (event, at) in decoded {
             let (a, b) = event.users();
             let (a, b) = (a.get(), b.get());
@@ -91,6 +94,10 @@ impl Projector for Following {
                 }
                 RelationEvent::Unblocked { .. } => {
                     blocks.remove((a, b));
+                    continue;
+                }
+                RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => {
+                    mutes.push((event, at));
                     continue;
                 }
                 RelationEvent::Followed { .. } | RelationEvent::Unfollowed { .. } => continue,
@@ -106,6 +113,9 @@ impl Projector for Following {
         follows.write(conn).await?;
         blocks.write(conn).await?;
         write_counts(conn, deltas).await?;
+        for (event, at) in mutes {
+            write_mute(conn, "rm_mutes", &event, Some(at)).await?;
+        }
         Ok(())
     }
 
@@ -227,6 +237,53 @@ impl Edges {
     }
 }
 
+/// Writes a mute event into a mutes table (`rm_mutes` with `since`, `feed_mutes` without).
+pub(crate) async fn write_mute(
+    conn: &mut PgConnection,
+    table: &str,
+    event: &RelationEvent,
+    since: Option<DateTime<Utc>>,
+) -> Result<(), ProjectionError> {
+    match *event {
+        RelationEvent::Muted {
+            muter,
+            muted,
+            until,
+        } => {
+            let sql = match since {
+                Some(_) => format!(
+                    "INSERT INTO {table} (muter, muted, until, since) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (muter, muted) DO UPDATE
+                        SET until = excluded.until, since = excluded.since"
+                ),
+                None => format!(
+                    "INSERT INTO {table} (muter, muted, until) VALUES ($1, $2, $3)
+                     ON CONFLICT (muter, muted) DO UPDATE SET until = excluded.until"
+                ),
+            };
+            let mut query = sqlx::query(&sql)
+                .bind(muter.get())
+                .bind(muted.get())
+                .bind(until);
+            if let Some(since) = since {
+                query = query.bind(since);
+            }
+            query.execute(&mut *conn).await?;
+        }
+        RelationEvent::Unmuted { muter, muted } => {
+            sqlx::query(&format!(
+                "DELETE FROM {table} WHERE muter = $1 AND muted = $2"
+            ))
+            .bind(muter.get())
+            .bind(muted.get())
+            .execute(&mut *conn)
+            .await?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Adds each user's net (following, followers, friends) changes to `rm_follow_counts`, in one
 /// statement.
 async fn write_counts(
@@ -267,6 +324,8 @@ async fn write_counts(
 struct FollowingBulk {
     follows: HashMap<Edge, DateTime<Utc>>,
     blocks: HashMap<Edge, DateTime<Utc>>,
+    /// (muter, muted) -> (since, until)
+    mutes: HashMap<Edge, (DateTime<Utc>, Option<DateTime<Utc>>)>,
 }
 
 #[async_trait]
@@ -295,6 +354,16 @@ impl BulkFold for FollowingBulk {
             RelationEvent::Unblocked { blocker, blocked } => {
                 self.blocks.remove(&(blocker.get(), blocked.get()));
             }
+            RelationEvent::Muted {
+                muter,
+                muted,
+                until,
+            } => {
+                self.mutes.insert((muter.get(), muted.get()), (at, until));
+            }
+            RelationEvent::Unmuted { muter, muted } => {
+                self.mutes.remove(&(muter.get(), muted.get()));
+            }
         }
         Ok(())
     }
@@ -315,6 +384,12 @@ impl BulkFold for FollowingBulk {
         )
         .await?;
         copy_edges(conn, "rm_blocks (blocker, blocked, since)", &self.blocks).await?;
+        let mut mutes = String::new();
+        for (&(a, b), (since, until)) in &self.mutes {
+            let until = until.map_or_else(|| "\\N".to_owned(), |t| t.to_rfc3339());
+            writeln!(mutes, "{a}\t{b}\t{}\t{until}", since.to_rfc3339()).expect("a String");
+        }
+        copy_in(conn, "rm_mutes (muter, muted, since, until)", mutes).await?;
         let mut counts: Vec<_> = counts.into_iter().collect();
         counts.sort_unstable();
         let mut rows = String::with_capacity(counts.len() * 24);

@@ -5,11 +5,13 @@ use chrono::{DateTime, Utc};
 use relations_domain::{Facts, Relation, UserId};
 use sqlx::{PgPool, Row};
 
-/// `from`'s relation to each of `to`, in the order asked.
+/// `from`'s relation to each of `to`, in the order asked; `muting` only when `mutes_at` is
+/// given (answers to `from` themselves), as of that time.
 pub async fn relations(
     pool: &PgPool,
     from: UserId,
     to: &[UserId],
+    mutes_at: Option<DateTime<Utc>>,
 ) -> Result<Vec<Relation>, sqlx::Error> {
     let ids: Vec<i64> = to.iter().map(|u| u.get()).collect();
     let rows = sqlx::query(
@@ -17,12 +19,16 @@ pub async fn relations(
                 EXISTS (SELECT 1 FROM rm_follows WHERE follower = $1 AND followee = t.id) AS following,
                 EXISTS (SELECT 1 FROM rm_follows WHERE follower = t.id AND followee = $1) AS followed_by,
                 EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = $1 AND blocked = t.id) AS blocking,
-                EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = t.id AND blocked = $1) AS blocked_by
+                EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = t.id AND blocked = $1) AS blocked_by,
+                $3::timestamptz IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM rm_mutes WHERE muter = $1 AND muted = t.id
+                       AND (until IS NULL OR until > $3)) AS muting
            FROM unnest($2::bigint[]) WITH ORDINALITY AS t(id, ord)
           ORDER BY t.ord",
     )
     .bind(from.get())
     .bind(&ids)
+    .bind(mutes_at)
     .fetch_all(pool)
     .await?;
     rows.iter()
@@ -34,7 +40,37 @@ pub async fn relations(
                 blocking: row.try_get("blocking")?,
                 blocked_by: row.try_get("blocked_by")?,
             };
-            Ok(Relation::new(from, to, facts))
+            Ok(Relation::new(from, to, facts).with_muting(row.try_get("muting")?))
+        })
+        .collect()
+}
+
+/// `user`'s mutes in force at `now`, newest first, strictly after the key `after`, with their
+/// ends.
+pub async fn mutes(
+    pool: &PgPool,
+    user: UserId,
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<(Edge, Option<DateTime<Utc>>)>, sqlx::Error> {
+    let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
+    let rows: Vec<(i64, DateTime<Utc>, Option<DateTime<Utc>>)> = sqlx::query_as(
+        "SELECT muted, since, until FROM rm_mutes
+          WHERE muter = $1 AND (until IS NULL OR until > $5) AND (since, muted) < ($2, $3)
+          ORDER BY since DESC, muted DESC LIMIT $4",
+    )
+    .bind(user.get())
+    .bind(since)
+    .bind(id)
+    .bind(limit)
+    .bind(now)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(id, since, until)| {
+            let user = UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            Ok((Edge { user, since }, until))
         })
         .collect()
 }

@@ -47,17 +47,35 @@ pub enum KeyedList {
 }
 
 impl Source<'_> {
-    /// `from`'s relation to each of `to`, in the order asked, from one state.
+    /// `from`'s relation to each of `to`, in the order asked, from one state; `muting` only
+    /// when `mutes_at` is given (answers to `from` themselves).
     pub async fn relations(
         self,
         from: UserId,
         to: &[UserId],
+        mutes_at: Option<DateTime<Utc>>,
     ) -> Result<Vec<Relation>, sqlx::Error> {
         match self {
             Source::Memory(graph) => Ok(graph
-                .with(|g| g.relations(from, to))
+                .with(|g| g.relations(from, to, mutes_at))
                 .expect("a memory source is loaded")),
-            Source::Database(pool) => query::relations(pool, from, to).await,
+            Source::Database(pool) => query::relations(pool, from, to, mutes_at).await,
+        }
+    }
+
+    /// `user`'s mutes in force at `now`, newest first, after the key `after`, with their ends.
+    pub async fn mutes(
+        self,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Edge, Option<DateTime<Utc>>)>, sqlx::Error> {
+        match self {
+            Source::Memory(graph) => Ok(graph
+                .with(|g| g.mutes(user, after, limit, now))
+                .expect("a memory source is loaded")),
+            Source::Database(pool) => query::mutes(pool, user, after, limit, now).await,
         }
     }
 

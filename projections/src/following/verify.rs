@@ -19,6 +19,9 @@ pub(crate) struct Graph {
     pub follows: BTreeSet<(i64, i64)>,
     /// (blocker, blocked)
     pub blocks: BTreeSet<(i64, i64)>,
+    /// (muter, muted) -> until, in microseconds (`None`: for good); ended mutes included
+    /// (the read models keep them until replaced or lifted).
+    pub mutes: BTreeMap<(i64, i64), Option<i64>>,
 }
 
 impl Graph {
@@ -42,8 +45,24 @@ impl Graph {
             RelationEvent::Unblocked { blocker, blocked } => {
                 self.blocks.remove(&(blocker.get(), blocked.get()));
             }
+            RelationEvent::Muted {
+                muter,
+                muted,
+                until,
+            } => {
+                let until = until.map(|t| t.timestamp_micros());
+                self.mutes.insert((muter.get(), muted.get()), until);
+            }
+            RelationEvent::Unmuted { muter, muted } => {
+                self.mutes.remove(&(muter.get(), muted.get()));
+            }
         }
         Ok(())
+    }
+
+    /// The mutes as rows: (muter, muted, until µs).
+    pub fn mute_rows(&self) -> BTreeSet<(i64, i64, Option<i64>)> {
+        self.mutes.iter().map(|(&(a, b), &u)| (a, b, u)).collect()
     }
 
     /// user -> (following, followers, friends), zero rows left out.
@@ -58,6 +77,21 @@ impl Graph {
         }
         counts
     }
+}
+
+/// A mutes table's rows: (muter, muted, until µs).
+pub(crate) async fn mute_rows(
+    conn: &mut PgConnection,
+    table: &str,
+) -> Result<BTreeSet<(i64, i64, Option<i64>)>, sqlx::Error> {
+    let rows: Vec<(i64, i64, Option<chrono::DateTime<chrono::Utc>>)> =
+        sqlx::query_as(&format!("SELECT muter, muted, until FROM {table}"))
+            .fetch_all(conn)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(a, b, u)| (a, b, u.map(|t| t.timestamp_micros())))
+        .collect())
 }
 
 /// Projector `following`'s tables against the fold up to its checkpoint, or the write side's
@@ -109,6 +143,13 @@ impl FollowingCheck {
             out,
         );
         diff("rm_blocks (blocker, blocked)", &graph.blocks, &blocks, out);
+        let mutes = mute_rows(&mut *conn, "rm_mutes").await?;
+        diff(
+            "rm_mutes (muter, muted, until)",
+            &graph.mute_rows(),
+            &mutes,
+            out,
+        );
         let expected: BTreeSet<_> = graph.counts().into_iter().collect();
         diff(
             "rm_follow_counts (user, (following, followers, friends))",

@@ -292,6 +292,19 @@ async fn load(pool: &PgPool) -> Result<Tail, ProjectionError> {
         }
         drop(rows);
         let mut rows =
+            sqlx::query("SELECT muter, muted, since, until FROM rm_mutes").fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let (a, b, since) = edge_row(&row)?;
+            let until: Option<chrono::DateTime<chrono::Utc>> = row.try_get(3)?;
+            graph.apply(Change::Mute(
+                a,
+                b,
+                since,
+                until.map(|t| t.timestamp_micros()),
+            ));
+        }
+        drop(rows);
+        let mut rows =
             sqlx::query("SELECT author, posts FROM feed_authors WHERE posts <> 0").fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
             let (author, posts): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);

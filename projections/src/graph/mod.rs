@@ -80,6 +80,10 @@ pub enum Change {
     Posts(u64, i64),
     /// An account event (token revocations, bans).
     Account(AccountEvent),
+    /// a mutes b since the time, until the time (`None`: for good), replacing any mute.
+    Mute(u64, u64, Micros, Option<Micros>),
+    /// a's mute on b was lifted.
+    Unmute(u64, u64),
 }
 
 impl Change {
@@ -98,6 +102,19 @@ impl Change {
             }
             RelationEvent::Unblocked { blocker, blocked } => {
                 Self::Unblock(blocker.get() as u64, blocked.get() as u64)
+            }
+            RelationEvent::Muted {
+                muter,
+                muted,
+                until,
+            } => Self::Mute(
+                muter.get() as u64,
+                muted.get() as u64,
+                at,
+                until.map(|t| t.timestamp_micros()),
+            ),
+            RelationEvent::Unmuted { muter, muted } => {
+                Self::Unmute(muter.get() as u64, muted.get() as u64)
             }
         }
     }
@@ -119,6 +136,8 @@ pub struct Graph {
     blocks: HashSet<(u64, u64)>,
     /// Accounts with a revocation or a ban (the check every request makes).
     accounts: HashMap<u64, Account>,
+    /// muter -> (muted, since, until), ended mutes included until replaced or lifted.
+    mutes: HashMap<u64, Vec<(u64, Micros, Option<Micros>)>>,
     follows: u64,
     position: LogPosition,
 }
@@ -234,7 +253,60 @@ impl Graph {
                 let user = event.user().get() as u64;
                 self.accounts.entry(user).or_default().apply(event);
             }
+            Change::Mute(a, b, since, until) => {
+                let mutes = self.mutes.entry(a).or_default();
+                mutes.retain(|m| m.0 != b);
+                mutes.push((b, since, until));
+            }
+            Change::Unmute(a, b) => {
+                if let Some(mutes) = self.mutes.get_mut(&a) {
+                    mutes.retain(|m| m.0 != b);
+                    if mutes.is_empty() {
+                        self.mutes.remove(&a);
+                    }
+                }
+            }
         }
+    }
+
+    /// Whether `from` mutes `to` at `now`.
+    pub fn muting(&self, from: UserId, to: UserId, now: DateTime<Utc>) -> bool {
+        let now = now.timestamp_micros();
+        self.mutes.get(&(from.get() as u64)).is_some_and(|mutes| {
+            mutes
+                .iter()
+                .any(|&(b, _, until)| b == to.get() as u64 && until.is_none_or(|u| u > now))
+        })
+    }
+
+    /// `user`'s mutes in force at `now`, newest first, strictly after the key `after`: each
+    /// muted user, since when, and until when.
+    pub fn mutes(
+        &self,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> Vec<(Edge, Option<DateTime<Utc>>)> {
+        let now = now.timestamp_micros();
+        let mut live: Vec<(Micros, u64, Option<Micros>)> = self
+            .mutes
+            .get(&(user.get() as u64))
+            .map(|mutes| {
+                mutes
+                    .iter()
+                    .filter(|m| m.2.is_none_or(|u| u > now))
+                    .map(|&(b, since, until)| (since, b, until))
+                    .collect()
+            })
+            .unwrap_or_default();
+        live.sort_unstable_by_key(|m| std::cmp::Reverse((m.0, m.1)));
+        let key = after.map(|(t, id)| (t.timestamp_micros(), id.max(0) as u64));
+        live.into_iter()
+            .filter(|m| key.is_none_or(|k| (m.0, m.1) < k))
+            .take(limit.max(0) as usize)
+            .map(|(since, b, until)| (edge((since, b)), until.map(micros)))
+            .collect()
     }
 
     /// Whether `user`'s token with `stamp` is refused (revoked).
@@ -315,10 +387,19 @@ impl Graph {
         }
     }
 
-    /// `from`'s relation to each of `to`, in the order asked.
-    pub fn relations(&self, from: UserId, to: &[UserId]) -> Vec<Relation> {
+    /// `from`'s relation to each of `to`, in the order asked; `muting` only when `mutes_at`
+    /// is given (answers to `from` themselves), as of that time.
+    pub fn relations(
+        &self,
+        from: UserId,
+        to: &[UserId],
+        mutes_at: Option<DateTime<Utc>>,
+    ) -> Vec<Relation> {
         to.iter()
-            .map(|&to| Relation::new(from, to, self.facts(from, to)))
+            .map(|&to| {
+                let muting = mutes_at.is_some_and(|now| self.muting(from, to, now));
+                Relation::new(from, to, self.facts(from, to)).with_muting(muting)
+            })
             .collect()
     }
 

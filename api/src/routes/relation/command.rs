@@ -26,16 +26,19 @@ pub enum Verb {
     Unblock,
     /// `POST /api/v1/relation/remove_follower`
     RemoveFollower,
+    /// `POST /api/v1/relation/unmute`
+    Unmute,
 }
 
 impl Verb {
     /// Every verb, in the order the routes are listed.
-    pub const ALL: [Verb; 5] = [
+    pub const ALL: [Verb; 6] = [
         Verb::Follow,
         Verb::Unfollow,
         Verb::Block,
         Verb::Unblock,
         Verb::RemoveFollower,
+        Verb::Unmute,
     ];
 
     /// The route that carries it.
@@ -46,6 +49,7 @@ impl Verb {
             Verb::Block => "/api/v1/relation/block",
             Verb::Unblock => "/api/v1/relation/unblock",
             Verb::RemoveFollower => "/api/v1/relation/remove_follower",
+            Verb::Unmute => "/api/v1/relation/unmute",
         }
     }
 
@@ -56,6 +60,11 @@ impl Verb {
             Verb::Block => RelationCommand::Block { actor, target },
             Verb::Unblock => RelationCommand::Unblock { actor, target },
             Verb::RemoveFollower => RelationCommand::RemoveFollower { actor, target },
+            Verb::Unmute => RelationCommand::Unmute {
+                actor,
+                target,
+                now: chrono::Utc::now(),
+            },
         }
     }
 }
@@ -82,14 +91,24 @@ pub fn route(verb: Verb) -> MethodRouter<AppState> {
 async fn handle(
     verb: Verb,
     state: AppState,
-    mut request: CommandRequest,
+    request: CommandRequest,
     body: TargetBody,
 ) -> Result<CommandAnswer<RelationOutcome>, ApiError> {
     let command = verb.command(request.actor(), body.target);
+    run(state, request, command, &body).await
+}
+
+/// Decides `command` (whose request body was `body`) and answers it.
+pub async fn run(
+    state: AppState,
+    mut request: CommandRequest,
+    command: RelationCommand,
+    body: &impl Serialize,
+) -> Result<CommandAnswer<RelationOutcome>, ApiError> {
     if command.pair().is_err() {
         return Err(ApiError::SelfRelation);
     }
-    let idempotency = request.admit(&state, command.name(), &body).await?;
+    let idempotency = request.admit(&state, command.name(), body).await?;
     let executed = state
         .relations
         .execute(command, &request.metadata, idempotency.as_ref())
@@ -136,6 +155,11 @@ command_doc!(
     unblock,
     "/api/v1/relation/unblock",
     "Lift a block; follows are not restored."
+);
+command_doc!(
+    unmute,
+    "/api/v1/relation/unmute",
+    "Lift the caller's mute on the target (a mute that already ended changes nothing)."
 );
 command_doc!(
     remove_follower,

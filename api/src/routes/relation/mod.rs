@@ -1,9 +1,10 @@
 //! `/api/v1/relation/*`: the relation commands, and the status and batch queries.
 
 mod command;
+mod mute;
 mod status;
 
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use utoipa::OpenApi;
 
@@ -16,6 +17,7 @@ pub fn router() -> Router<AppState> {
         router.route(verb.path(), command::route(verb))
     });
     commands
+        .route("/api/v1/relation/mute", post(mute::mute))
         .route("/api/v1/relation/status", get(status::status))
         .route("/api/v1/relation/batch", get(status::batch))
 }
@@ -28,6 +30,8 @@ pub fn router() -> Router<AppState> {
     command::block,
     command::unblock,
     command::remove_follower,
+    command::unmute,
+    mute::mute,
     status::status,
     status::batch
 ))]

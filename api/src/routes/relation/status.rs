@@ -2,15 +2,22 @@
 
 use axum::extract::State;
 use axum::Json;
+use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
 use crate::routes::query::graph_source;
 use crate::state::AppState;
+
+/// Mutes are private: shown (as of now) only when the bearer is `from`.
+fn mutes_at(bearer: Option<&Actor>, from: UserId) -> Option<DateTime<Utc>> {
+    bearer.filter(|a| a.user == from).map(|_| Utc::now())
+}
 
 /// Most ids one batch may ask about.
 pub const MAX_BATCH: usize = 200;
@@ -36,10 +43,13 @@ pub struct StatusParams {
               (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn status(
     State(state): State<AppState>,
+    bearer: Option<Actor>,
     ApiQuery(p): ApiQuery<StatusParams>,
 ) -> Result<Json<Relation>, ApiError> {
     let source = graph_source(&state, p.min_position).await?;
-    let mut relations = source.relations(p.from, &[p.to]).await?;
+    let mut relations = source
+        .relations(p.from, &[p.to], mutes_at(bearer.as_ref(), p.from))
+        .await?;
     Ok(Json(relations.remove(0)))
 }
 
@@ -71,6 +81,7 @@ pub struct RelationBatch {
               (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn batch(
     State(state): State<AppState>,
+    bearer: Option<Actor>,
     ApiQuery(p): ApiQuery<BatchParams>,
 ) -> Result<Json<RelationBatch>, ApiError> {
     let to =
@@ -84,6 +95,8 @@ pub async fn batch(
         )));
     }
     let source = graph_source(&state, p.min_position).await?;
-    let relations = source.relations(p.from, &to).await?;
+    let relations = source
+        .relations(p.from, &to, mutes_at(bearer.as_ref(), p.from))
+        .await?;
     Ok(Json(RelationBatch { relations }))
 }
