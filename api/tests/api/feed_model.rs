@@ -1,6 +1,6 @@
-//! The property: for random follows, unfollows, blocks, unblocks, posts and deletes, every
-//! reader's feed equals the reference (posts of followed authors, none blocked, none deleted,
-//! newest first; the recommended authors' posts for readers who follow nobody) page by page,
+//! The property: for random follows, unfollows, blocks, unblocks, mutes, unmutes, posts and
+//! deletes, every reader's feed equals the reference (posts of followed authors, none blocked,
+//! none muted by the reader, none deleted, newest first; the recommended authors' posts for readers who follow nobody) page by page,
 //! read from PostgreSQL and through the inbox cache. A small threshold and cap put every path
 //! (push, pull, switches both ways, trimmed inboxes, deep pulls) in play.
 
@@ -28,7 +28,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let who = 1..=USERS;
     prop_oneof![
-        4 => (prop::sample::select(vec!["follow", "unfollow", "block", "unblock"]), who.clone(), who.clone())
+        4 => (prop::sample::select(vec!["follow", "unfollow", "block", "unblock", "mute", "unmute"]), who.clone(), who.clone())
             .prop_map(|(verb, a, b)| Op::Relation(verb, a, b)),
         3 => who.clone().prop_map(Op::Post),
         1 => (0usize..64, any::<bool>()).prop_map(|(i, by_author)| Op::Delete(i, by_author)),
@@ -40,6 +40,8 @@ fn op() -> impl Strategy<Value = Op> {
 struct Model {
     follows: BTreeSet<(i64, i64)>,
     blocks: BTreeSet<(i64, i64)>,
+    /// (muter, muted): endless mutes.
+    mutes: BTreeSet<(i64, i64)>,
     /// (id, author, live), in publication order.
     posts: Vec<(String, i64, bool)>,
 }
@@ -68,6 +70,12 @@ impl Model {
                 self.follows.remove(&(a, b));
                 self.follows.remove(&(b, a));
             }
+            "mute" => {
+                self.mutes.insert((a, b));
+            }
+            "unmute" => {
+                self.mutes.remove(&(a, b));
+            }
             _ => {
                 self.blocks.remove(&(a, b));
             }
@@ -82,6 +90,7 @@ impl Model {
             .rev()
             .filter(|(_, author, live)| {
                 *live
+                    && !self.mutes.contains(&(reader, *author))
                     && if follows_anyone {
                         self.follows.contains(&(reader, *author))
                     } else {
