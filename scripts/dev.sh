@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the service on 127.0.0.1:8080 against a local database `relations_dev`, plays a short
-# demo against it (follow, friends, block, a refused follow; a post, the feed, a deletion),
+# demo against it (follow, friends, block, a refused follow; a post, the feed, a deletion; a
+# mute and a removed follower),
 # then keeps serving until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +67,12 @@ out=$(curl -s -X DELETE "$base/api/v1/posts/$post_id" -H "authorization: Bearer 
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 printf '\n$ GET carol\x27s feed again\n'
 curl -s "$base/api/v1/feed?min_position=$position" -H "authorization: Bearer $carol"; echo
+
+echo "== demo: carol mutes alice for an hour (private to carol), alice removes carol as a follower"
+out=$(curl -s -X POST "$base/api/v1/relation/mute" -H "authorization: Bearer $carol" \
+  -H 'content-type: application/json' -d "{\"target\": $a_id, \"duration_secs\": 3600}"); echo "$out"
+curl -s "$base/api/v1/me/mutes" -H "authorization: Bearer $carol"; echo
+cmd alice "$alice" remove_follower "$c_id"
 echo
 echo "== serving on $base (Ctrl-C stops). A token: $bin token --user N"
 wait $server
