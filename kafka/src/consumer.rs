@@ -4,9 +4,12 @@
 //!
 //! Exactly-once effect, whatever rebalances and crashes do: each message is applied in one
 //! PostgreSQL transaction that also moves the partition's next offset (`kafka_offsets`) and the
-//! stream's last applied version (`kafka_stream_versions`). A message below the stored offset
-//! was applied already (a hand-over or a restart read it again); an event not above its
-//! stream's version is a duplicate the relay published twice. Both are skipped.
+//! stream's last applied version (`kafka_stream_versions`). The versions decide: a stream's
+//! events are applied exactly in version order, each once; an event not above its stream's
+//! version is a duplicate (the relay published it twice, or a restart read it again) and is
+//! skipped; an event ahead of a missing one makes the consumer read the partition again from
+//! just after the stream's last applied event. The stored offset is where reading resumes,
+//! never moved back.
 //!
 //! Who consumes which partition is decided in PostgreSQL, not by the broker's group
 //! coordinator: every process of group `G` holds a session advisory lock on a member slot and
@@ -70,18 +73,18 @@ pub enum ConsumeError {
 pub enum Applied {
     /// Folded into the read model.
     Applied,
-    /// Below the partition's stored offset: applied before.
+    /// Below the partition's stored offset and not above its stream's version: read again.
     SeenOffset,
     /// Not above its stream's last version: a duplicate.
     Duplicate,
     /// Another member has taken the partition since this one was given it (the generation
     /// moved): nothing applied.
     NotOwner,
-    /// An event of its stream is missing before it (a message delivered out of order, or a
-    /// stale one from before a seek): nothing applied; the partition is read again from its
-    /// stored next offset, which the missing event is at or after.
+    /// An event of its stream is missing before it (the broker showed a later message before
+    /// an earlier one): nothing applied; the partition is read again from `next`, just after
+    /// the stream's last applied event, where the missing one is.
     Ahead {
-        /// The partition's stored next offset.
+        /// Where to read the partition from.
         next: i64,
     },
 }
@@ -447,9 +450,6 @@ impl KafkaProjector {
         if current != generation {
             return Ok(Applied::NotOwner);
         }
-        if offset < next {
-            return Ok(Applied::SeenOffset);
-        }
         let unreadable = |error: String| ConsumeError::Unreadable {
             partition,
             offset,
@@ -461,35 +461,45 @@ impl KafkaProjector {
         let event =
             RecordedEvent::from_envelope(&envelope).map_err(|e| unreadable(e.to_string()))?;
         let stream = event.stream_key();
-        let last: Option<i64> = sqlx::query_scalar(
-            "SELECT version FROM kafka_stream_versions WHERE consumer = $1 AND stream = $2",
+        let last: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT version, last_offset FROM kafka_stream_versions
+              WHERE consumer = $1 AND stream = $2",
         )
         .bind(&self.name)
         .bind(&stream)
         .fetch_optional(&mut *tx)
         .await?;
-        let expected = last.unwrap_or(0) + 1;
+        let expected = last.map_or(0, |l| l.0) + 1;
         let outcome = if event.stream_version < expected {
-            Applied::Duplicate
+            match offset < next {
+                true => Applied::SeenOffset,
+                false => Applied::Duplicate,
+            }
         } else if event.stream_version > expected {
-            // Applying it would make the missing event look like a duplicate later: a stream's
-            // events are applied in version order, nothing else.
-            return Ok(Applied::Ahead { next });
+            // Applying it would make the missing event look like a duplicate later. It sits
+            // after the stream's last applied event, in this partition: read from there.
+            return Ok(Applied::Ahead {
+                next: last.map_or(0, |l| l.1 + 1),
+            });
         } else {
             self.projector.apply(tx, &event).await?;
             sqlx::query(
-                "INSERT INTO kafka_stream_versions (consumer, stream, version) VALUES ($1, $2, $3)
-                 ON CONFLICT (consumer, stream) DO UPDATE SET version = excluded.version",
+                "INSERT INTO kafka_stream_versions (consumer, stream, version, last_offset)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (consumer, stream)
+                 DO UPDATE SET version = excluded.version, last_offset = excluded.last_offset",
             )
             .bind(&self.name)
             .bind(&stream)
             .bind(event.stream_version)
+            .bind(offset)
             .execute(&mut *tx)
             .await?;
             Applied::Applied
         };
+        // Never back: a message read again below it (to fetch a missing event) leaves it.
         sqlx::query(
-            "UPDATE kafka_offsets SET next_offset = $4
+            "UPDATE kafka_offsets SET next_offset = greatest(next_offset, $4)
               WHERE consumer = $1 AND topic = $2 AND partition = $3",
         )
         .bind(&self.name)

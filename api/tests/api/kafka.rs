@@ -88,9 +88,19 @@ async fn kafka_config(broker: &Broker) -> relations_api::config::Config {
     config
 }
 
+/// A `relations` process a test started; killed (SIGKILL) when dropped, so a failing test
+/// never leaves it running.
+struct Background(Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        kill_hard(self);
+    }
+}
+
 /// `relations ARGS` in the background, with the app's database and Kafka settings.
-fn background(app: &TestApp, args: &[&str]) -> Child {
-    Command::new(BIN)
+fn background(app: &TestApp, args: &[&str]) -> Background {
+    let child = Command::new(BIN)
         .args(args)
         .env("DATABASE_URL", &app.config.database.database_url)
         .env(
@@ -106,12 +116,13 @@ fn background(app: &TestApp, args: &[&str]) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap()
+        .unwrap();
+    Background(child)
 }
 
-fn kill_hard(child: &mut Child) {
-    let _ = child.kill(); // SIGKILL: no drain, no goodbye
-    let _ = child.wait();
+fn kill_hard(process: &mut Background) {
+    let _ = process.0.kill(); // SIGKILL: no drain, no goodbye
+    let _ = process.0.wait();
 }
 
 /// What Python's confluent-kafka reads from the topic, once it has seen `expected` distinct
