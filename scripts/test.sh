@@ -21,6 +21,8 @@ trap drop_test_databases EXIT
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The Kafka tests' background processes log here (one file each); a failed run's story.
+rm -rf target/kafka-logs
 log=$(mktemp)
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 # One closing line for the whole run (cargo prints one per test binary, the last often empty).

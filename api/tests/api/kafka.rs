@@ -112,12 +112,25 @@ fn background(app: &TestApp, args: &[&str]) -> Background {
             "KAFKA_PARTITIONS",
             app.config.kafka.kafka_partitions.to_string(),
         )
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "info")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log_file(args))
         .spawn()
         .unwrap();
     Background(child)
+}
+
+/// Where a background process logs: `target/kafka-logs/`, one file per process (a failed run's
+/// story is there; a pipe would be held open by a process that outlives its test).
+fn log_file(args: &[&str]) -> Stdio {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/kafka-logs");
+    let _ = std::fs::create_dir_all(dir);
+    let name = format!(
+        "{dir}/{}-{}.log",
+        args.join("_").replace(['-', '/'], ""),
+        uuid::Uuid::new_v4().simple()
+    );
+    std::fs::File::create(name).map_or_else(|_| Stdio::null(), Stdio::from)
 }
 
 fn kill_hard(process: &mut Background) {
