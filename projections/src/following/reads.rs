@@ -46,6 +46,11 @@ pub enum KeyedList {
     Blocking,
 }
 
+/// `f` on the replica a memory source was chosen for (it is loaded: sources are chosen so).
+fn read<R>(graph: &LiveGraph, f: impl FnOnce(&crate::graph::Graph) -> R) -> R {
+    graph.with(f).expect("a memory source is loaded")
+}
+
 impl Source<'_> {
     /// `from`'s relation to each of `to`, in the order asked, from one state; `muting` only
     /// when `mutes_at` is given (answers to `from` themselves).
@@ -56,9 +61,7 @@ impl Source<'_> {
         mutes_at: Option<DateTime<Utc>>,
     ) -> Result<Vec<Relation>, sqlx::Error> {
         match self {
-            Source::Memory(graph) => Ok(graph
-                .with(|g| g.relations(from, to, mutes_at))
-                .expect("a memory source is loaded")),
+            Source::Memory(graph) => Ok(read(graph, |g| g.relations(from, to, mutes_at))),
             Source::Database(pool) => query::relations(pool, from, to, mutes_at).await,
         }
     }
@@ -72,9 +75,7 @@ impl Source<'_> {
         now: DateTime<Utc>,
     ) -> Result<Vec<(Edge, Option<DateTime<Utc>>)>, sqlx::Error> {
         match self {
-            Source::Memory(graph) => Ok(graph
-                .with(|g| g.mutes(user, after, limit, now))
-                .expect("a memory source is loaded")),
+            Source::Memory(graph) => Ok(read(graph, |g| g.mutes(user, after, limit, now))),
             Source::Database(pool) => query::mutes(pool, user, after, limit, now).await,
         }
     }
@@ -82,9 +83,7 @@ impl Source<'_> {
     /// `user`'s counters.
     pub async fn counts(self, user: UserId) -> Result<Counts, sqlx::Error> {
         match self {
-            Source::Memory(graph) => Ok(graph
-                .with(|g| g.counts(user))
-                .expect("a memory source is loaded")),
+            Source::Memory(graph) => Ok(read(graph, |g| g.counts(user))),
             Source::Database(pool) => query::counts(pool, user).await,
         }
     }
@@ -98,21 +97,19 @@ impl Source<'_> {
         limit: i64,
     ) -> Result<OffsetSlice, sqlx::Error> {
         match self {
-            Source::Memory(graph) => Ok(graph
-                .with(|g| {
-                    let counts = g.counts(user);
-                    match list {
-                        OffsetList::Following => OffsetSlice {
-                            edges: g.following(user, offset, limit),
-                            total: counts.following,
-                        },
-                        OffsetList::Friends => OffsetSlice {
-                            edges: g.friends(user, offset, limit),
-                            total: counts.friends,
-                        },
-                    }
-                })
-                .expect("a memory source is loaded")),
+            Source::Memory(graph) => Ok(read(graph, |g| {
+                let counts = g.counts(user);
+                match list {
+                    OffsetList::Following => OffsetSlice {
+                        edges: g.following(user, offset, limit),
+                        total: counts.following,
+                    },
+                    OffsetList::Friends => OffsetSlice {
+                        edges: g.friends(user, offset, limit),
+                        total: counts.friends,
+                    },
+                }
+            })),
             Source::Database(pool) => {
                 let sql = match list {
                     OffsetList::Following => query::FOLLOWING,
@@ -138,12 +135,7 @@ impl Source<'_> {
         limit: i64,
     ) -> Result<Vec<Edge>, sqlx::Error> {
         match self {
-            Source::Memory(graph) => Ok(graph
-                .with(|g| match list {
-                    KeyedList::Followers => g.followers(user, after, limit),
-                    KeyedList::Blocking => g.blocking(user, after, limit),
-                })
-                .expect("a memory source is loaded")),
+            Source::Memory(graph) => Ok(read(graph, |g| g.keyed(list, user, after, limit))),
             Source::Database(pool) => {
                 let sql = match list {
                     KeyedList::Followers => query::FOLLOWERS,

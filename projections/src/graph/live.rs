@@ -129,7 +129,7 @@ impl LiveGraph {
                     held = HELD_RETRY;
                     continue;
                 }
-                Ok(None) => match log::ahead(&pool, tail.graph_position()).await {
+                Ok(None) => match log::ahead(&pool, tail.position).await {
                     // Committed events wait behind an older open transaction: they send no
                     // further wake-up when it ends.
                     Ok(ahead) if ahead.unsettled || ahead.settled => {
@@ -222,10 +222,6 @@ struct Tail {
 }
 
 impl Tail {
-    fn graph_position(&self) -> LogPosition {
-        self.position
-    }
-
     /// Reads and decodes the next batch. `None` when there was nothing below the horizon.
     async fn step(&mut self, pool: &PgPool) -> Result<Option<Update>, ProjectionError> {
         let events = {

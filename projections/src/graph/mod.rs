@@ -29,6 +29,7 @@ use relations_domain::{
 use relations_store::LogPosition;
 
 use crate::following::query::{Counts, Edge};
+use crate::following::reads::KeyedList;
 
 /// A time in microseconds since the epoch (the log's and PostgreSQL's precision).
 type Micros = i64;
@@ -437,27 +438,22 @@ impl Graph {
         newest(all, offset, limit)
     }
 
-    /// Who follows `user`, newest first, strictly after the key `after` (from the newest when
-    /// none).
-    pub fn followers(
+    /// A page of `list` for `user` (who follows them, or whom they block), newest first,
+    /// strictly after the key `after` (from the newest when none).
+    pub fn keyed(
         &self,
+        list: KeyedList,
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
     ) -> Vec<Edge> {
-        self.node(user)
-            .map_or_else(Vec::new, |n| before(&n.followers, after, limit))
-    }
-
-    /// Whom `user` blocks, newest first, strictly after the key `after`.
-    pub fn blocking(
-        &self,
-        user: UserId,
-        after: Option<(DateTime<Utc>, i64)>,
-        limit: i64,
-    ) -> Vec<Edge> {
-        self.node(user)
-            .map_or_else(Vec::new, |n| before(&n.blocking, after, limit))
+        self.node(user).map_or_else(Vec::new, |n| {
+            let entries = match list {
+                KeyedList::Followers => &n.followers,
+                KeyedList::Blocking => &n.blocking,
+            };
+            before(entries, after, limit)
+        })
     }
 }
 
@@ -537,7 +533,7 @@ mod tests {
         assert_eq!(g.counts(u(2)), Counts::default());
         let f = g.facts(u(2), u(1));
         assert!(!f.following && !f.followed_by && !f.blocking && f.blocked_by);
-        assert_eq!(g.blocking(u(1), None, 10).len(), 1);
+        assert_eq!(g.keyed(KeyedList::Blocking, u(1), None, 10).len(), 1);
         g.apply(Change::Unblock(1, 2));
         assert_eq!(g.blocks(), 0);
         g.apply(Change::Posts(7, 1));
@@ -552,11 +548,16 @@ mod tests {
         for (follower, at) in [(5, 100), (6, 100), (7, 200), (8, 300)] {
             g.apply(Change::Follow(follower, 1, at));
         }
-        let page = g.followers(u(1), None, 2);
+        let page = g.keyed(KeyedList::Followers, u(1), None, 2);
         let ids: Vec<i64> = page.iter().map(|e| e.user.get()).collect();
         assert_eq!(ids, vec![8, 7]);
         let last = page.last().unwrap();
-        let page = g.followers(u(1), Some((last.since, last.user.get())), 10);
+        let page = g.keyed(
+            KeyedList::Followers,
+            u(1),
+            Some((last.since, last.user.get())),
+            10,
+        );
         let ids: Vec<i64> = page.iter().map(|e| e.user.get()).collect();
         assert_eq!(ids, vec![6, 5], "ties on time by id, descending");
     }
