@@ -10,7 +10,7 @@ use relations_projections::graph::live::LiveGraph;
 use relations_projections::runtime::HorizonWatch;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db;
-use relations_store::{AccountStore, CommitSignal, PostStore, RelationStore};
+use relations_store::{AccountStore, CommitSignal, PostStore, RelationStore, SettingsStore};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -90,7 +90,8 @@ impl Application {
                 signal.clone(),
                 usize::from(config.command_workers),
             ),
-            accounts: AccountStore::new(pool.clone(), signal, 1),
+            accounts: AccountStore::new(pool.clone(), signal.clone(), 1),
+            settings: SettingsStore::new(pool.clone(), signal),
             jwt: JwtKeys::new(&config.jwt.jwt_secret),
             limiter: RateLimiter::new(
                 redis.clone(),

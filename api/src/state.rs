@@ -7,7 +7,7 @@ use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::graph::live::LiveGraph;
 use relations_projections::runtime::{Health, HorizonWatch};
-use relations_store::{AccountStore, PostStore, RelationStore};
+use relations_store::{AccountStore, PostStore, RelationStore, SettingsStore};
 use sqlx::PgPool;
 
 use crate::auth::JwtKeys;
@@ -37,6 +37,8 @@ pub struct AppState {
     pub posts: PostStore,
     /// The write path: account commands (token revocations, bans).
     pub accounts: AccountStore,
+    /// The write path: account settings (locking, which approves pending requests).
+    pub settings: SettingsStore,
     /// Token verification (and issuing, for the CLI).
     pub jwt: JwtKeys,
     /// Redis: rate-limit buckets and caches.

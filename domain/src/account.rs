@@ -1,7 +1,8 @@
 //! A user's account as this service knows it: which of their tokens are refused, and whether
 //! they are banned (seed 002's single sign-on: the sign-on service issues tokens carrying a
 //! client, a per-client version and a per-user batch; revoking raises a bound, and every token
-//! at or under it is refused). One stream per user, `account:{id}`.
+//! at or under it is refused), whether they are banned, and whether their account is locked
+//! (they approve their followers). One stream per user, `account:{id}`.
 
 use std::collections::BTreeMap;
 
@@ -44,13 +45,24 @@ pub enum AccountCommand {
         /// Whose account.
         user: UserId,
     },
+    /// Lock the account (follows become requests) or unlock it. Unlocking approves every
+    /// pending request; the store decides those on their pairs in the same transaction.
+    SetLocked {
+        /// Whose account.
+        user: UserId,
+        /// Locked or not.
+        locked: bool,
+    },
 }
 
 impl AccountCommand {
     /// The account the command is about.
     pub fn user(&self) -> UserId {
         match self {
-            Self::Revoke { user, .. } | Self::Ban { user } | Self::Unban { user } => *user,
+            Self::Revoke { user, .. }
+            | Self::Ban { user }
+            | Self::Unban { user }
+            | Self::SetLocked { user, .. } => *user,
         }
     }
 }
@@ -78,6 +90,17 @@ pub enum AccountEvent {
         /// Who.
         user: UserId,
     },
+    /// `user` locked their account: from now on a follow of them is a request they approve.
+    AccountLocked {
+        /// Who.
+        user: UserId,
+    },
+    /// `user` unlocked their account. Every request pending at that moment was approved in the
+    /// same transaction (`FollowRequestApproved` and `Followed` on each pair).
+    AccountUnlocked {
+        /// Who.
+        user: UserId,
+    },
 }
 
 impl AccountEvent {
@@ -87,6 +110,8 @@ impl AccountEvent {
             Self::TokensRevoked { .. } => "TokensRevoked",
             Self::UserBanned { .. } => "UserBanned",
             Self::UserUnbanned { .. } => "UserUnbanned",
+            Self::AccountLocked { .. } => "AccountLocked",
+            Self::AccountUnlocked { .. } => "AccountUnlocked",
         }
     }
 
@@ -100,7 +125,9 @@ impl AccountEvent {
         match self {
             Self::TokensRevoked { user, .. }
             | Self::UserBanned { user }
-            | Self::UserUnbanned { user } => *user,
+            | Self::UserUnbanned { user }
+            | Self::AccountLocked { user }
+            | Self::AccountUnlocked { user } => *user,
         }
     }
 }
@@ -120,6 +147,9 @@ pub struct Account {
     pub batch: Option<i64>,
     /// Whether the user is banned.
     pub banned: bool,
+    /// Whether the user approves their followers.
+    #[serde(default)]
+    pub locked: bool,
 }
 
 impl Account {
@@ -152,7 +182,15 @@ impl Account {
             AccountCommand::Unban { user } if self.banned => {
                 vec![AccountEvent::UserUnbanned { user }]
             }
-            AccountCommand::Ban { .. } | AccountCommand::Unban { .. } => vec![],
+            AccountCommand::SetLocked { user, locked } if locked != self.locked => {
+                vec![match locked {
+                    true => AccountEvent::AccountLocked { user },
+                    false => AccountEvent::AccountUnlocked { user },
+                }]
+            }
+            AccountCommand::Ban { .. }
+            | AccountCommand::Unban { .. }
+            | AccountCommand::SetLocked { .. } => vec![],
         })
     }
 
@@ -168,6 +206,8 @@ impl Account {
             }
             AccountEvent::UserBanned { .. } => self.banned = true,
             AccountEvent::UserUnbanned { .. } => self.banned = false,
+            AccountEvent::AccountLocked { .. } => self.locked = true,
+            AccountEvent::AccountUnlocked { .. } => self.locked = false,
         }
     }
 
@@ -235,5 +275,18 @@ mod tests {
         let (account, appended) = fold(vec![unban.clone(), ban.clone(), ban, unban.clone(), unban]);
         assert_eq!(appended, vec![0, 1, 0, 1, 0]);
         assert!(!account.banned);
+    }
+
+    #[test]
+    fn locking_toggles_and_repeats_as_no_change() {
+        let set = |locked| AccountCommand::SetLocked {
+            user: user(),
+            locked,
+        };
+        let (account, appended) = fold(vec![set(false), set(true), set(true), set(false)]);
+        assert_eq!(appended, vec![0, 1, 0, 1]);
+        assert!(!account.locked);
+        let (account, _) = fold(vec![set(true)]);
+        assert!(account.locked);
     }
 }

@@ -172,6 +172,15 @@ impl PairId {
         self.high
     }
 
+    /// The other user of the pair, if `user` is one of the two.
+    pub fn other(self, user: UserId) -> Option<UserId> {
+        match user {
+            u if u == self.low => Some(self.high),
+            u if u == self.high => Some(self.low),
+            _ => None,
+        }
+    }
+
     /// The stream id in the event store: `"{low}:{high}"`.
     pub fn stream_id(self) -> String {
         format!("{}:{}", self.low, self.high)

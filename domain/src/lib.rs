@@ -18,7 +18,7 @@ pub use account::{Account, AccountCommand, AccountError, AccountEvent, TokenStam
 pub use ids::{PairId, SelfRelation, UserId, UserIdError};
 pub use pair::{
     following_deltas, guarded_users, FollowBudget, RelationCommand, RelationError, RelationEvent,
-    RelationPair, UnfollowCause,
+    RelationPair, RequestEndCause, UnfollowCause,
 };
 pub use post::{
     BadPostId, Post, PostCommand, PostContent, PostContentError, PostError, PostEvent, PostId,

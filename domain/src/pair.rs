@@ -8,6 +8,13 @@
 //!   guard row per user, locked in the same transaction as the append ([`guarded_users`]), and
 //!   hands its count to [`RelationPair::decide`] as a [`FollowBudget`]. The count is derived
 //!   from this aggregate's events ([`following_deltas`]) and written in the same transaction.
+//!   A pending follow request counts like a follow, so the limit holds under any concurrency.
+//! - Follow requests (private accounts) live here too: a request, its approval, its rejection
+//!   and a block between the same two users are decided on one stream, so no reader ever sees
+//!   a pending request beside a block. Whether the target is locked comes, like the count, from
+//!   a row the store reads under a shared lock in the command's transaction
+//!   ([`FollowBudget::target_locked`]); unlocking takes that row's lock exclusively, so it sees
+//!   every request that was decided against the lock.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -18,14 +25,15 @@ use crate::relation::{Facts, Relation};
 /// A command on the relation between the actor and a target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RelationCommand {
-    /// follows(actor, target) becomes true (rule 2, 3).
+    /// follows(actor, target) becomes true (rule 2, 3); or, when the target's account is
+    /// locked, the actor asks to follow.
     Follow {
         /// The user who asks.
         actor: UserId,
         /// The user to follow.
         target: UserId,
     },
-    /// follows(actor, target) becomes false (rule 4).
+    /// follows(actor, target) becomes false (rule 4), or the actor withdraws a pending request.
     Unfollow {
         /// The user who asks.
         actor: UserId,
@@ -52,6 +60,21 @@ pub enum RelationCommand {
         /// The user who asks.
         actor: UserId,
         /// The follower to remove.
+        target: UserId,
+    },
+    /// The actor (a locked account) approves the target's pending request: follows(target,
+    /// actor) becomes true.
+    ApproveRequest {
+        /// The user who asks (the one asked to be followed).
+        actor: UserId,
+        /// The requester.
+        target: UserId,
+    },
+    /// The actor refuses the target's pending request.
+    RejectRequest {
+        /// The user who asks (the one asked to be followed).
+        actor: UserId,
+        /// The requester.
         target: UserId,
     },
     /// The actor mutes the target: their posts leave the actor's feed, until `until` (or for
@@ -86,6 +109,8 @@ impl RelationCommand {
             | Self::Block { actor, .. }
             | Self::Unblock { actor, .. }
             | Self::RemoveFollower { actor, .. }
+            | Self::ApproveRequest { actor, .. }
+            | Self::RejectRequest { actor, .. }
             | Self::Mute { actor, .. }
             | Self::Unmute { actor, .. } => actor,
         }
@@ -99,6 +124,8 @@ impl RelationCommand {
             | Self::Block { target, .. }
             | Self::Unblock { target, .. }
             | Self::RemoveFollower { target, .. }
+            | Self::ApproveRequest { target, .. }
+            | Self::RejectRequest { target, .. }
             | Self::Mute { target, .. }
             | Self::Unmute { target, .. } => target,
         }
@@ -117,6 +144,8 @@ impl RelationCommand {
             Self::Block { .. } => "block",
             Self::Unblock { .. } => "unblock",
             Self::RemoveFollower { .. } => "remove_follower",
+            Self::ApproveRequest { .. } => "approve",
+            Self::RejectRequest { .. } => "reject",
             Self::Mute { .. } => "mute",
             Self::Unmute { .. } => "unmute",
         }
@@ -133,6 +162,16 @@ pub enum UnfollowCause {
     Block,
     /// The followee removed the follower (no block; they may follow again).
     Removed,
+}
+
+/// Why a pending follow request ended without an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestEndCause {
+    /// The user asked for it: a reject or a withdraw (unfollow) command.
+    Asked,
+    /// One of the two blocked the other: a block ends requests both ways, like follows.
+    Block,
 }
 
 /// The facts that commands on a pair leave in the log. Version 1 of each; a change of meaning
@@ -170,6 +209,40 @@ pub enum RelationEvent {
         /// Who was blocked.
         blocked: UserId,
     },
+    /// `requester` asked to follow `target`, whose account is locked. The request counts toward
+    /// the requester's follow limit until it ends.
+    FollowRequested {
+        /// Who asks.
+        requester: UserId,
+        /// Whom they ask to follow.
+        target: UserId,
+    },
+    /// `target` (or the unlocking of their account) approved `requester`'s request. A
+    /// `Followed` event of the same pair follows in the same transaction.
+    FollowRequestApproved {
+        /// Who asked.
+        requester: UserId,
+        /// Who approved.
+        target: UserId,
+    },
+    /// `target` refused `requester`'s request, or blocked them.
+    FollowRequestRejected {
+        /// Who asked.
+        requester: UserId,
+        /// Who refused.
+        target: UserId,
+        /// A reject command, or a block by `target`.
+        cause: RequestEndCause,
+    },
+    /// `requester` took back their request (an unfollow), or blocked `target`.
+    FollowRequestWithdrawn {
+        /// Who asked.
+        requester: UserId,
+        /// Whom they had asked.
+        target: UserId,
+        /// An unfollow command, or a block by `requester`.
+        cause: RequestEndCause,
+    },
     /// `muter` muted `muted` until `until` (`null`: for good), replacing any mute in force.
     /// The mute ends by itself at `until`; no event marks that.
     Muted {
@@ -199,12 +272,32 @@ impl RelationEvent {
             Self::Unblocked { .. } => "Unblocked",
             Self::Muted { .. } => "Muted",
             Self::Unmuted { .. } => "Unmuted",
+            Self::FollowRequested { .. } => "FollowRequested",
+            Self::FollowRequestApproved { .. } => "FollowRequestApproved",
+            Self::FollowRequestRejected { .. } => "FollowRequestRejected",
+            Self::FollowRequestWithdrawn { .. } => "FollowRequestWithdrawn",
         }
     }
 
     /// The schema version of the event's payload.
     pub fn event_version(&self) -> &'static str {
         "1"
+    }
+
+    /// For an event of a follow request: `(requester, target)`, and whether the request is
+    /// pending after it (one home for which events start and end requests).
+    pub fn request(&self) -> Option<((UserId, UserId), bool)> {
+        match *self {
+            Self::FollowRequested { requester, target } => Some(((requester, target), true)),
+            Self::FollowRequestApproved { requester, target }
+            | Self::FollowRequestRejected {
+                requester, target, ..
+            }
+            | Self::FollowRequestWithdrawn {
+                requester, target, ..
+            } => Some(((requester, target), false)),
+            _ => None,
+        }
     }
 
     /// The two users the event is about: (subject, object).
@@ -218,6 +311,14 @@ impl RelationEvent {
                 (blocker, blocked)
             }
             Self::Muted { muter, muted, .. } | Self::Unmuted { muter, muted } => (muter, muted),
+            Self::FollowRequested { requester, target }
+            | Self::FollowRequestApproved { requester, target }
+            | Self::FollowRequestRejected {
+                requester, target, ..
+            }
+            | Self::FollowRequestWithdrawn {
+                requester, target, ..
+            } => (requester, target),
         }
     }
 }
@@ -248,14 +349,17 @@ impl From<SelfRelation> for RelationError {
     }
 }
 
-/// What the decision needs to know beyond the pair: the actor's following count, read from
-/// the actor's guard row under lock, and the limit in force (rule 3).
+/// What the decision needs to know beyond the pair: the actor's following count (follows and
+/// pending requests), read from the actor's guard row under lock, the limit in force (rule 3),
+/// and whether the target's account is locked (read under a shared lock).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FollowBudget {
-    /// How many users the actor follows now.
+    /// How many users the actor follows or has asked to follow now.
     pub following: u32,
     /// `follow_limit`.
     pub limit: u32,
+    /// Whether the target approves their followers (a follow becomes a request).
+    pub target_locked: bool,
 }
 
 impl FollowBudget {
@@ -264,6 +368,7 @@ impl FollowBudget {
         Self {
             following: 0,
             limit: u32::MAX,
+            target_locked: false,
         }
     }
 }
@@ -276,6 +381,10 @@ pub struct RelationPair {
     /// (muter, muted, until): at most one per direction, kept past its end until replaced.
     #[serde(default)]
     mutes: Vec<(UserId, UserId, Option<DateTime<Utc>>)>,
+    /// Pending follow requests (requester, target): at most one per direction, never beside a
+    /// follow in the same direction or a block either way.
+    #[serde(default)]
+    requests: Vec<(UserId, UserId)>,
 }
 
 impl RelationPair {
@@ -290,13 +399,19 @@ impl RelationPair {
         self.blocks.contains(&(from, to))
     }
 
-    /// The four facts, seen from `from`'s side.
+    fn requested(&self, from: UserId, to: UserId) -> bool {
+        self.requests.contains(&(from, to))
+    }
+
+    /// The facts, seen from `from`'s side.
     pub fn facts(&self, from: UserId, to: UserId) -> Facts {
         Facts {
             following: self.follows(from, to),
             followed_by: self.follows(to, from),
             blocking: self.blocks(from, to),
             blocked_by: self.blocks(to, from),
+            requested: self.requested(from, to),
+            requested_by: self.requested(to, from),
         }
     }
 
@@ -337,18 +452,26 @@ impl RelationPair {
                 if facts.blocking {
                     return Err(RelationError::BlockingTarget);
                 }
-                if facts.following {
+                if facts.following || facts.requested {
                     return Ok(vec![]);
                 }
+                // A pending request counts toward the limit like a follow.
                 if budget.following >= budget.limit {
                     return Err(RelationError::FollowLimitReached {
                         limit: budget.limit,
                     });
                 }
-                vec![RelationEvent::Followed {
-                    follower: actor,
-                    followee: target,
-                }]
+                if budget.target_locked {
+                    vec![RelationEvent::FollowRequested {
+                        requester: actor,
+                        target,
+                    }]
+                } else {
+                    vec![RelationEvent::Followed {
+                        follower: actor,
+                        followee: target,
+                    }]
+                }
             }
             RelationCommand::Unfollow { .. } if facts.following => {
                 vec![RelationEvent::Unfollowed {
@@ -357,9 +480,16 @@ impl RelationPair {
                     cause: UnfollowCause::Unfollow,
                 }]
             }
+            RelationCommand::Unfollow { .. } if facts.requested => {
+                vec![RelationEvent::FollowRequestWithdrawn {
+                    requester: actor,
+                    target,
+                    cause: RequestEndCause::Asked,
+                }]
+            }
             RelationCommand::Block { .. } if !facts.blocking => {
-                // Unfollows first: a reader that sees a prefix of this transaction may see
-                // neither follow nor block, never both.
+                // Unfollows and ended requests first: a reader that sees a prefix of this
+                // transaction may see neither follow nor block, never both.
                 let mut events = Vec::with_capacity(3);
                 for (follower, followee, follows) in [
                     (actor, target, facts.following),
@@ -372,6 +502,20 @@ impl RelationPair {
                             cause: UnfollowCause::Block,
                         });
                     }
+                }
+                if facts.requested {
+                    events.push(RelationEvent::FollowRequestWithdrawn {
+                        requester: actor,
+                        target,
+                        cause: RequestEndCause::Block,
+                    });
+                }
+                if facts.requested_by {
+                    events.push(RelationEvent::FollowRequestRejected {
+                        requester: target,
+                        target: actor,
+                        cause: RequestEndCause::Block,
+                    });
                 }
                 events.push(RelationEvent::Blocked {
                     blocker: actor,
@@ -388,6 +532,23 @@ impl RelationPair {
                     follower: target,
                     followee: actor,
                     cause: UnfollowCause::Removed,
+                }]
+            }
+            RelationCommand::ApproveRequest { .. } if facts.requested_by => vec![
+                RelationEvent::FollowRequestApproved {
+                    requester: target,
+                    target: actor,
+                },
+                RelationEvent::Followed {
+                    follower: target,
+                    followee: actor,
+                },
+            ],
+            RelationCommand::RejectRequest { .. } if facts.requested_by => {
+                vec![RelationEvent::FollowRequestRejected {
+                    requester: target,
+                    target: actor,
+                    cause: RequestEndCause::Asked,
                 }]
             }
             RelationCommand::Mute { until, now, .. } => {
@@ -415,6 +576,8 @@ impl RelationPair {
             | RelationCommand::Block { .. }
             | RelationCommand::Unblock { .. }
             | RelationCommand::RemoveFollower { .. }
+            | RelationCommand::ApproveRequest { .. }
+            | RelationCommand::RejectRequest { .. }
             | RelationCommand::Unmute { .. } => vec![],
         };
         Ok(events)
@@ -450,6 +613,17 @@ impl RelationPair {
             RelationEvent::Unmuted { muter, muted } => {
                 self.mutes.retain(|m| (m.0, m.1) != (muter, muted))
             }
+            RelationEvent::FollowRequested { .. }
+            | RelationEvent::FollowRequestApproved { .. }
+            | RelationEvent::FollowRequestRejected { .. }
+            | RelationEvent::FollowRequestWithdrawn { .. } => {
+                if let Some((request, pending)) = event.request() {
+                    self.requests.retain(|&r| r != request);
+                    if pending {
+                        self.requests.push(request);
+                    }
+                }
+            }
         }
     }
 }
@@ -462,26 +636,34 @@ pub fn guarded_users(command: RelationCommand) -> Vec<UserId> {
         RelationCommand::Follow { actor, .. } | RelationCommand::Unfollow { actor, .. } => {
             vec![actor]
         }
-        // The follower's count goes down.
-        RelationCommand::RemoveFollower { target, .. } => vec![target],
+        // The follower's (or requester's) count goes down.
+        RelationCommand::RemoveFollower { target, .. }
+        | RelationCommand::RejectRequest { target, .. } => vec![target],
         RelationCommand::Block { actor, target } => {
             let mut users = vec![actor, target];
             users.sort_unstable();
             users
         }
+        // An approval turns a request into a follow: the requester's count stays.
         RelationCommand::Unblock { .. }
+        | RelationCommand::ApproveRequest { .. }
         | RelationCommand::Mute { .. }
         | RelationCommand::Unmute { .. } => vec![],
     }
 }
 
-/// How each user's following count changes with these events, in ascending user order.
+/// How each user's following count (follows and pending requests) changes with these events,
+/// in ascending user order.
 pub fn following_deltas(events: &[RelationEvent]) -> Vec<(UserId, i32)> {
     let mut deltas: Vec<(UserId, i32)> = Vec::new();
     for event in events {
         let (user, delta) = match *event {
             RelationEvent::Followed { follower, .. } => (follower, 1),
             RelationEvent::Unfollowed { follower, .. } => (follower, -1),
+            RelationEvent::FollowRequested { requester, .. } => (requester, 1),
+            RelationEvent::FollowRequestApproved { requester, .. }
+            | RelationEvent::FollowRequestRejected { requester, .. }
+            | RelationEvent::FollowRequestWithdrawn { requester, .. } => (requester, -1),
             RelationEvent::Blocked { .. }
             | RelationEvent::Unblocked { .. }
             | RelationEvent::Muted { .. }

@@ -28,7 +28,7 @@ pub enum RelationState {
     Myself,
 }
 
-/// The four directed facts between two users, seen from `from`'s side.
+/// The directed facts between two users, seen from `from`'s side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Facts {
     /// follows(from, to)
@@ -39,6 +39,10 @@ pub struct Facts {
     pub blocking: bool,
     /// blocks(to, from)
     pub blocked_by: bool,
+    /// `from` has asked to follow `to` (pending).
+    pub requested: bool,
+    /// `to` has asked to follow `from` (pending).
+    pub requested_by: bool,
 }
 
 impl Facts {
@@ -49,6 +53,8 @@ impl Facts {
             followed_by: self.following,
             blocking: self.blocked_by,
             blocked_by: self.blocking,
+            requested: self.requested_by,
+            requested_by: self.requested,
         }
     }
 }
@@ -73,6 +79,10 @@ pub struct Relation {
     pub blocking: bool,
     /// blocks(to, from)
     pub blocked_by: bool,
+    /// `from` has asked to follow `to`, who has not answered yet (a locked account).
+    pub requested: bool,
+    /// `to` has asked to follow `from`, who has not answered yet.
+    pub requested_by: bool,
     /// `from` mutes `to` now. Private: true only in answers to `from` (their commands, and
     /// status or batch queries whose bearer is `from`); false for everyone else.
     pub muting: bool,
@@ -97,6 +107,8 @@ impl Relation {
                 friends: false,
                 blocking: false,
                 blocked_by: false,
+                requested: false,
+                requested_by: false,
                 muting: false,
             };
         }
@@ -129,6 +141,8 @@ impl Relation {
             friends,
             blocking: facts.blocking,
             blocked_by: facts.blocked_by,
+            requested: facts.requested,
+            requested_by: facts.requested_by,
             muting: false,
         }
     }
@@ -153,6 +167,7 @@ mod tests {
             followed_by,
             blocking,
             blocked_by,
+            ..Facts::default()
         };
         Relation::new(user(1), user(2), facts).state
     }
@@ -199,7 +214,7 @@ mod tests {
             serde_json::json!({
                 "from": 1, "to": 2, "state": "friends", "following": true,
                 "followed_by": true, "friends": true, "blocking": false, "blocked_by": false,
-                "muting": false
+                "requested": false, "requested_by": false, "muting": false
             })
         );
     }

@@ -53,8 +53,20 @@ pub enum Executed<T> {
     Replayed(StoredAnswer),
 }
 
-/// The follow counts of the guard rows a group holds, as its decisions leave them.
-pub(crate) type Guards = HashMap<UserId, i64>;
+/// What a group's commands are decided against beyond their streams, read under lock in the
+/// group's transaction.
+#[derive(Debug, Default)]
+pub(crate) struct Guards {
+    /// The follow counts of the guard rows the group holds, as its decisions leave them.
+    pub following: HashMap<UserId, i64>,
+    /// Which of the users the group's commands asked about ([`StoreCommand::locked_target`])
+    /// have a locked account (read under a shared lock, held to commit).
+    pub locked: HashSet<UserId>,
+}
+
+/// A change to the write side's index of pending follow requests: `(target, requester)`, and
+/// whether the request is now pending.
+pub(crate) type RequestChange = ((UserId, UserId), bool);
 
 /// What the executor needs to know of a command beyond its aggregate.
 pub(crate) trait StoreCommand: Send + Sync + 'static {
@@ -78,10 +90,18 @@ pub(crate) trait StoreCommand: Send + Sync + 'static {
     fn guarded(&self) -> Vec<UserId> {
         Vec::new()
     }
+    /// The user whose account lock the command's decision reads (a follow's target).
+    fn locked_target(&self) -> Option<UserId> {
+        None
+    }
     /// What the aggregate decides with, given the guard rows as the group has left them.
     fn services(&self, guards: &Guards) -> <Self::Aggregate as Aggregate>::Services;
     /// How the command's events change the guard rows.
     fn deltas(&self, _events: &[<Self::Aggregate as Aggregate>::Event]) -> Vec<(UserId, i32)> {
+        Vec::new()
+    }
+    /// How the command's events change the pending follow requests.
+    fn requests(&self, _events: &[<Self::Aggregate as Aggregate>::Event]) -> Vec<RequestChange> {
         Vec::new()
     }
     /// The answer, from the aggregate as the decision left it and where its events ended.

@@ -10,7 +10,7 @@ use relations_domain::UserId;
 use sqlx::PgConnection;
 
 use crate::append::{self, Appended, Loaded, NewEvent};
-use crate::command::{Executed, Guards, Outcome, Pending, StoreCommand};
+use crate::command::{Executed, Guards, Outcome, Pending, RequestChange, StoreCommand};
 use crate::error::StoreError;
 use crate::idempotency::{self, Claim, Claimed, Record};
 
@@ -69,6 +69,7 @@ where
         append::catch_up(conn, &mut self.streams).await?;
         let mut decisions = Vec::new();
         let mut deltas: BTreeMap<UserId, i64> = BTreeMap::new();
+        let mut requests: BTreeMap<(UserId, UserId), bool> = BTreeMap::new();
         for index in 0..self.commands.len() {
             if self.outcomes[index].is_some() {
                 continue;
@@ -77,9 +78,10 @@ where
                 Ok(decision) => {
                     let pending = &self.commands[index];
                     for (user, delta) in pending.command.deltas(&decision.events) {
-                        *guards.entry(user).or_default() += i64::from(delta);
+                        *guards.following.entry(user).or_default() += i64::from(delta);
                         *deltas.entry(user).or_default() += i64::from(delta);
                     }
+                    requests.extend(pending.command.requests(&decision.events));
                     decisions.push(decision);
                 }
                 Err(refused) => self.outcomes[index] = Some(Err(refused)),
@@ -89,6 +91,7 @@ where
             return Ok(None);
         };
         update_guards(conn, &deltas).await?;
+        update_requests(conn, requests).await?;
         self.answer(conn, decisions, positions).await?;
         let outcomes = self
             .outcomes
@@ -228,36 +231,95 @@ where
 }
 
 /// Locks the guard rows of every user the group's commands guard, in ascending order, and
-/// returns their counts. One statement: DO UPDATE (to the same value) takes the row locks and
-/// returns the counts; rows are made for users seen for the first time.
+/// reads which of the users they ask about have locked accounts, under a shared lock; one
+/// statement. The guard rows' DO UPDATE (to the same value) takes their locks (no-key-update
+/// strength, so it never waits on a shared lock) and returns the counts; rows are made for
+/// users seen for the first time. Locked rows are taken after the guard rows, in ascending
+/// order; unlocking takes one exclusively and no guard row, so the order has no cycle.
 async fn lock_guards<C: StoreCommand>(
     conn: &mut PgConnection,
     commands: &[Pending<C>],
 ) -> Result<Guards, StoreError> {
-    let mut users: Vec<i64> = commands
-        .iter()
-        .flat_map(|p| p.command.guarded())
-        .map(UserId::get)
-        .collect();
-    users.sort_unstable();
-    users.dedup();
-    if users.is_empty() {
-        return Ok(Guards::new());
+    let sorted = |users: Vec<UserId>| {
+        let mut users: Vec<i64> = users.into_iter().map(UserId::get).collect();
+        users.sort_unstable();
+        users.dedup();
+        users
+    };
+    let guarded = sorted(commands.iter().flat_map(|p| p.command.guarded()).collect());
+    let asked = sorted(
+        commands
+            .iter()
+            .filter_map(|p| p.command.locked_target())
+            .collect(),
+    );
+    if guarded.is_empty() && asked.is_empty() {
+        return Ok(Guards::default());
     }
-    let rows: Vec<(i64, i32)> = sqlx::query_as(
-        "INSERT INTO follow_guard (user_id) SELECT u FROM unnest($1::bigint[]) AS u ORDER BY u
-         ON CONFLICT (user_id) DO UPDATE SET following = follow_guard.following
-         RETURNING user_id, following",
+    let rows: Vec<(i64, i32, bool)> = sqlx::query_as(
+        "WITH g AS (
+             INSERT INTO follow_guard (user_id) SELECT u FROM unnest($1::bigint[]) AS u ORDER BY u
+             ON CONFLICT (user_id) DO UPDATE SET following = follow_guard.following
+             RETURNING user_id, following),
+         l AS (SELECT user_id FROM account_locks WHERE user_id = ANY($2) ORDER BY user_id FOR SHARE)
+         SELECT user_id, following, false FROM g
+         UNION ALL SELECT user_id, 0, true FROM l",
     )
-    .bind(&users)
+    .bind(&guarded)
+    .bind(&asked)
     .fetch_all(conn)
     .await?;
-    rows.into_iter()
-        .map(|(user, following)| {
-            let user = UserId::try_from(user).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            Ok((user, i64::from(following.max(0))))
-        })
-        .collect()
+    let mut guards = Guards::default();
+    for (user, following, locked) in rows {
+        let user = UserId::try_from(user).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        match locked {
+            true => guards.locked.insert(user),
+            false => guards
+                .following
+                .insert(user, i64::from(following.max(0)))
+                .is_none(),
+        };
+    }
+    Ok(guards)
+}
+
+/// Writes the group's net changes to the pending follow requests (`pending_requests`), in
+/// ascending key order.
+pub(crate) async fn update_requests(
+    conn: &mut PgConnection,
+    changes: impl IntoIterator<Item = RequestChange>,
+) -> Result<(), StoreError> {
+    let (mut added, mut ended): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
+    for ((target, requester), pending) in changes {
+        match pending {
+            true => added.push((target.get(), requester.get())),
+            false => ended.push((target.get(), requester.get())),
+        }
+    }
+    for (rows, sql) in [
+        (
+            added,
+            "INSERT INTO pending_requests (target, requester)
+             SELECT * FROM unnest($1::bigint[], $2::bigint[]) ORDER BY 1, 2
+             ON CONFLICT DO NOTHING",
+        ),
+        (
+            ended,
+            "DELETE FROM pending_requests p USING unnest($1::bigint[], $2::bigint[]) AS k(t, r)
+              WHERE p.target = k.t AND p.requester = k.r",
+        ),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let (targets, requesters): (Vec<i64>, Vec<i64>) = rows.into_iter().unzip();
+        sqlx::query(sql)
+            .bind(&targets)
+            .bind(&requesters)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Adds the group's net changes to the guard rows, in one statement.

@@ -17,6 +17,7 @@ pub mod metadata;
 pub mod position;
 pub mod posts;
 pub mod relations;
+pub mod settings;
 pub mod signal;
 
 pub use accounts::{AccountChange, AccountStore};
@@ -27,4 +28,5 @@ pub use metadata::EventMetadata;
 pub use position::{BadPosition, LogPosition};
 pub use posts::{Deleted, PostStore, PostView, Published};
 pub use relations::{RelationOutcome, RelationStore};
+pub use settings::{Settings, SettingsStore};
 pub use signal::CommitSignal;

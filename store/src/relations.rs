@@ -1,4 +1,4 @@
-//! Relation commands: follow, unfollow, block, unblock, each decided on its pair's stream and
+//! Relation commands (follow, unfollow, block, unblock, requests, mutes), each decided on its pair's stream and
 //! appended in one transaction with the guard rows (rule 3) and the idempotency answer.
 
 use relations_domain::{
@@ -8,7 +8,7 @@ use relations_domain::{
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::command::{Executed, Executor, Guards, StoreCommand};
+use crate::command::{Executed, Executor, Guards, RequestChange, StoreCommand};
 use crate::error::StoreError;
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
@@ -66,6 +66,15 @@ impl RelationStore {
     }
 }
 
+/// How `events` change the pending follow requests, in order: `((target, requester), pending)`.
+pub(crate) fn request_changes(events: &[RelationEvent]) -> Vec<RequestChange> {
+    events
+        .iter()
+        .filter_map(RelationEvent::request)
+        .map(|((requester, target), pending)| ((target, requester), pending))
+        .collect()
+}
+
 /// A relation command with what its rules are checked against.
 struct GuardedRelationCommand {
     command: RelationCommand,
@@ -94,16 +103,30 @@ impl StoreCommand for GuardedRelationCommand {
         guarded_users(self.command)
     }
 
+    /// A follow asks whether its target is locked (it becomes a request).
+    fn locked_target(&self) -> Option<UserId> {
+        matches!(self.command, RelationCommand::Follow { .. }).then(|| self.command.target())
+    }
+
     fn services(&self, guards: &Guards) -> FollowBudget {
-        let following = guards.get(&self.command.actor()).copied().unwrap_or(0);
+        let following = guards
+            .following
+            .get(&self.command.actor())
+            .copied()
+            .unwrap_or(0);
         FollowBudget {
             following: following.clamp(0, i64::from(u32::MAX)) as u32,
             limit: self.follow_limit,
+            target_locked: guards.locked.contains(&self.command.target()),
         }
     }
 
     fn deltas(&self, events: &[RelationEvent]) -> Vec<(UserId, i32)> {
         following_deltas(events)
+    }
+
+    fn requests(&self, events: &[RelationEvent]) -> Vec<RequestChange> {
+        request_changes(events)
     }
 
     fn answer(&self, pair: &RelationPair, position: Option<LogPosition>) -> RelationOutcome {

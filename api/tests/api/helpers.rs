@@ -263,6 +263,22 @@ impl TestApp {
         .await
     }
 
+    /// `PUT /api/v1/me/settings {"locked": locked}` as `user`, asserting success; the answer.
+    pub async fn set_locked(&self, user: i64, locked: bool) -> Value {
+        let (status, body) = read(
+            self.client
+                .put(format!("{}/api/v1/me/settings", self.base))
+                .bearer_auth(self.token(user))
+                .json(&serde_json::json!({ "locked": locked }))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+
     /// Deletes post `id` as `actor`.
     pub async fn delete_post(&self, actor: i64, id: &str) -> (StatusCode, Value) {
         read(

@@ -20,5 +20,6 @@ mod owned;
 mod privacy;
 mod queries;
 mod rate_limit;
+mod requests;
 mod rules;
 mod tools;

@@ -161,6 +161,7 @@ fn follow_is_refused_at_the_limit() {
     let full = FollowBudget {
         following: 1000,
         limit: 1000,
+        target_locked: false,
     };
     assert_eq!(
         given_with_budget(&[], follow(A, B), full),
@@ -169,6 +170,7 @@ fn follow_is_refused_at_the_limit() {
     let room = FollowBudget {
         following: 999,
         limit: 1000,
+        target_locked: false,
     };
     assert_eq!(
         given_with_budget(&[], follow(A, B), room),
@@ -181,6 +183,7 @@ fn following_again_at_the_limit_is_still_unchanged_not_refused() {
     let full = FollowBudget {
         following: 5,
         limit: 5,
+        target_locked: false,
     };
     assert_eq!(
         given_with_budget(&[followed(A, B)], follow(A, B), full),
@@ -281,6 +284,116 @@ fn guard_rows_cover_every_user_whose_count_can_change() {
     );
 }
 
+fn locked() -> FollowBudget {
+    FollowBudget {
+        target_locked: true,
+        ..FollowBudget::unlimited()
+    }
+}
+
+fn requested(requester: i64, target: i64) -> RelationEvent {
+    RelationEvent::FollowRequested {
+        requester: u(requester),
+        target: u(target),
+    }
+}
+
+#[test]
+fn a_follow_of_a_locked_account_is_a_request_that_counts_toward_the_limit() {
+    assert_eq!(
+        given_with_budget(&[], follow(A, B), locked()),
+        Ok(vec![requested(A, B)])
+    );
+    // Asking again, or following while asked, changes nothing.
+    assert_eq!(
+        given_with_budget(&[requested(A, B)], follow(A, B), locked()),
+        Ok(vec![])
+    );
+    let full = FollowBudget {
+        following: 3,
+        limit: 3,
+        target_locked: true,
+    };
+    assert_eq!(
+        given_with_budget(&[], follow(A, B), full),
+        Err(RelationError::FollowLimitReached { limit: 3 })
+    );
+    assert_eq!(
+        given_with_budget(&[blocked(B, A)], follow(A, B), locked()),
+        Err(RelationError::Blocked)
+    );
+    // Following already: locking later asks nothing of existing followers.
+    assert_eq!(
+        given_with_budget(&[followed(A, B)], follow(A, B), locked()),
+        Ok(vec![])
+    );
+    assert_eq!(following_deltas(&[requested(A, B)]), vec![(u(A), 1)]);
+}
+
+#[test]
+fn requests_end_by_approval_rejection_withdrawal_or_a_block() {
+    let approve = RelationCommand::ApproveRequest {
+        actor: u(B),
+        target: u(A),
+    };
+    let reject = RelationCommand::RejectRequest {
+        actor: u(B),
+        target: u(A),
+    };
+    let approved = RelationEvent::FollowRequestApproved {
+        requester: u(A),
+        target: u(B),
+    };
+    assert_eq!(
+        given(&[requested(A, B)], approve),
+        Ok(vec![approved, followed(A, B)])
+    );
+    // The requester's count stays: a request became a follow.
+    assert_eq!(following_deltas(&[approved, followed(A, B)]), vec![]);
+    assert_eq!(guarded_users(approve), vec![]);
+    let rejected = |cause| RelationEvent::FollowRequestRejected {
+        requester: u(A),
+        target: u(B),
+        cause,
+    };
+    let withdrawn = |cause| RelationEvent::FollowRequestWithdrawn {
+        requester: u(A),
+        target: u(B),
+        cause,
+    };
+    assert_eq!(
+        given(&[requested(A, B)], reject),
+        Ok(vec![rejected(RequestEndCause::Asked)])
+    );
+    assert_eq!(guarded_users(reject), vec![u(A)]);
+    assert_eq!(
+        given(&[requested(A, B)], unfollow(A, B)),
+        Ok(vec![withdrawn(RequestEndCause::Asked)])
+    );
+    // Only the one asked can answer; nothing pending: nothing changes.
+    let wrong_side = RelationCommand::ApproveRequest {
+        actor: u(A),
+        target: u(B),
+    };
+    assert_eq!(given(&[requested(A, B)], wrong_side), Ok(vec![]));
+    assert_eq!(given(&[], approve), Ok(vec![]));
+    assert_eq!(given(&[], reject), Ok(vec![]));
+    // A block ends requests both ways, before the block.
+    assert_eq!(
+        given(&[requested(A, B)], block(B, A)),
+        Ok(vec![rejected(RequestEndCause::Block), blocked(B, A)])
+    );
+    assert_eq!(
+        given(&[requested(A, B)], block(A, B)),
+        Ok(vec![withdrawn(RequestEndCause::Block), blocked(A, B)])
+    );
+    let mut pair = RelationPair::default();
+    pair.apply(requested(A, B));
+    let relation = pair.relation(u(A), u(B), chrono::Utc::now());
+    assert!(relation.requested && !relation.requested_by && !relation.following);
+    assert!(pair.relation(u(B), u(A), chrono::Utc::now()).requested_by);
+}
+
 #[test]
 fn events_serialise_as_versioned_json() {
     let event = unfollowed(A, B, UnfollowCause::Block);
@@ -289,6 +402,16 @@ fn events_serialise_as_versioned_json() {
     assert_eq!(
         serde_json::to_value(event).unwrap(),
         serde_json::json!({"Unfollowed": {"follower": 1, "followee": 2, "cause": "block"}})
+    );
+    let event = RelationEvent::FollowRequestRejected {
+        requester: u(A),
+        target: u(B),
+        cause: RequestEndCause::Block,
+    };
+    assert_eq!(event.event_type(), "FollowRequestRejected");
+    assert_eq!(
+        serde_json::to_value(event).unwrap(),
+        serde_json::json!({"FollowRequestRejected": {"requester": 1, "target": 2, "cause": "block"}})
     );
 }
 
@@ -302,24 +425,26 @@ enum Outcome {
     Refused(RelationError),
 }
 
-/// SPEC.md's rules, stated over two sets of directed edges.
+/// SPEC.md's rules, stated over sets of directed edges and the locked accounts.
 #[derive(Default)]
 struct Reference {
     follows: BTreeSet<(i64, i64)>,
     blocks: BTreeSet<(i64, i64)>,
+    requests: BTreeSet<(i64, i64)>,
+    locked: BTreeSet<i64>,
     limit: usize,
 }
 
 impl Reference {
+    /// Follows and pending requests: what rule 3 counts.
     fn following_count(&self, user: i64) -> usize {
-        self.follows
-            .iter()
-            .filter(|(from, _)| *from == user)
-            .count()
+        let from = |edges: &BTreeSet<(i64, i64)>| edges.iter().filter(|e| e.0 == user).count();
+        from(&self.follows) + from(&self.requests)
     }
 
     fn run(&mut self, kind: u8, a: i64, b: i64) -> Outcome {
-        if a == b {
+        // Locking (7, 8) is about one account; every other kind about two users.
+        if a == b && kind < 7 {
             return Outcome::Refused(RelationError::SelfRelation);
         }
         let changed = match kind {
@@ -330,42 +455,88 @@ impl Reference {
                 if self.blocks.contains(&(a, b)) {
                     return Outcome::Refused(RelationError::BlockingTarget);
                 }
-                if self.follows.contains(&(a, b)) {
+                if self.follows.contains(&(a, b)) || self.requests.contains(&(a, b)) {
                     false
                 } else if self.following_count(a) >= self.limit {
                     return Outcome::Refused(RelationError::FollowLimitReached {
                         limit: self.limit as u32,
                     });
+                } else if self.locked.contains(&b) {
+                    self.requests.insert((a, b))
                 } else {
                     self.follows.insert((a, b))
                 }
             }
-            1 => self.follows.remove(&(a, b)),
+            // Unfollow, or withdraw a request.
+            1 => self.follows.remove(&(a, b)) || self.requests.remove(&(a, b)),
             2 => {
                 let changed = self.blocks.insert((a, b));
                 if changed {
-                    self.follows.remove(&(a, b));
-                    self.follows.remove(&(b, a));
+                    for edge in [(a, b), (b, a)] {
+                        self.follows.remove(&edge);
+                        self.requests.remove(&edge);
+                    }
                 }
                 changed
             }
             3 => self.blocks.remove(&(a, b)),
             // Remove follower b: follows(b, a) ends; nothing else changes.
-            _ => self.follows.remove(&(b, a)),
+            4 => self.follows.remove(&(b, a)),
+            // a approves b's request.
+            5 => self.requests.remove(&(b, a)) && self.follows.insert((b, a)),
+            // a rejects b's request.
+            6 => self.requests.remove(&(b, a)),
+            // a locks their account.
+            7 => self.locked.insert(a),
+            // a unlocks: every request to a is approved.
+            _ => {
+                let pending: Vec<_> = self.requests.iter().filter(|r| r.1 == a).copied().collect();
+                for request in pending {
+                    self.requests.remove(&request);
+                    self.follows.insert(request);
+                }
+                self.locked.remove(&a)
+            }
         };
         Outcome::Changed(changed)
     }
 }
 
-/// The domain as the store runs it: one aggregate per pair, a guard count per user.
+/// The domain as the store runs it: one aggregate per pair, a guard count per user, the
+/// locked accounts.
 #[derive(Default)]
 struct Store {
     pairs: HashMap<PairId, RelationPair>,
     guards: HashMap<UserId, i64>,
+    locked: BTreeSet<UserId>,
     limit: u32,
 }
 
 impl Store {
+    /// Locks or unlocks `user`'s account; unlocking approves every pending request to them,
+    /// pair by pair, as the store's one transaction does.
+    fn set_locked(&mut self, user: UserId, locked: bool) -> Outcome {
+        if !locked {
+            let requesters: Vec<UserId> = self
+                .pairs
+                .iter()
+                .flat_map(|(id, pair)| {
+                    let other = id.other(user)?;
+                    pair.facts(user, other).requested_by.then_some(other)
+                })
+                .collect();
+            for requester in requesters {
+                let approve = RelationCommand::ApproveRequest {
+                    actor: user,
+                    target: requester,
+                };
+                assert_eq!(self.run(approve), Outcome::Changed(true));
+            }
+            return Outcome::Changed(self.locked.remove(&user));
+        }
+        Outcome::Changed(self.locked.insert(user))
+    }
+
     fn run(&mut self, command: RelationCommand) -> Outcome {
         let Ok(pair_id) = command.pair() else {
             return Outcome::Refused(RelationError::SelfRelation);
@@ -373,6 +544,7 @@ impl Store {
         let budget = FollowBudget {
             following: *self.guards.get(&command.actor()).unwrap_or(&0) as u32,
             limit: self.limit,
+            target_locked: self.locked.contains(&command.target()),
         };
         let pair = self.pairs.entry(pair_id).or_default();
         match pair.decide(command, budget) {
@@ -400,17 +572,25 @@ proptest! {
     #[test]
     fn random_command_sequences_follow_the_rules(
         limit in 1usize..4,
-        steps in prop::collection::vec((0u8..5, 1i64..6, 1i64..6), 1..120),
+        steps in prop::collection::vec((0u8..9, 1i64..6, 1i64..6), 1..160),
     ) {
         let mut reference = Reference { limit, ..Reference::default() };
         let mut store = Store { limit: limit as u32, ..Store::default() };
         for (kind, a, b) in steps {
+            let (actor, target) = (u(a), u(b));
             let command = match kind {
                 0 => follow(a, b),
                 1 => unfollow(a, b),
                 2 => block(a, b),
                 3 => unblock(a, b),
-                _ => RelationCommand::RemoveFollower { actor: u(a), target: u(b) },
+                4 => RelationCommand::RemoveFollower { actor, target },
+                5 => RelationCommand::ApproveRequest { actor, target },
+                6 => RelationCommand::RejectRequest { actor, target },
+                _ => {
+                    let locked = kind == 7;
+                    prop_assert_eq!(store.set_locked(actor, locked), reference.run(kind, a, b));
+                    continue;
+                }
             };
             let expected = reference.run(kind, a, b);
             prop_assert_eq!(store.run(command), expected, "{:?}", command);
@@ -425,8 +605,12 @@ proptest! {
                     let facts = store.pairs.get(&pair_id).map(|p| p.facts(u(x), u(y))).unwrap_or_default();
                     prop_assert_eq!(facts.following, reference.follows.contains(&(x, y)));
                     prop_assert_eq!(facts.blocking, reference.blocks.contains(&(x, y)));
-                    // Rule 5: never a follow beside a block.
-                    prop_assert!(!((facts.following || facts.followed_by) && (facts.blocking || facts.blocked_by)));
+                    prop_assert_eq!(facts.requested, reference.requests.contains(&(x, y)));
+                    // Rule 5: never a follow or a pending request beside a block.
+                    let asked = facts.following || facts.followed_by || facts.requested || facts.requested_by;
+                    prop_assert!(!(asked && (facts.blocking || facts.blocked_by)));
+                    // Never a request beside a follow of the same direction.
+                    prop_assert!(!(facts.following && facts.requested));
                 }
             }
         }

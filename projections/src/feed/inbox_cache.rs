@@ -330,7 +330,11 @@ impl Projector for FeedCacheProjector {
                     RelationEvent::Blocked { .. }
                     | RelationEvent::Unblocked { .. }
                     | RelationEvent::Muted { .. }
-                    | RelationEvent::Unmuted { .. } => return Ok(()),
+                    | RelationEvent::Unmuted { .. }
+                    | RelationEvent::FollowRequested { .. }
+                    | RelationEvent::FollowRequestApproved { .. }
+                    | RelationEvent::FollowRequestRejected { .. }
+                    | RelationEvent::FollowRequestWithdrawn { .. } => return Ok(()),
                 };
                 self.cache.remove(&[reader], None, &generation).await?;
             }

@@ -108,7 +108,13 @@ impl Projector for Feed {
                     self.unfollowed(conn, event.position, follower, followee)
                         .await
                 }
-                RelationEvent::Blocked { .. } | RelationEvent::Unblocked { .. } => Ok(()),
+                // Requests change no feed; an approval's `Followed` does.
+                RelationEvent::Blocked { .. }
+                | RelationEvent::Unblocked { .. }
+                | RelationEvent::FollowRequested { .. }
+                | RelationEvent::FollowRequestApproved { .. }
+                | RelationEvent::FollowRequestRejected { .. }
+                | RelationEvent::FollowRequestWithdrawn { .. } => Ok(()),
                 mute @ (RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. }) => {
                     crate::following::write_mute(conn, "feed_mutes", &mute, None).await
                 }
@@ -167,7 +173,9 @@ impl Projector for Feed {
                     AccountEvent::UserUnbanned { .. } => {
                         "DELETE FROM feed_banned WHERE author = $1"
                     }
-                    AccountEvent::TokensRevoked { .. } => return Ok(()),
+                    AccountEvent::TokensRevoked { .. }
+                    | AccountEvent::AccountLocked { .. }
+                    | AccountEvent::AccountUnlocked { .. } => return Ok(()),
                 };
                 sqlx::query(sql)
                     .bind(account.user().get())

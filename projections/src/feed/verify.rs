@@ -53,7 +53,9 @@ impl Check for FeedCheck {
                 AccountEvent::UserUnbanned { user } => {
                     self.banned.remove(&user.get());
                 }
-                AccountEvent::TokensRevoked { .. } => {}
+                AccountEvent::TokensRevoked { .. }
+                | AccountEvent::AccountLocked { .. }
+                | AccountEvent::AccountUnlocked { .. } => {}
             }
         }
         if event.stream_type != Post::TYPE {

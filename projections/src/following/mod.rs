@@ -1,9 +1,11 @@
 //! Projector `following`: who follows whom (`rm_follows`), the follow counters
-//! (`rm_follow_counts`: following, followers, friends) and who blocks whom (`rm_blocks`).
+//! (`rm_follow_counts`: following, followers, friends), who blocks whom (`rm_blocks`), who
+//! mutes whom (`rm_mutes`) and the pending follow requests (`rm_follow_requests`).
 //!
 //! Follows and blocks are one projector on purpose: a block's unfollows and the block itself
 //! land in one read-model transaction, so no reader ever sees a follow beside a block (rule 5).
-//! Two projectors at different positions could show exactly that.
+//! Two projectors at different positions could show exactly that. Requests are here for the
+//! same reason: a block ends them in its transaction.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
@@ -34,7 +36,13 @@ impl Projector for Following {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["rm_follows", "rm_follow_counts", "rm_blocks", "rm_mutes"]
+        &[
+            "rm_follows",
+            "rm_follow_counts",
+            "rm_blocks",
+            "rm_mutes",
+            "rm_follow_requests",
+        ]
     }
 
     fn bulk(&self) -> Option<Box<dyn BulkFold>> {
@@ -61,6 +69,7 @@ impl Projector for Following {
         }
         let mut follow_keys: HashSet<Edge> = HashSet::new();
         let mut block_keys: HashSet<Edge> = HashSet::new();
+        let mut request_keys: HashSet<Edge> = HashSet::new();
         for (event, _) in &decoded {
             let (a, b) = event.users();
             let (a, b) = (a.get(), b.get());
@@ -72,12 +81,26 @@ impl Projector for Following {
                 RelationEvent::Blocked { .. } | RelationEvent::Unblocked { .. } => {
                     block_keys.insert((a, b));
                 }
+                RelationEvent::FollowRequested { .. }
+                | RelationEvent::FollowRequestApproved { .. }
+                | RelationEvent::FollowRequestRejected { .. }
+                | RelationEvent::FollowRequestWithdrawn { .. } => {
+                    request_keys.insert((a, b));
+                }
                 RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => {}
             }
         }
         let mut follows =
             Edges::load(conn, "rm_follows", "follower", "followee", &follow_keys).await?;
         let mut blocks = Edges::load(conn, "rm_blocks", "blocker", "blocked", &block_keys).await?;
+        let mut requests = Edges::load(
+            conn,
+            "rm_follow_requests",
+            "requester",
+            "target",
+            &request_keys,
+        )
+        .await?;
         // user -> (following, followers, friends)
         let mut deltas: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
         // Mutes are rare: written one statement each, in log order, after the rest.
@@ -100,6 +123,16 @@ impl Projector for Following {
                     mutes.push((event, at));
                     continue;
                 }
+                RelationEvent::FollowRequested { .. } => {
+                    requests.add((a, b), at);
+                    continue;
+                }
+                RelationEvent::FollowRequestApproved { .. }
+                | RelationEvent::FollowRequestRejected { .. }
+                | RelationEvent::FollowRequestWithdrawn { .. } => {
+                    requests.remove((a, b));
+                    continue;
+                }
                 RelationEvent::Followed { .. } | RelationEvent::Unfollowed { .. } => continue,
             };
             let friends = if follows.has((b, a)) { sign } else { 0 };
@@ -112,6 +145,7 @@ impl Projector for Following {
         }
         follows.write(conn).await?;
         blocks.write(conn).await?;
+        requests.write(conn).await?;
         write_counts(conn, deltas).await?;
         for (event, at) in mutes {
             write_mute(conn, "rm_mutes", &event, Some(at)).await?;
@@ -324,6 +358,8 @@ async fn write_counts(
 struct FollowingBulk {
     follows: HashMap<Edge, DateTime<Utc>>,
     blocks: HashMap<Edge, DateTime<Utc>>,
+    /// (requester, target) -> since
+    requests: HashMap<Edge, DateTime<Utc>>,
     /// (muter, muted) -> (since, until)
     mutes: HashMap<Edge, (DateTime<Utc>, Option<DateTime<Utc>>)>,
 }
@@ -364,6 +400,19 @@ impl BulkFold for FollowingBulk {
             RelationEvent::Unmuted { muter, muted } => {
                 self.mutes.remove(&(muter.get(), muted.get()));
             }
+            request @ (RelationEvent::FollowRequested { .. }
+            | RelationEvent::FollowRequestApproved { .. }
+            | RelationEvent::FollowRequestRejected { .. }
+            | RelationEvent::FollowRequestWithdrawn { .. }) => {
+                if let Some(((a, b), pending)) = request.request() {
+                    let edge = (a.get(), b.get());
+                    if pending {
+                        self.requests.entry(edge).or_insert(at);
+                    } else {
+                        self.requests.remove(&edge);
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -384,6 +433,12 @@ impl BulkFold for FollowingBulk {
         )
         .await?;
         copy_edges(conn, "rm_blocks (blocker, blocked, since)", &self.blocks).await?;
+        copy_edges(
+            conn,
+            "rm_follow_requests (requester, target, since)",
+            &self.requests,
+        )
+        .await?;
         let mut mutes = String::new();
         for (&(a, b), (since, until)) in &self.mutes {
             let until = until.map_or_else(|| "\\N".to_owned(), |t| t.to_rfc3339());

@@ -20,6 +20,8 @@ pub async fn relations(
                 EXISTS (SELECT 1 FROM rm_follows WHERE follower = t.id AND followee = $1) AS followed_by,
                 EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = $1 AND blocked = t.id) AS blocking,
                 EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = t.id AND blocked = $1) AS blocked_by,
+                EXISTS (SELECT 1 FROM rm_follow_requests WHERE requester = $1 AND target = t.id) AS requested,
+                EXISTS (SELECT 1 FROM rm_follow_requests WHERE requester = t.id AND target = $1) AS requested_by,
                 $3::timestamptz IS NOT NULL AND EXISTS (
                     SELECT 1 FROM rm_mutes WHERE muter = $1 AND muted = t.id
                        AND (until IS NULL OR until > $3)) AS muting
@@ -39,6 +41,8 @@ pub async fn relations(
                 followed_by: row.try_get("followed_by")?,
                 blocking: row.try_get("blocking")?,
                 blocked_by: row.try_get("blocked_by")?,
+                requested: row.try_get("requested")?,
+                requested_by: row.try_get("requested_by")?,
             };
             Ok(Relation::new(from, to, facts).with_muting(row.try_get("muting")?))
         })
@@ -145,6 +149,13 @@ pub const FOLLOWERS: KeyedList = KeyedList(
     "SELECT follower AS id, since FROM rm_follows
       WHERE followee = $1 AND (since, follower) < ($2, $3)
       ORDER BY since DESC, follower DESC LIMIT $4",
+);
+
+/// Who asks to follow a user (pending requests).
+pub const FOLLOW_REQUESTS: KeyedList = KeyedList(
+    "SELECT requester AS id, since FROM rm_follow_requests
+      WHERE target = $1 AND (since, requester) < ($2, $3)
+      ORDER BY since DESC, requester DESC LIMIT $4",
 );
 
 /// Whom a user blocks.

@@ -44,6 +44,8 @@ pub enum KeyedList {
     Followers,
     /// Whom a user blocks.
     Blocking,
+    /// Who asks to follow a user.
+    FollowRequests,
 }
 
 /// `f` on the replica a memory source was chosen for (it is loaded: sources are chosen so).
@@ -140,6 +142,7 @@ impl Source<'_> {
                 let sql = match list {
                     KeyedList::Followers => query::FOLLOWERS,
                     KeyedList::Blocking => query::BLOCKS,
+                    KeyedList::FollowRequests => query::FOLLOW_REQUESTS,
                 };
                 sql.page(pool, user, after, limit).await
             }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use relations_domain::{RelationEvent, RelationPair};
+use relations_domain::{Account, AccountEvent, RelationEvent, RelationPair};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
@@ -12,13 +12,18 @@ use crate::error::ProjectionError;
 use crate::runtime::projector::decode;
 use crate::runtime::verify::{diff, pairs, Check};
 
-/// Who follows and blocks whom, folded from the relation events (other streams are skipped).
+/// Who follows, blocks, mutes and asks to follow whom, folded from the relation events, and
+/// which accounts are locked, from the account events (other streams are skipped).
 #[derive(Debug, Default)]
 pub(crate) struct Graph {
     /// (follower, followee)
     pub follows: BTreeSet<(i64, i64)>,
     /// (blocker, blocked)
     pub blocks: BTreeSet<(i64, i64)>,
+    /// Pending follow requests (requester, target).
+    pub requests: BTreeSet<(i64, i64)>,
+    /// Locked accounts.
+    pub locked: BTreeSet<i64>,
     /// (muter, muted) -> until, in microseconds (`None`: for good); ended mutes included
     /// (the read models keep them until replaced or lifted).
     pub mutes: BTreeMap<(i64, i64), Option<i64>>,
@@ -27,6 +32,14 @@ pub(crate) struct Graph {
 impl Graph {
     /// Folds `event` if it is a relation event.
     pub fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        if event.stream_type == Account::TYPE {
+            match decode(event)? {
+                AccountEvent::AccountLocked { user } => self.locked.insert(user.get()),
+                AccountEvent::AccountUnlocked { user } => self.locked.remove(&user.get()),
+                _ => false,
+            };
+            return Ok(());
+        }
         if event.stream_type != RelationPair::TYPE {
             return Ok(());
         }
@@ -55,6 +68,17 @@ impl Graph {
             }
             RelationEvent::Unmuted { muter, muted } => {
                 self.mutes.remove(&(muter.get(), muted.get()));
+            }
+            request @ (RelationEvent::FollowRequested { .. }
+            | RelationEvent::FollowRequestApproved { .. }
+            | RelationEvent::FollowRequestRejected { .. }
+            | RelationEvent::FollowRequestWithdrawn { .. }) => {
+                if let Some(((a, b), pending)) = request.request() {
+                    match pending {
+                        true => self.requests.insert((a.get(), b.get())),
+                        false => self.requests.remove(&(a.get(), b.get())),
+                    };
+                }
             }
         }
         Ok(())
@@ -111,7 +135,9 @@ impl FollowingCheck {
         }
     }
 
-    /// `follow_guard` (rule 3), which counts every committed event, settled or not.
+    /// The write side's rows, which count every committed event, settled or not:
+    /// `follow_guard` (rule 3: follows and pending requests), `pending_requests` and
+    /// `account_locks`.
     pub fn guards() -> Self {
         Self {
             graph: Graph::default(),
@@ -143,6 +169,17 @@ impl FollowingCheck {
             out,
         );
         diff("rm_blocks (blocker, blocked)", &graph.blocks, &blocks, out);
+        let requests = pairs(
+            &mut *conn,
+            "SELECT requester, target FROM rm_follow_requests",
+        )
+        .await?;
+        diff(
+            "rm_follow_requests (requester, target)",
+            &graph.requests,
+            &requests,
+            out,
+        );
         let mutes = mute_rows(&mut *conn, "rm_mutes").await?;
         diff(
             "rm_mutes (muter, muted, until)",
@@ -166,18 +203,31 @@ impl FollowingCheck {
         out: &mut Vec<String>,
     ) -> Result<(), ProjectionError> {
         let guards = pairs(
-            conn,
+            &mut *conn,
             "SELECT user_id, following::bigint FROM follow_guard WHERE following <> 0",
         )
         .await?;
-        let expected: BTreeSet<(i64, i64)> = self
-            .graph
-            .counts()
-            .into_iter()
-            .filter(|(_, c)| c.0 != 0)
-            .map(|(u, c)| (u, c.0))
-            .collect();
-        diff("follow_guard (user, following)", &expected, &guards, out);
+        let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
+        for &(requester, _) in self.graph.follows.iter().chain(&self.graph.requests) {
+            *expected.entry(requester).or_default() += 1;
+        }
+        let expected: BTreeSet<(i64, i64)> = expected.into_iter().collect();
+        diff(
+            "follow_guard (user, follows and pending requests)",
+            &expected,
+            &guards,
+            out,
+        );
+        let pending = pairs(&mut *conn, "SELECT requester, target FROM pending_requests").await?;
+        diff(
+            "pending_requests (requester, target)",
+            &self.graph.requests,
+            &pending,
+            out,
+        );
+        let locked = pairs(&mut *conn, "SELECT user_id, 0::bigint FROM account_locks").await?;
+        let expected: BTreeSet<(i64, i64)> = self.graph.locked.iter().map(|&u| (u, 0)).collect();
+        diff("account_locks (user, 0)", &expected, &locked, out);
         Ok(())
     }
 }

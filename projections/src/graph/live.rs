@@ -288,6 +288,13 @@ async fn load(pool: &PgPool) -> Result<Tail, ProjectionError> {
         }
         drop(rows);
         let mut rows =
+            sqlx::query("SELECT requester, target, since FROM rm_follow_requests").fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let (a, b, since) = edge_row(&row)?;
+            graph.apply(Change::Request(a, b, since));
+        }
+        drop(rows);
+        let mut rows =
             sqlx::query("SELECT muter, muted, since, until FROM rm_mutes").fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
             let (a, b, since) = edge_row(&row)?;

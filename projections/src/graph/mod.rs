@@ -43,6 +43,8 @@ struct Node {
     followers: Vec<(Micros, u64)>,
     /// Whom they block: `(since, blocked)`, ascending.
     blocking: Vec<(Micros, u64)>,
+    /// Who asks to follow them: `(since, requester)`, ascending.
+    requested_by: Vec<(Micros, u64)>,
     /// Users both ways.
     friends: i64,
     /// Live posts.
@@ -54,6 +56,7 @@ impl Node {
         self.following.is_empty()
             && self.followers.is_empty()
             && self.blocking.is_empty()
+            && self.requested_by.is_empty()
             && self.posts == 0
     }
 
@@ -77,6 +80,10 @@ pub enum Change {
     Block(u64, u64, Micros),
     /// blocks(a, b) ended.
     Unblock(u64, u64),
+    /// a asked to follow b at the time.
+    Request(u64, u64, Micros),
+    /// a's request to follow b ended (approved, rejected or withdrawn).
+    EndRequest(u64, u64),
     /// The user's live post count moved by the amount.
     Posts(u64, i64),
     /// An account event (token revocations, bans).
@@ -117,6 +124,16 @@ impl Change {
             RelationEvent::Unmuted { muter, muted } => {
                 Self::Unmute(muter.get() as u64, muted.get() as u64)
             }
+            RelationEvent::FollowRequested { requester, target } => {
+                Self::Request(requester.get() as u64, target.get() as u64, at)
+            }
+            RelationEvent::FollowRequestApproved { requester, target }
+            | RelationEvent::FollowRequestRejected {
+                requester, target, ..
+            }
+            | RelationEvent::FollowRequestWithdrawn {
+                requester, target, ..
+            } => Self::EndRequest(requester.get() as u64, target.get() as u64),
         }
     }
 
@@ -135,6 +152,8 @@ pub struct Graph {
     users: HashMap<u64, Node>,
     /// Every block `(blocker, blocked)`, for checks from either side.
     blocks: HashSet<(u64, u64)>,
+    /// Every pending follow request `(requester, target)`.
+    requests: HashSet<(u64, u64)>,
     /// Accounts with a revocation or a ban (the check every request makes).
     accounts: HashMap<u64, Account>,
     /// muter -> (muted, since, until), ended mutes included until replaced or lifted.
@@ -183,11 +202,15 @@ impl Graph {
             .users
             .values()
             .map(|n| {
-                (n.following.capacity() + n.followers.capacity() + n.blocking.capacity()) * entry
+                (n.following.capacity()
+                    + n.followers.capacity()
+                    + n.blocking.capacity()
+                    + n.requested_by.capacity())
+                    * entry
             })
             .sum();
         let slots = self.users.capacity() * (size_of::<(u64, Node)>() + 1)
-            + self.blocks.capacity() * (size_of::<(u64, u64)>() + 1);
+            + (self.blocks.capacity() + self.requests.capacity()) * (size_of::<(u64, u64)>() + 1);
         nodes + slots
     }
 
@@ -234,8 +257,7 @@ impl Graph {
             Change::Block(a, b, at) => {
                 if self.blocks.insert((a, b)) {
                     let blocking = &mut self.users.entry(a).or_default().blocking;
-                    let i = blocking.partition_point(|&e| e < (at, b));
-                    blocking.insert(i, (at, b));
+                    insert_sorted(blocking, (at, b));
                 }
             }
             Change::Unblock(a, b) => {
@@ -244,6 +266,20 @@ impl Graph {
                         node.blocking.retain(|&(_, id)| id != b);
                     }
                     self.forget_if_empty(a);
+                }
+            }
+            Change::Request(a, b, at) => {
+                if self.requests.insert((a, b)) {
+                    let requested_by = &mut self.users.entry(b).or_default().requested_by;
+                    insert_sorted(requested_by, (at, a));
+                }
+            }
+            Change::EndRequest(a, b) => {
+                if self.requests.remove(&(a, b)) {
+                    if let Some(node) = self.users.get_mut(&b) {
+                        node.requested_by.retain(|&(_, id)| id != a);
+                    }
+                    self.forget_if_empty(b);
                 }
             }
             Change::Posts(author, delta) => {
@@ -331,9 +367,7 @@ impl Graph {
         };
         node.following.insert(i, (b, at));
         let mutual = self.users.get(&b).and_then(|n| n.follows(a)).is_some();
-        let followers = &mut self.users.entry(b).or_default().followers;
-        let i = followers.partition_point(|&e| e < (at, a));
-        followers.insert(i, (at, a));
+        insert_sorted(&mut self.users.entry(b).or_default().followers, (at, a));
         self.follows += 1;
         if mutual {
             self.add_friends(a, b, 1);
@@ -377,7 +411,7 @@ impl Graph {
         self.users.get(&(user.get() as u64))
     }
 
-    /// The four facts between `from` and `to`, from `from`'s side.
+    /// The facts between `from` and `to`, from `from`'s side.
     pub fn facts(&self, from: UserId, to: UserId) -> Facts {
         let (a, b) = (from.get() as u64, to.get() as u64);
         Facts {
@@ -385,6 +419,8 @@ impl Graph {
             followed_by: self.node(to).and_then(|n| n.follows(a)).is_some(),
             blocking: self.blocks.contains(&(a, b)),
             blocked_by: self.blocks.contains(&(b, a)),
+            requested: self.requests.contains(&(a, b)),
+            requested_by: self.requests.contains(&(b, a)),
         }
     }
 
@@ -438,7 +474,8 @@ impl Graph {
         newest(all, offset, limit)
     }
 
-    /// A page of `list` for `user` (who follows them, or whom they block), newest first,
+    /// A page of `list` for `user` (who follows them, whom they block, or who asks to follow
+    /// them), newest first,
     /// strictly after the key `after` (from the newest when none).
     pub fn keyed(
         &self,
@@ -451,10 +488,17 @@ impl Graph {
             let entries = match list {
                 KeyedList::Followers => &n.followers,
                 KeyedList::Blocking => &n.blocking,
+                KeyedList::FollowRequests => &n.requested_by,
             };
             before(entries, after, limit)
         })
     }
+}
+
+/// Inserts `entry` into an ascending list at its place.
+fn insert_sorted(list: &mut Vec<(Micros, u64)>, entry: (Micros, u64)) {
+    let i = list.partition_point(|&e| e < entry);
+    list.insert(i, entry);
 }
 
 /// The `limit` newest of `all` after skipping `offset`, by `(since, id)` descending.

@@ -1,4 +1,5 @@
-//! `POST /api/v1/relation/{follow,unfollow,block,unblock}` with `{"target": <user id>}`.
+//! `POST /api/v1/relation/{follow,unfollow,block,unblock,remove_follower,unmute}` and
+//! `/api/v1/relation/follow_requests/{approve,reject}`, each with `{"target": <user id>}`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -28,17 +29,23 @@ pub enum Verb {
     RemoveFollower,
     /// `POST /api/v1/relation/unmute`
     Unmute,
+    /// `POST /api/v1/relation/follow_requests/approve`
+    Approve,
+    /// `POST /api/v1/relation/follow_requests/reject`
+    Reject,
 }
 
 impl Verb {
     /// Every verb, in the order the routes are listed.
-    pub const ALL: [Verb; 6] = [
+    pub const ALL: [Verb; 8] = [
         Verb::Follow,
         Verb::Unfollow,
         Verb::Block,
         Verb::Unblock,
         Verb::RemoveFollower,
         Verb::Unmute,
+        Verb::Approve,
+        Verb::Reject,
     ];
 
     /// The route that carries it.
@@ -50,6 +57,8 @@ impl Verb {
             Verb::Unblock => "/api/v1/relation/unblock",
             Verb::RemoveFollower => "/api/v1/relation/remove_follower",
             Verb::Unmute => "/api/v1/relation/unmute",
+            Verb::Approve => "/api/v1/relation/follow_requests/approve",
+            Verb::Reject => "/api/v1/relation/follow_requests/reject",
         }
     }
 
@@ -60,6 +69,8 @@ impl Verb {
             Verb::Block => RelationCommand::Block { actor, target },
             Verb::Unblock => RelationCommand::Unblock { actor, target },
             Verb::RemoveFollower => RelationCommand::RemoveFollower { actor, target },
+            Verb::Approve => RelationCommand::ApproveRequest { actor, target },
+            Verb::Reject => RelationCommand::RejectRequest { actor, target },
             Verb::Unmute => RelationCommand::Unmute {
                 actor,
                 target,
@@ -140,16 +151,30 @@ macro_rules! command_doc {
     };
 }
 
-command_doc!(follow, "/api/v1/relation/follow", "Follow the target.");
+command_doc!(
+    follow,
+    "/api/v1/relation/follow",
+    "Follow the target; when the target's account is locked, ask to (`requested: true`)."
+);
 command_doc!(
     unfollow,
     "/api/v1/relation/unfollow",
-    "Stop following the target."
+    "Stop following the target, or withdraw a pending request to follow them."
+);
+command_doc!(
+    approve,
+    "/api/v1/relation/follow_requests/approve",
+    "Approve the target's pending request: they follow the caller (no request: `changed: false`)."
+);
+command_doc!(
+    reject,
+    "/api/v1/relation/follow_requests/reject",
+    "Refuse the target's pending request (no request: `changed: false`)."
 );
 command_doc!(
     block,
     "/api/v1/relation/block",
-    "Block the target; ends follows both ways."
+    "Block the target; ends follows and pending requests both ways."
 );
 command_doc!(
     unblock,

@@ -31,6 +31,8 @@ pub fn router() -> Router<AppState> {
     command::unblock,
     command::remove_follower,
     command::unmute,
+    command::approve,
+    command::reject,
     mute::mute,
     status::status,
     status::batch

@@ -1,0 +1,439 @@
+//! Private accounts and follow requests (issue 14), over HTTP against the real services,
+//! including the races the consistency boundaries are for.
+
+use std::collections::BTreeSet;
+
+use futures::future::join_all;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::TestApp;
+use crate::helpers::{
+    assert_verified, code, projector_reached, spawn_app, spawn_with, test_config,
+};
+
+const APPROVE: &str = "follow_requests/approve";
+const REJECT: &str = "follow_requests/reject";
+
+/// The users of `user`'s pending requests, newest first, every page of 2, once `at` is read.
+async fn requesters(app: &TestApp, user: i64, at: &str) -> Vec<i64> {
+    let mut users = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/api/v1/me/follow_requests?limit=2&cursor={c}&min_position={at}"),
+            None => format!("/api/v1/me/follow_requests?limit=2&min_position={at}"),
+        };
+        let (status, page) = app.get_as(user, &path).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        for item in page["items"].as_array().unwrap() {
+            assert!(item["since"].is_string(), "{item}");
+            users.push(item["user"].as_i64().unwrap());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return users,
+        }
+    }
+}
+
+fn position(body: &Value) -> String {
+    body["position"].as_str().expect("a position").to_owned()
+}
+
+/// (requester, target) of every pending request in the write side's index.
+async fn pending(app: &TestApp) -> BTreeSet<(i64, i64)> {
+    sqlx::query_as("SELECT requester, target FROM pending_requests")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+#[tokio::test]
+async fn a_locked_account_turns_follows_into_requests_its_owner_approves_or_rejects() {
+    let app = spawn_app().await;
+    let (post, _) = app.publish(1, "for approved followers").await;
+    let locked = app.set_locked(1, true).await;
+    assert_eq!(locked["locked"], json!(true));
+    assert!(locked["position"].is_string(), "{locked}");
+    let again = app.set_locked(1, true).await;
+    assert_eq!(again, json!({"locked": true, "position": null}));
+
+    // A follow becomes a request; asking again changes nothing.
+    let (status, body) = app.command("follow", 2, 1).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["changed"], json!(true));
+    let relation = &body["relation"];
+    assert_eq!(
+        (relation["requested"].clone(), relation["following"].clone()),
+        (json!(true), json!(false)),
+        "{body}"
+    );
+    let asked_at = position(&body);
+    let (_, again) = app.command("follow", 2, 1).await;
+    assert_eq!(
+        (
+            again["changed"].clone(),
+            again["relation"]["requested"].clone()
+        ),
+        (json!(false), json!(true))
+    );
+    // Both sides see it, in status, batch and the owner's list; the follower count does not.
+    let (_, status_2) = app
+        .get(&format!(
+            "/api/v1/relation/status?from=2&to=1&min_position={asked_at}"
+        ))
+        .await;
+    assert_eq!(status_2["requested"], json!(true), "{status_2}");
+    let (_, batch) = app.get("/api/v1/relation/batch?from=1&to=2,3").await;
+    assert_eq!(
+        batch["relations"][0]["requested_by"],
+        json!(true),
+        "{batch}"
+    );
+    assert_eq!(batch["relations"][1]["requested_by"], json!(false));
+    assert_eq!(requesters(&app, 1, &asked_at).await, vec![2]);
+    assert!(requesters(&app, 2, &asked_at).await.is_empty());
+    let (_, counts) = app.get("/api/v1/users/1/counts").await;
+    assert_eq!(counts["followers"], json!(0));
+    assert_eq!(
+        app.get("/api/v1/me/follow_requests").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // Approval makes the follow, and backfills the new follower's feed like a follow.
+    let (status, body) = app.command(APPROVE, 1, 2).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["changed"], json!(true));
+    assert_eq!(
+        (
+            body["relation"]["followed_by"].clone(),
+            body["relation"]["requested_by"].clone()
+        ),
+        (json!(true), json!(false))
+    );
+    let approved_at = position(&body);
+    let (_, feed) = app
+        .get_as(2, &format!("/api/v1/feed?min_position={approved_at}"))
+        .await;
+    assert_eq!(feed["items"][0]["id"], json!(post), "{feed}");
+    assert!(requesters(&app, 1, &approved_at).await.is_empty());
+    let (_, again) = app.command(APPROVE, 1, 2).await;
+    assert_eq!(
+        (again["changed"].clone(), again["position"].clone()),
+        (json!(false), json!(null))
+    );
+
+    // Rejection, and withdrawal (an unfollow of a pending request) are changes too.
+    app.command("follow", 3, 1).await;
+    let (_, body) = app.command(REJECT, 1, 3).await;
+    assert_eq!(body["changed"], json!(true), "{body}");
+    assert_eq!(body["relation"]["requested_by"], json!(false));
+    app.command("follow", 4, 1).await;
+    let (_, body) = app.command("unfollow", 4, 1).await;
+    assert_eq!(body["changed"], json!(true), "{body}");
+    assert!(body["position"].is_string());
+    assert_eq!(body["relation"]["requested"], json!(false));
+    // Nothing pending: success without a change; the wrong side cannot approve.
+    let (_, body) = app.command(REJECT, 1, 3).await;
+    assert_eq!(body["changed"], json!(false));
+    app.command("follow", 5, 1).await;
+    let (_, body) = app.command(APPROVE, 5, 1).await;
+    assert_eq!(body["changed"], json!(false), "only the one asked approves");
+    let (status, body) = app.command(APPROVE, 1, 1).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::BAD_REQUEST, "SELF_RELATION")
+    );
+
+    let kinds: Vec<(String, Value)> = app
+        .events()
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind.starts_with("Follow") || kind.starts_with("Account"))
+        .collect();
+    let names: Vec<&str> = kinds.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "AccountLocked",
+            "FollowRequested",
+            "FollowRequestApproved",
+            "Followed",
+            "FollowRequested",
+            "FollowRequestRejected",
+            "FollowRequested",
+            "FollowRequestWithdrawn",
+            "FollowRequested",
+        ]
+    );
+    assert_eq!(
+        kinds[5].1,
+        json!({"FollowRequestRejected": {"requester": 3, "target": 1, "cause": "asked"}})
+    );
+    let (_, last) = app.command("follow", 6, 1).await;
+    projector_reached(&app, "feed", &position(&last)).await;
+    assert_verified(&app).await;
+}
+
+#[tokio::test]
+async fn a_block_ends_pending_requests_both_ways() {
+    let app = spawn_app().await;
+    app.set_locked(1, true).await;
+    app.set_locked(2, true).await;
+    app.command("follow", 2, 1).await;
+    app.command("follow", 1, 2).await;
+    let (_, body) = app.command("block", 1, 2).await;
+    assert_eq!(body["changed"], json!(true));
+    let relation = &body["relation"];
+    assert_eq!(
+        (
+            relation["requested"].clone(),
+            relation["requested_by"].clone(),
+            relation["blocking"].clone()
+        ),
+        (json!(false), json!(false), json!(true))
+    );
+    let at = position(&body);
+    assert!(requesters(&app, 1, &at).await.is_empty());
+    assert!(requesters(&app, 2, &at).await.is_empty());
+    assert!(pending(&app).await.is_empty());
+    let ends: Vec<Value> = app
+        .events()
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind == "FollowRequestWithdrawn" || kind == "FollowRequestRejected")
+        .map(|(_, payload)| payload)
+        .collect();
+    assert_eq!(
+        ends,
+        vec![
+            json!({"FollowRequestWithdrawn": {"requester": 1, "target": 2, "cause": "block"}}),
+            json!({"FollowRequestRejected": {"requester": 2, "target": 1, "cause": "block"}}),
+        ]
+    );
+    // The blocked user cannot ask again.
+    let (status, body) = app.command("follow", 2, 1).await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "BLOCKED"));
+    projector_reached(&app, "following", &at).await;
+    assert_verified(&app).await;
+}
+
+#[tokio::test]
+async fn unlocking_approves_every_pending_request_in_one_transaction() {
+    let app = spawn_app().await;
+    app.set_locked(1, true).await;
+    let requesters_ids: Vec<i64> = (2..=61).collect();
+    for (status, body) in
+        join_all(requesters_ids.iter().map(|&r| app.command("follow", r, 1))).await
+    {
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["relation"]["requested"], json!(true));
+    }
+    // A follower from before the lock stays one; the lock asks nothing of them.
+    let unlocked = app.set_locked(1, false).await;
+    assert_eq!(unlocked["locked"], json!(false));
+    let at = position(&unlocked);
+    let (_, counts) = app
+        .get(&format!("/api/v1/users/1/counts?min_position={at}"))
+        .await;
+    assert_eq!(counts["followers"], json!(60), "{counts}");
+    assert!(requesters(&app, 1, &at).await.is_empty());
+    assert!(pending(&app).await.is_empty());
+    // One transaction: the unlock and all 60 approvals with their follows.
+    let transactions: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT event_type, count(DISTINCT transaction_id) FROM events
+          WHERE event_type IN ('AccountUnlocked', 'FollowRequestApproved', 'Followed')
+          GROUP BY 1 ORDER BY 1",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        transactions,
+        vec![
+            ("AccountUnlocked".to_owned(), 1),
+            ("FollowRequestApproved".to_owned(), 1),
+            ("Followed".to_owned(), 1)
+        ]
+    );
+    let same: bool = sqlx::query_scalar(
+        "SELECT count(DISTINCT transaction_id) = 1 FROM events
+          WHERE event_type IN ('AccountUnlocked', 'FollowRequestApproved', 'Followed')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(same);
+    // Unlocked: a follow is a follow again.
+    let (_, body) = app.command("follow", 99, 1).await;
+    assert_eq!(body["relation"]["following"], json!(true), "{body}");
+    assert_eq!(
+        app.set_locked(1, false).await,
+        json!({"locked": false, "position": null})
+    );
+    projector_reached(&app, "feed", &position(&body)).await;
+    assert_verified(&app).await;
+}
+
+#[tokio::test]
+async fn requests_at_the_limit_racing_other_follows_never_pass_it() {
+    let mut config = test_config().await;
+    config.follow_limit = 5;
+    let app = spawn_with(config).await;
+    // Targets 100..110 are locked, 200..210 are not: user 1 asks or follows all 20 at once.
+    for target in 100..110 {
+        app.set_locked(target, true).await;
+    }
+    let follows = (100..110)
+        .chain(200..210)
+        .map(|t| app.command("follow", 1, t));
+    let results = join_all(follows).await;
+    let accepted = results.iter().filter(|(s, _)| *s == StatusCode::OK).count();
+    let refused = results
+        .iter()
+        .filter(|(s, b)| *s == StatusCode::CONFLICT && code(b) == "FOLLOW_LIMIT_REACHED")
+        .count();
+    assert_eq!((accepted, refused), (5, 15), "{results:?}");
+    let guard: i32 = sqlx::query_scalar("SELECT following FROM follow_guard WHERE user_id = 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(guard, 5);
+    // In sequence: an approval takes no room (the request already counted); a withdrawal
+    // makes some.
+    for target in [100, 101, 102] {
+        let (_, body) = app.command("follow", 2, target).await;
+        assert_eq!(body["relation"]["requested"], json!(true), "{body}");
+    }
+    app.command("follow", 2, 200).await;
+    app.command("follow", 2, 201).await;
+    let (status, body) = app.command("follow", 2, 202).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::CONFLICT, "FOLLOW_LIMIT_REACHED")
+    );
+    let (_, body) = app.command(APPROVE, 100, 2).await;
+    assert_eq!(body["changed"], json!(true));
+    let (status, _) = app.command("follow", 2, 202).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (_, body) = app.command("unfollow", 2, 101).await;
+    assert_eq!(body["changed"], json!(true));
+    let (status, body) = app.command("follow", 2, 202).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_verified_when_settled(&app).await;
+}
+
+#[tokio::test]
+async fn blocks_racing_approvals_never_leave_a_request_or_a_follow_beside_a_block() {
+    let app = spawn_app().await;
+    app.set_locked(1, true).await;
+    let requesters_ids: Vec<i64> = (10..40).collect();
+    join_all(requesters_ids.iter().map(|&r| app.command("follow", r, 1))).await;
+    // Each requester is approved while one of the two blocks the other, all at once.
+    let mut racing = Vec::new();
+    for &r in &requesters_ids {
+        racing.push(app.command(APPROVE, 1, r));
+        racing.push(match r % 2 {
+            0 => app.command("block", r, 1),
+            _ => app.command("block", 1, r),
+        });
+    }
+    for (status, body) in join_all(racing).await {
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (_, last) = app.command("follow", 99, 98).await;
+    let at = position(&last);
+    let (_, batch) = app
+        .get(&format!(
+            "/api/v1/relation/batch?from=1&to={}&min_position={at}",
+            requesters_ids
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ))
+        .await;
+    for relation in batch["relations"].as_array().unwrap() {
+        let blocked = relation["blocking"] == json!(true) || relation["blocked_by"] == json!(true);
+        assert!(blocked, "{relation}");
+        for flag in ["following", "followed_by", "requested", "requested_by"] {
+            assert_eq!(relation[flag], json!(false), "{relation}");
+        }
+    }
+    assert!(pending(&app).await.is_empty());
+    assert_verified_when_settled(&app).await;
+}
+
+#[tokio::test]
+async fn unlocking_racing_withdrawals_and_new_requests_leaves_nothing_pending() {
+    let app = spawn_app().await;
+    app.set_locked(1, true).await;
+    let old: Vec<i64> = (10..40).collect();
+    join_all(old.iter().map(|&r| app.command("follow", r, 1))).await;
+    // The unlock, withdrawals of half the old requests and 30 new follows, all at once.
+    let mut racing = Vec::new();
+    for &r in old.iter().filter(|r| *r % 2 == 0) {
+        racing.push(app.command("unfollow", r, 1));
+    }
+    for r in 100..130 {
+        racing.push(app.command("follow", r, 1));
+    }
+    let (unlocked, answers) = tokio::join!(app.set_locked(1, false), join_all(racing));
+    assert_eq!(unlocked["locked"], json!(false));
+    for (status, body) in &answers {
+        assert_eq!(*status, StatusCode::OK, "{body}");
+    }
+    // No request is left pending by a lock that no longer exists; every new follower
+    // follows, asked before the unlock (approved by it) or after it.
+    assert!(pending(&app).await.is_empty(), "{:?}", pending(&app).await);
+    let (_, last) = app.command("follow", 99, 98).await;
+    let at = position(&last);
+    assert!(requesters(&app, 1, &at).await.is_empty());
+    let new: Vec<String> = (100..130).map(|r| r.to_string()).collect();
+    let (_, batch) = app
+        .get(&format!(
+            "/api/v1/relation/batch?from=1&to={}&min_position={at}",
+            new.join(",")
+        ))
+        .await;
+    for relation in batch["relations"].as_array().unwrap() {
+        assert_eq!(relation["followed_by"], json!(true), "{relation}");
+    }
+    // A withdrawn request was never approved after its withdrawal.
+    let events = app.events().await;
+    for &r in old.iter().filter(|r| *r % 2 == 0) {
+        let about_r: Vec<&str> = events
+            .iter()
+            .filter(|(_, p)| {
+                let inner = p.as_object().unwrap().values().next().unwrap();
+                inner.get("requester") == Some(&json!(r))
+                    || inner.get("follower") == Some(&json!(r))
+            })
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert!(
+            about_r == ["FollowRequested", "FollowRequestWithdrawn"]
+                || about_r
+                    == [
+                        "FollowRequested",
+                        "FollowRequestApproved",
+                        "Followed",
+                        "Unfollowed"
+                    ],
+            "{r}: {about_r:?}"
+        );
+    }
+    assert_verified_when_settled(&app).await;
+}
+
+/// Waits for every projector to pass a fresh event, then verifies.
+async fn assert_verified_when_settled(app: &TestApp) {
+    let (_, last) = app.command("follow", 7777, 7778).await;
+    let at = position(&last);
+    projector_reached(app, "following", &at).await;
+    projector_reached(app, "feed", &at).await;
+    assert_verified(app).await;
+}
