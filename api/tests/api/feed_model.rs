@@ -1,5 +1,6 @@
-//! The property: for random follows, unfollows, blocks, unblocks, mutes, unmutes, posts and
-//! deletes, every reader's feed equals the reference (posts of followed authors, none blocked,
+//! The property: for random follows, unfollows, blocks, unblocks, mutes, unmutes, removed
+//! followers, locked accounts with their requests approved, rejected or approved by an unlock,
+//! posts and deletes, every reader's feed equals the reference (posts of followed authors, none blocked,
 //! none muted by the reader, none deleted, newest first; the recommended authors' posts for readers who follow nobody) page by page,
 //! read from PostgreSQL and through the inbox cache. A small threshold and cap put every path
 //! (push, pull, switches both ways, trimmed inboxes, deep pulls) in play.
@@ -23,13 +24,17 @@ enum Op {
     Delete(usize, bool),
     /// Read a first page (loads the reader's inbox into the cache mid-run).
     Read(i64),
+    /// a locks or unlocks their account (unlocking approves every pending request).
+    Lock(i64, bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let who = 1..=USERS;
     prop_oneof![
-        4 => (prop::sample::select(vec!["follow", "unfollow", "block", "unblock", "mute", "unmute"]), who.clone(), who.clone())
+        4 => (prop::sample::select(vec!["follow", "unfollow", "block", "unblock", "mute", "unmute",
+                "remove_follower", "follow_requests/approve", "follow_requests/reject"]), who.clone(), who.clone())
             .prop_map(|(verb, a, b)| Op::Relation(verb, a, b)),
+        1 => (who.clone(), any::<bool>()).prop_map(|(a, locked)| Op::Lock(a, locked)),
         3 => who.clone().prop_map(Op::Post),
         1 => (0usize..64, any::<bool>()).prop_map(|(i, by_author)| Op::Delete(i, by_author)),
         1 => who.prop_map(Op::Read),
@@ -42,6 +47,9 @@ struct Model {
     blocks: BTreeSet<(i64, i64)>,
     /// (muter, muted): endless mutes.
     mutes: BTreeSet<(i64, i64)>,
+    /// Pending follow requests (requester, target).
+    requests: BTreeSet<(i64, i64)>,
+    locked: BTreeSet<i64>,
     /// (id, author, live), in publication order.
     posts: Vec<(String, i64, bool)>,
 }
@@ -59,16 +67,34 @@ impl Model {
         match verb {
             "follow" if self.blocks.contains(&(b, a)) => return StatusCode::FORBIDDEN,
             "follow" if self.blocks.contains(&(a, b)) => return StatusCode::CONFLICT,
+            "follow" if self.follows.contains(&(a, b)) => {}
+            "follow" if self.locked.contains(&b) => {
+                self.requests.insert((a, b));
+            }
             "follow" => {
                 self.follows.insert((a, b));
             }
             "unfollow" => {
                 self.follows.remove(&(a, b));
+                self.requests.remove(&(a, b));
             }
             "block" => {
                 self.blocks.insert((a, b));
-                self.follows.remove(&(a, b));
+                for edge in [(a, b), (b, a)] {
+                    self.follows.remove(&edge);
+                    self.requests.remove(&edge);
+                }
+            }
+            "remove_follower" => {
                 self.follows.remove(&(b, a));
+            }
+            "follow_requests/approve" => {
+                if self.requests.remove(&(b, a)) {
+                    self.follows.insert((b, a));
+                }
+            }
+            "follow_requests/reject" => {
+                self.requests.remove(&(b, a));
             }
             "mute" => {
                 self.mutes.insert((a, b));
@@ -81,6 +107,25 @@ impl Model {
             }
         }
         StatusCode::OK
+    }
+
+    /// Locks or unlocks `user`'s account; unlocking approves every request to them.
+    fn lock(&mut self, user: i64, locked: bool) {
+        if locked {
+            self.locked.insert(user);
+            return;
+        }
+        self.locked.remove(&user);
+        let approved: Vec<_> = self
+            .requests
+            .iter()
+            .filter(|r| r.1 == user)
+            .copied()
+            .collect();
+        for request in approved {
+            self.requests.remove(&request);
+            self.follows.insert(request);
+        }
     }
 
     fn feed(&self, reader: i64) -> Vec<String> {
@@ -188,6 +233,13 @@ async fn run(ops: Vec<Op>) {
             Op::Read(reader) => {
                 let (status, _) = app.get_as(reader, "/api/v1/feed").await;
                 assert_eq!(status, StatusCode::OK);
+            }
+            Op::Lock(user, locked) => {
+                model.lock(user, locked);
+                let body = app.set_locked(user, locked).await;
+                if let Some(position) = body["position"].as_str() {
+                    last = Some(position.to_owned());
+                }
             }
         }
     }

@@ -67,6 +67,7 @@ async fn answers_at(source: Source<'_>, now: chrono::DateTime<chrono::Utc>) -> A
         for (name, list) in [
             ("followers", KeyedList::Followers),
             ("blocking", KeyedList::Blocking),
+            ("follow_requests", KeyedList::FollowRequests),
         ] {
             let mut all: Vec<Edge> = Vec::new();
             loop {
@@ -88,11 +89,12 @@ async fn answers_at(source: Source<'_>, now: chrono::DateTime<chrono::Utc>) -> A
     }
 }
 
-/// Follows, blocks and live posts per author: a fold of the log's events.
+/// Follows, blocks, pending requests and live posts per author: a fold of the log's events.
 #[derive(Default)]
 struct Fold {
     follows: BTreeSet<(i64, i64)>,
     blocks: BTreeSet<(i64, i64)>,
+    requests: BTreeSet<(i64, i64)>,
     posts: BTreeMap<i64, i64>,
 }
 
@@ -118,7 +120,15 @@ async fn fold(app: &TestApp) -> Fold {
                 fold.blocks
                     .remove(&(id(body, "blocker"), id(body, "blocked")));
             }
-            "Muted" | "Unmuted" => {}
+            "FollowRequested" => {
+                fold.requests
+                    .insert((id(body, "requester"), id(body, "target")));
+            }
+            "FollowRequestApproved" | "FollowRequestRejected" | "FollowRequestWithdrawn" => {
+                fold.requests
+                    .remove(&(id(body, "requester"), id(body, "target")));
+            }
+            "Muted" | "Unmuted" | "AccountLocked" | "AccountUnlocked" => {}
             "PostPublished" => *fold.posts.entry(id(body, "author")).or_default() += 1,
             "PostDeleted" => *fold.posts.entry(id(body, "author")).or_default() -= 1,
             other => panic!("unexpected event {other}"),
@@ -154,6 +164,17 @@ fn assert_matches_fold(answers: &Answers, fold: &Fold, what: &str) {
             .filter(|f| f.0 == a)
             .map(|f| f.1)
             .collect();
+        let requesters: BTreeSet<i64> = fold
+            .requests
+            .iter()
+            .filter(|r| r.1 == a)
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(
+            users("follow_requests"),
+            requesters,
+            "{what}: requests to {a}"
+        );
         let friends: BTreeSet<i64> = following.intersection(&followers).copied().collect();
         assert_eq!(users("following"), following, "{what}: following of {a}");
         assert_eq!(users("followers"), followers, "{what}: followers of {a}");
@@ -206,13 +227,17 @@ enum Op {
     Delete(usize),
     /// a mutes b: for good, or for an hour.
     Mute(i64, i64, bool),
+    /// a locks or unlocks their account.
+    Lock(i64, bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let who = 1..=USERS;
     prop_oneof![
-        6 => (prop::sample::select(vec!["follow", "follow", "unfollow", "block", "unblock", "unmute"]), who.clone(), who.clone())
+        6 => (prop::sample::select(vec!["follow", "follow", "unfollow", "block", "unblock", "unmute",
+                "follow_requests/approve", "follow_requests/reject"]), who.clone(), who.clone())
             .prop_map(|(verb, a, b)| Op::Relation(verb, a, b)),
+        1 => (who.clone(), any::<bool>()).prop_map(|(a, locked)| Op::Lock(a, locked)),
         1 => who.prop_map(Op::Post),
         1 => (0usize..32).prop_map(Op::Delete),
         1 => (1..=USERS, 1..=USERS, any::<bool>()).prop_map(|(a, b, endless)| Op::Mute(a, b, endless)),
@@ -242,6 +267,7 @@ async fn run_ops(app: &TestApp, ops: &[Op]) -> Option<String> {
                 let duration = if endless { Value::Null } else { json!(3600) };
                 app.mute(a, b, duration).await
             }
+            Op::Lock(a, locked) => (StatusCode::OK, app.set_locked(a, locked).await),
         };
         if let Some(p) = body["position"].as_str() {
             last = Some(p.to_owned());
