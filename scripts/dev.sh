@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the service on 127.0.0.1:8080 against a local database `relations_dev`, plays a short
 # demo against it (follow, friends, block, a refused follow; a post, the feed, a deletion; a
-# mute and a removed follower),
+# mute and a removed follower; a locked account approving a follow request),
 # then keeps serving until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +73,14 @@ out=$(curl -s -X POST "$base/api/v1/relation/mute" -H "authorization: Bearer $ca
   -H 'content-type: application/json' -d "{\"target\": $a_id, \"duration_secs\": 3600}"); echo "$out"
 curl -s "$base/api/v1/me/mutes" -H "authorization: Bearer $carol"; echo
 cmd alice "$alice" remove_follower "$c_id"
+echo
+echo "== demo: bob locks his account; carol's follow becomes a request; bob approves it"
+curl -s -X PUT "$base/api/v1/me/settings" -H "authorization: Bearer $bob" \
+  -H 'content-type: application/json' -d '{"locked": true}'; echo
+out=$(cmd carol "$carol" follow "$b_id"); echo "$out"   # "requested": true
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/me/follow_requests?min_position=$position" -H "authorization: Bearer $bob"; echo
+cmd bob "$bob" follow_requests/approve "$c_id"
 echo
 echo "== serving on $base (Ctrl-C stops). A token: $bin token --user N"
 wait $server
