@@ -25,6 +25,9 @@ pub struct ErrorDetail {
     pub code: &'static str,
     /// For humans; opaque for 5xx.
     pub message: String,
+    /// The line of an uploaded file the error is about (CSV imports), counting the header as 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
 }
 
 /// Why a request was not answered with success.
@@ -64,9 +67,19 @@ pub enum ApiError {
     /// 413.
     #[error("request body larger than {0} bytes")]
     PayloadTooLarge(usize),
-    /// 415.
-    #[error("expected Content-Type: application/json")]
-    UnsupportedMediaType,
+    /// 415, with the content type expected.
+    #[error("expected Content-Type: {0}")]
+    UnsupportedMediaType(&'static str),
+    /// 400: an uploaded CSV file is malformed (`INVALID_CSV`) or too long (`TOO_MANY_LINES`).
+    #[error("line {line}: {message}")]
+    BadCsv {
+        /// The error code.
+        code: &'static str,
+        /// The line at fault (the header is line 1).
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
     /// 422: an Idempotency-Key reused with another request.
     #[error("this Idempotency-Key was used with another request")]
     IdempotencyKeyReused,
@@ -88,6 +101,16 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// The code the client sees.
+    pub fn code(&self) -> &'static str {
+        self.status_and_code().1
+    }
+
+    /// Whether the request, not the service, is at fault (4xx).
+    pub fn is_client_error(&self) -> bool {
+        self.status_and_code().0.is_client_error()
+    }
+
     /// The status and code the client sees.
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
@@ -99,7 +122,8 @@ impl ApiError {
             ApiError::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
-            ApiError::UnsupportedMediaType => {
+            ApiError::BadCsv { code, .. } => (StatusCode::BAD_REQUEST, code),
+            ApiError::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE")
             }
             ApiError::IdempotencyKeyReused => {
@@ -131,7 +155,14 @@ impl IntoResponse for ApiError {
         let mut response = (
             status,
             Json(ErrorBody {
-                error: ErrorDetail { code, message },
+                error: ErrorDetail {
+                    code,
+                    message,
+                    line: match &self {
+                        ApiError::BadCsv { line, .. } => Some(*line),
+                        _ => None,
+                    },
+                },
             }),
         )
             .into_response();

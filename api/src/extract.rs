@@ -28,12 +28,39 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             Ok(axum::Json(object)) => serde_json::from_value(serde_json::Value::Object(object))
                 .map(Self)
                 .map_err(|e| ApiError::InvalidInput(format!("invalid request body: {e}"))),
-            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::UnsupportedMediaType),
+            Err(JsonRejection::MissingJsonContentType(_)) => {
+                Err(ApiError::UnsupportedMediaType("application/json"))
+            }
             Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES))
             }
             Err(JsonRejection::JsonDataError(e)) => Err(ApiError::InvalidInput(e.body_text())),
             Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::InvalidInput(e.body_text())),
+            Err(rejection) => Err(ApiError::InvalidInput(rejection.body_text())),
+        }
+    }
+}
+
+/// A `text/csv` request body, rejecting with 413/415 in our format.
+pub struct ApiCsv(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for ApiCsv {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let csv = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().to_ascii_lowercase().starts_with("text/csv"));
+        if !csv {
+            return Err(ApiError::UnsupportedMediaType("text/csv"));
+        }
+        match axum::body::Bytes::from_request(req, state).await {
+            Ok(bytes) => Ok(Self(bytes)),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES))
+            }
             Err(rejection) => Err(ApiError::InvalidInput(rejection.body_text())),
         }
     }

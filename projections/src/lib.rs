@@ -10,6 +10,8 @@
 //! - [`following`]: follows, blocks and counts, their queries;
 //! - [`graph`]: the same graph in memory, kept current from the log, answering without a round
 //!   trip;
+//! - [`history`]: every change of a follow, block or request, for relations as of a moment
+//!   and follower changes;
 //! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
 //! - [`redis`]: the one Redis connection that the caches and the API's rate limiter share.
 
@@ -17,6 +19,7 @@ pub mod error;
 pub mod feed;
 pub mod following;
 pub mod graph;
+pub mod history;
 pub mod redis;
 pub mod runtime;
 
@@ -47,6 +50,7 @@ pub fn all(feed: feed::Settings, caches: Option<&Caches>) -> Vec<Arc<dyn Project
     let mut projectors: Vec<Arc<dyn Projector>> = vec![
         Arc::new(following::Following),
         Arc::new(feed::Feed { settings: feed }),
+        Arc::new(history::History),
     ];
     if let Some(caches) = caches {
         projectors.push(Arc::new(feed::inbox_cache::FeedCacheProjector::new(
@@ -75,6 +79,9 @@ pub async fn verify(
     }
     if scope.covers(feed::NAME) {
         checks.push(Box::new(feed::verify::FeedCheck::new(feed)));
+    }
+    if scope.covers(history::NAME) {
+        checks.push(Box::<history::verify::HistoryCheck>::default());
     }
     runtime::verify::run(pool, checks, scope).await
 }

@@ -54,6 +54,21 @@ impl Idempotency {
     }
 }
 
+impl Idempotency {
+    /// The key of part `n` of a request made of several commands (a CSV import's lines):
+    /// `"{key}#{n}"`, bound to the whole request and to `n`. A retry of the whole request
+    /// replays every part; the same key with another request is reused on every part.
+    pub fn part(&self, n: usize) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(self.fingerprint);
+        hasher.update(n.to_be_bytes());
+        Self {
+            key: IdempotencyKey(format!("{}#{n}", self.key.0)),
+            fingerprint: hasher.finalize().into(),
+        }
+    }
+}
+
 /// A stored first answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredAnswer {
@@ -202,6 +217,72 @@ pub(crate) async fn release(
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// What a key holds for a request made of several commands (a CSV import), whose parts are
+/// each keyed with [`Idempotency::part`] and whose whole answer is kept under the key itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prior {
+    /// Unused: run the request.
+    Unused,
+    /// Answered before, to this request: give the answer again.
+    Answered(StoredAnswer),
+    /// Used before with another request.
+    Reused,
+}
+
+/// What `actor`'s key `idem` holds (see [`Prior`]).
+pub async fn prior(
+    pool: &sqlx::PgPool,
+    actor: UserId,
+    idem: &Idempotency,
+) -> Result<Prior, StoreError> {
+    let row = sqlx::query(
+        "SELECT fingerprint, status, response FROM idempotency_keys WHERE actor = $1 AND key = $2",
+    )
+    .bind(actor.get())
+    .bind(&idem.key.0)
+    .fetch_optional(pool)
+    .await?;
+    let Some(row) = row else {
+        return Ok(Prior::Unused);
+    };
+    let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
+    if fingerprint != idem.fingerprint {
+        return Ok(Prior::Reused);
+    }
+    Ok(Prior::Answered(StoredAnswer {
+        status: row.try_get::<i16, _>("status")? as u16,
+        body: row.try_get("response")?,
+    }))
+}
+
+/// Keeps the whole answer of a request made of several commands under its key; when a
+/// concurrent retry kept one first, that one stands and is returned.
+pub async fn keep(
+    pool: &sqlx::PgPool,
+    actor: UserId,
+    idem: &Idempotency,
+    answer: StoredAnswer,
+) -> Result<StoredAnswer, StoreError> {
+    let kept = sqlx::query(
+        "INSERT INTO idempotency_keys (actor, key, fingerprint, status, response)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+    )
+    .bind(actor.get())
+    .bind(&idem.key.0)
+    .bind(&idem.fingerprint[..])
+    .bind(answer.status as i16)
+    .bind(&answer.body)
+    .execute(pool)
+    .await?;
+    if kept.rows_affected() == 1 {
+        return Ok(answer);
+    }
+    match prior(pool, actor, idem).await? {
+        Prior::Answered(first) => Ok(first),
+        Prior::Reused | Prior::Unused => Err(StoreError::IdempotencyKeyReused),
+    }
 }
 
 /// The identity of a key: its owner and its text.

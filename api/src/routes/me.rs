@@ -6,6 +6,7 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use relations_domain::UserId;
 use relations_projections::following::reads::KeyedList;
+use relations_projections::history::{self, query::ChangeKey};
 use relations_store::{LogPosition, Settings};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
@@ -14,7 +15,7 @@ use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::routes::command::CommandRequest;
-use crate::routes::query::{graph_source, limit, Cursor, CursorPage};
+use crate::routes::query::{caught_up, graph_source, limit, Cursor, CursorPage, KeyedParams};
 use crate::routes::users::cursor_page;
 use crate::state::AppState;
 
@@ -25,12 +26,106 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/me/mutes", get(mutes))
         .route("/api/v1/me/follow_requests", get(follow_requests))
         .route("/api/v1/me/settings", put(settings))
+        .route("/api/v1/me/follower_changes", get(follower_changes))
 }
 
 /// The `me` routes' contract.
 #[derive(OpenApi)]
-#[openapi(paths(blocks, mutes, follow_requests, settings))]
+#[openapi(paths(blocks, mutes, follow_requests, settings, follower_changes))]
 pub struct Doc;
+
+/// `follower_changes` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ChangesParams {
+    /// Changes at or after this moment (RFC 3339).
+    #[param(value_type = String, format = DateTime)]
+    since: DateTime<Utc>,
+    /// The previous page's `next_cursor`.
+    #[param(pattern = r"^-?[0-9]{1,18}\.[0-9]{1,18}\.[0-9]{1,18}$")]
+    cursor: Option<String>,
+    /// Items per page: default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<i64>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
+    min_position: Option<LogPosition>,
+}
+
+/// One change of the caller's followers: `{user, change, at}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FollowerChangeItem {
+    /// The follower.
+    pub user: UserId,
+    /// `followed` or `unfollowed` (an unfollow, a block either way, or a removal).
+    #[schema(pattern = "^(followed|unfollowed)$")]
+    pub change: &'static str,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// A page of follower changes: `{items, next_cursor}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FollowerChangePage {
+    /// Newest first; one item per event.
+    pub items: Vec<FollowerChangeItem>,
+    /// The next page's cursor; none after the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// The cursor of a follower-changes page: `"{at µs}.{tx}.{gp}"`, the last item's time and log
+/// position.
+fn change_cursor(raw: &str) -> Result<ChangeKey, ApiError> {
+    let bad = || ApiError::InvalidInput("malformed cursor".into());
+    let mut parts = raw
+        .splitn(3, '.')
+        .map(|p| p.parse::<i64>().map_err(|_| bad()));
+    let (Some(micros), Some(tx), Some(gp)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    let at = DateTime::<Utc>::from_timestamp_micros(micros?).ok_or_else(bad)?;
+    let position = LogPosition {
+        transaction_id: tx?,
+        global_position: gp?,
+    };
+    Ok((at, position))
+}
+
+/// Who started and who stopped following the caller since a moment, newest first, one item per
+/// event (a follow and an unfollow after `since` are two items): `{items, next_cursor}`.
+#[utoipa::path(get, path = "/api/v1/me/follower_changes", tag = "queries", security(("bearer" = [])),
+    params(ChangesParams),
+    responses((status = 200, body = FollowerChangePage), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
+async fn follower_changes(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiQuery(p): ApiQuery<ChangesParams>,
+) -> Result<Json<FollowerChangePage>, ApiError> {
+    let limit = limit(p.limit)?;
+    let before = p.cursor.as_deref().map(change_cursor).transpose()?;
+    caught_up(&state, &[history::NAME], p.min_position).await?;
+    let mut page =
+        history::query::follower_changes(&state.pool, actor.user, p.since, before, limit + 1)
+            .await?;
+    let more = page.len() as i64 > limit;
+    page.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| page.last())
+        .flatten()
+        .map(|c| format!("{}.{}", c.at.timestamp_micros(), c.position));
+    Ok(Json(FollowerChangePage {
+        items: page
+            .into_iter()
+            .map(|c| FollowerChangeItem {
+                user: c.user,
+                change: if c.followed { "followed" } else { "unfollowed" },
+                at: c.at,
+            })
+            .collect(),
+        next_cursor,
+    }))
+}
 
 /// `PUT /me/settings`'s body.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -66,13 +161,13 @@ async fn settings(
 
 /// Who asks to follow the caller (pending requests), newest first: `{items, next_cursor}`.
 #[utoipa::path(get, path = "/api/v1/me/follow_requests", tag = "queries", security(("bearer" = [])),
-    params(BlocksParams),
+    params(KeyedParams),
     responses((status = 200, body = CursorPage), (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 async fn follow_requests(
     State(state): State<AppState>,
     actor: Actor,
-    ApiQuery(p): ApiQuery<BlocksParams>,
+    ApiQuery(p): ApiQuery<KeyedParams>,
 ) -> Result<Json<CursorPage>, ApiError> {
     keyed(state, actor, p, KeyedList::FollowRequests).await
 }
@@ -99,13 +194,13 @@ pub struct MutePage {
 
 /// Whom the caller mutes now (ended mutes are gone), newest first: `{items, next_cursor}`.
 #[utoipa::path(get, path = "/api/v1/me/mutes", tag = "queries", security(("bearer" = [])),
-    params(BlocksParams),
+    params(KeyedParams),
     responses((status = 200, body = MutePage), (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 async fn mutes(
     State(state): State<AppState>,
     actor: Actor,
-    ApiQuery(p): ApiQuery<BlocksParams>,
+    ApiQuery(p): ApiQuery<KeyedParams>,
 ) -> Result<Json<MutePage>, ApiError> {
     let limit = limit(p.limit)?;
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
@@ -131,30 +226,15 @@ async fn mutes(
     }))
 }
 
-/// `blocks`, `mutes` and `follow_requests` parameters.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct BlocksParams {
-    /// The previous page's `next_cursor`.
-    #[param(pattern = r"^-?[0-9]{1,18}\.[0-9]{1,18}$")]
-    cursor: Option<String>,
-    /// Items per page: default 20, at most 100.
-    #[param(minimum = 1, maximum = 100)]
-    limit: Option<i64>,
-    /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
-    min_position: Option<LogPosition>,
-}
-
 /// Whom the caller blocks, newest first: `{items, next_cursor}`.
 #[utoipa::path(get, path = "/api/v1/me/blocks", tag = "queries", security(("bearer" = [])),
-    params(BlocksParams),
+    params(KeyedParams),
     responses((status = 200, body = CursorPage), (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody), (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 async fn blocks(
     State(state): State<AppState>,
     actor: Actor,
-    ApiQuery(p): ApiQuery<BlocksParams>,
+    ApiQuery(p): ApiQuery<KeyedParams>,
 ) -> Result<Json<CursorPage>, ApiError> {
     keyed(state, actor, p, KeyedList::Blocking).await
 }
@@ -163,7 +243,7 @@ async fn blocks(
 async fn keyed(
     state: AppState,
     actor: Actor,
-    p: BlocksParams,
+    p: KeyedParams,
     list: KeyedList,
 ) -> Result<Json<CursorPage>, ApiError> {
     let limit = limit(p.limit)?;

@@ -10,6 +10,7 @@ mod ops;
 mod posts;
 pub mod query;
 mod relation;
+mod transfer;
 mod users;
 
 use axum::error_handling::HandleErrorLayer;
@@ -38,6 +39,7 @@ pub fn app(state: AppState) -> Router {
         .merge(me::router())
         .merge(admin::router())
         .merge(accounts::router())
+        .merge(transfer::router())
         .merge(crate::openapi::router())
         .merge(ops::router())
         .fallback(|| async { ApiError::NotFound })
@@ -91,6 +93,7 @@ pub fn described() -> utoipa::openapi::OpenApi {
         me::Doc::openapi(),
         admin::Doc::openapi(),
         accounts::Doc::openapi(),
+        transfer::Doc::openapi(),
         ops::Doc::openapi(),
     ] {
         doc.merge(module);

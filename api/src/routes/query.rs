@@ -57,21 +57,46 @@ pub async fn graph_source(
 
 /// Waits until the read models reflect `min_position`, when one is given.
 pub async fn catch_up(state: &AppState, min_position: Option<LogPosition>) -> Result<(), ApiError> {
-    let Some(position) = min_position else {
-        return Ok(());
-    };
-    let wait = Duration::from_millis(state.config.catch_up_wait_ms);
     let names: Vec<&str> = state
         .projectors
         .iter()
         .filter(|p| p.essential)
         .map(|p| p.name)
         .collect();
-    if relations_projections::runtime::wait_for(&state.pool, &names, position, wait).await? {
+    caught_up(state, &names, min_position).await
+}
+
+/// Waits until projectors `names` reflect `min_position`, when one is given.
+pub async fn caught_up(
+    state: &AppState,
+    names: &[&str],
+    min_position: Option<LogPosition>,
+) -> Result<(), ApiError> {
+    let Some(position) = min_position else {
+        return Ok(());
+    };
+    let wait = Duration::from_millis(state.config.catch_up_wait_ms);
+    if relations_projections::runtime::wait_for(&state.pool, names, position, wait).await? {
         Ok(())
     } else {
         Err(ApiError::NotCaughtUp)
     }
+}
+
+/// The parameters of a cursor-paged list with no viewer (the caller's own lists, known
+/// followers).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct KeyedParams {
+    /// The previous page's `next_cursor`.
+    #[param(pattern = r"^-?[0-9]{1,18}\.[0-9]{1,18}$")]
+    pub cursor: Option<String>,
+    /// Items per page: default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
+    pub min_position: Option<LogPosition>,
 }
 
 /// A search-after cursor over `(since, id)`, newest first: `"{since µs}.{id}"`, opaque to clients.

@@ -13,6 +13,7 @@ mod feed_model;
 mod graph;
 mod group_commit;
 mod idempotency;
+mod insights;
 mod kafka;
 mod openapi;
 #[allow(dead_code)]

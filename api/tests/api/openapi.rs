@@ -17,6 +17,8 @@ struct Call {
     url: String,
     token: Option<String>,
     body: Option<Value>,
+    /// A `text/csv` body instead of JSON.
+    csv: Option<String>,
     expect: StatusCode,
 }
 
@@ -27,6 +29,7 @@ impl Call {
             url: url.into(),
             token: None,
             body: None,
+            csv: None,
             expect,
         }
     }
@@ -38,6 +41,11 @@ impl Call {
 
     fn body(mut self, body: Value) -> Self {
         self.body = Some(body);
+        self
+    }
+
+    fn csv(mut self, text: &str) -> Self {
+        self.csv = Some(text.to_owned());
         self
     }
 }
@@ -119,6 +127,75 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             command("unmute", 8, Some(&t1), S::OK),
             command("unmute", 1, Some(&t1), S::BAD_REQUEST),
         ],
+        ("post", "/api/v1/relation/follow_requests/approve")
+        | ("post", "/api/v1/relation/follow_requests/reject") => {
+            let verb = path.trim_start_matches("/api/v1/relation/");
+            vec![
+                command(verb, 2, Some(&t1), S::OK), // nothing pending: changed false
+                command(verb, 1, Some(&t1), S::BAD_REQUEST),
+                command(verb, 2, None, S::UNAUTHORIZED),
+            ]
+        }
+        ("put", "/api/v1/me/settings") => vec![
+            Call::new("put", path, S::OK)
+                .token(app.token(10))
+                .body(json!({ "locked": true })),
+            Call::new("put", path, S::BAD_REQUEST)
+                .token(app.token(10))
+                .body(json!({ "locked": "yes" })),
+            Call::new("put", path, S::UNAUTHORIZED).body(json!({ "locked": true })),
+        ],
+        ("get", "/api/v1/me/follow_requests") => vec![
+            Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
+            Call::new("get", format!("{path}?cursor=x"), S::BAD_REQUEST).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
+        ("get", "/api/v1/me/follower_changes") => vec![
+            Call::new(
+                "get",
+                format!("{path}?since=2020-01-01T00:00:00Z&min_position={at}"),
+                S::OK,
+            )
+            .token(t1.clone()),
+            Call::new("get", path, S::BAD_REQUEST).token(t1.clone()),
+            Call::new(
+                "get",
+                format!("{path}?since=2020-01-01T00:00:00Z"),
+                S::UNAUTHORIZED,
+            ),
+        ],
+        ("get", "/api/v1/users/{id}/known_followers") => vec![
+            Call::new(
+                "get",
+                format!("/api/v1/users/1/known_followers?min_position={at}"),
+                S::OK,
+            )
+            .token(t2.clone()),
+            Call::new(
+                "get",
+                "/api/v1/users/1/known_followers?limit=0",
+                S::BAD_REQUEST,
+            )
+            .token(t2.clone()),
+            Call::new("get", "/api/v1/users/x/known_followers", S::NOT_FOUND).token(t2.clone()),
+            Call::new("get", "/api/v1/users/1/known_followers", S::UNAUTHORIZED),
+        ],
+        ("get", "/api/v1/me/following.csv") => vec![
+            Call::new("get", path, S::OK).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
+        ("post", "/api/v1/me/following/import") => vec![
+            Call::new("post", path, S::OK)
+                .token(app.token(11))
+                .csv("user_id,since\n4,\n"),
+            Call::new("post", path, S::BAD_REQUEST)
+                .token(app.token(11))
+                .csv("id\n4\n"),
+            Call::new("post", path, S::UNSUPPORTED_MEDIA_TYPE)
+                .token(app.token(11))
+                .body(json!({ "user_id": 4 })),
+            Call::new("post", path, S::UNAUTHORIZED).csv("user_id\n4\n"),
+        ],
         ("get", "/api/v1/me/mutes") => vec![
             Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
             Call::new("get", format!("{path}?cursor=x"), S::BAD_REQUEST).token(t1.clone()),
@@ -131,12 +208,22 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
                 S::OK,
             ),
             Call::new("get", format!("{path}?from=1&to=1"), S::OK),
+            Call::new(
+                "get",
+                format!("{path}?from=1&to=2&as_of=2020-01-01T00:00:00Z"),
+                S::OK,
+            ),
             Call::new("get", format!("{path}?from=0&to=1"), S::BAD_REQUEST),
         ],
         ("get", "/api/v1/relation/batch") => vec![
             Call::new(
                 "get",
                 format!("{path}?from=1&to=2,3,1&min_position={at}"),
+                S::OK,
+            ),
+            Call::new(
+                "get",
+                format!("{path}?from=1&to=2,3&as_of=2030-01-01T00:00:00Z&min_position={at}"),
                 S::OK,
             ),
             Call::new("get", format!("{path}?from=1&to=2,x"), S::BAD_REQUEST),
@@ -329,6 +416,11 @@ async fn send(app: &TestApp, call: &Call) -> Answer {
     }
     if let Some(body) = &call.body {
         request = request.json(body);
+    }
+    if let Some(text) = &call.csv {
+        request = request
+            .header("content-type", "text/csv")
+            .body(text.clone());
     }
     let response = request.send().await.unwrap();
     let status = response.status();

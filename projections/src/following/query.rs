@@ -151,6 +151,13 @@ pub const FOLLOWERS: KeyedList = KeyedList(
       ORDER BY since DESC, follower DESC LIMIT $4",
 );
 
+/// Whom a user follows, by search-after key (the following list's order, for streaming it).
+pub const FOLLOWING_KEYED: KeyedList = KeyedList(
+    "SELECT followee AS id, since FROM rm_follows
+      WHERE follower = $1 AND (since, followee) < ($2, $3)
+      ORDER BY since DESC, followee DESC LIMIT $4",
+);
+
 /// Who asks to follow a user (pending requests).
 pub const FOLLOW_REQUESTS: KeyedList = KeyedList(
     "SELECT requester AS id, since FROM rm_follow_requests
@@ -184,6 +191,37 @@ impl KeyedList {
             .await?;
         edges(rows)
     }
+}
+
+/// Followers of `user` whom `viewer` follows, newest follow of `user` first, strictly after
+/// the key `after`; and how many there are.
+pub async fn known_followers(
+    pool: &PgPool,
+    viewer: UserId,
+    user: UserId,
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+) -> Result<(Vec<Edge>, i64), sqlx::Error> {
+    let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
+    let rows = sqlx::query(
+        "SELECT b.follower AS id, b.since, count(*) OVER () AS total
+           FROM rm_follows a
+           JOIN rm_follows b ON b.follower = a.followee AND b.followee = $2
+          WHERE a.follower = $1
+          ORDER BY b.since DESC, b.follower DESC",
+    )
+    .bind(viewer.get())
+    .bind(user.get())
+    .fetch_all(pool)
+    .await?;
+    let total = match rows.first() {
+        Some(row) => row.try_get("total")?,
+        None => 0,
+    };
+    let mut page = edges(rows)?;
+    page.retain(|e| (e.since, e.user.get()) < (since, id));
+    page.truncate(limit.max(0) as usize);
+    Ok((page, total))
 }
 
 /// A user's counters.

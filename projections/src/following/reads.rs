@@ -82,6 +82,25 @@ impl Source<'_> {
         }
     }
 
+    /// Followers of `user` whom `viewer` follows, newest first, after the key `after`; and how
+    /// many there are.
+    pub async fn known_followers(
+        self,
+        viewer: UserId,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> Result<(Vec<Edge>, i64), sqlx::Error> {
+        match self {
+            Source::Memory(graph) => Ok(read(graph, |g| {
+                g.known_followers(viewer, user, after, limit)
+            })),
+            Source::Database(pool) => {
+                query::known_followers(pool, viewer, user, after, limit).await
+            }
+        }
+    }
+
     /// `user`'s counters.
     pub async fn counts(self, user: UserId) -> Result<Counts, sqlx::Error> {
         match self {

@@ -495,6 +495,30 @@ impl Graph {
     }
 }
 
+impl Graph {
+    /// Followers of `user` whom `viewer` follows, newest follow of `user` first, strictly
+    /// after the key `after`; and how many there are. Walks `viewer`'s following (bounded by
+    /// the follow limit) and looks each one up: no scan of `user`'s followers, however many.
+    pub fn known_followers(
+        &self,
+        viewer: UserId,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> (Vec<Edge>, i64) {
+        let target = user.get() as u64;
+        let mut known: Vec<(Micros, u64)> = self.node(viewer).map_or_else(Vec::new, |n| {
+            n.following
+                .iter()
+                .filter_map(|&(f, _)| Some((self.users.get(&f)?.follows(target)?, f)))
+                .collect()
+        });
+        let total = known.len() as i64;
+        known.sort_unstable();
+        (before(&known, after, limit), total)
+    }
+}
+
 /// Inserts `entry` into an ascending list at its place.
 fn insert_sorted(list: &mut Vec<(Micros, u64)>, entry: (Micros, u64)) {
     let i = list.partition_point(|&e| e < entry);

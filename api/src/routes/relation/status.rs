@@ -4,6 +4,7 @@ use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
+use relations_projections::history;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -11,12 +12,30 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
-use crate::routes::query::graph_source;
+use crate::routes::query::{caught_up, graph_source};
 use crate::state::AppState;
 
 /// Mutes are private: shown (as of now) only when the bearer is `from`.
 fn mutes_at(bearer: Option<&Actor>, from: UserId) -> Option<DateTime<Utc>> {
     bearer.filter(|a| a.user == from).map(|_| Utc::now())
+}
+
+/// `from`'s relations to `to`: now (from the graph, `muting` for `from` themselves), or as
+/// they stood at `as_of` (from projector `history`, `muting` false).
+async fn relations(
+    state: &AppState,
+    bearer: Option<&Actor>,
+    from: UserId,
+    to: &[UserId],
+    min_position: Option<LogPosition>,
+    as_of: Option<DateTime<Utc>>,
+) -> Result<Vec<Relation>, ApiError> {
+    if let Some(at) = as_of {
+        caught_up(state, &[history::NAME], min_position).await?;
+        return Ok(history::query::relations_as_of(&state.pool, from, to, at).await?);
+    }
+    let source = graph_source(state, min_position).await?;
+    Ok(source.relations(from, to, mutes_at(bearer, from)).await?)
 }
 
 /// Most ids one batch may ask about.
@@ -35,6 +54,10 @@ pub struct StatusParams {
     /// Read-your-writes: a command answer's `position`.
     #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
+    /// The relation as it stood at this moment (RFC 3339), folded from the log: follows,
+    /// blocks and requests as they were; `muting` false.
+    #[param(value_type = Option<String>, format = DateTime)]
+    as_of: Option<DateTime<Utc>>,
 }
 
 /// A's relation to B.
@@ -46,10 +69,15 @@ pub async fn status(
     bearer: Option<Actor>,
     ApiQuery(p): ApiQuery<StatusParams>,
 ) -> Result<Json<Relation>, ApiError> {
-    let source = graph_source(&state, p.min_position).await?;
-    let mut relations = source
-        .relations(p.from, &[p.to], mutes_at(bearer.as_ref(), p.from))
-        .await?;
+    let mut relations = relations(
+        &state,
+        bearer.as_ref(),
+        p.from,
+        &[p.to],
+        p.min_position,
+        p.as_of,
+    )
+    .await?;
     Ok(Json(relations.remove(0)))
 }
 
@@ -66,6 +94,10 @@ pub struct BatchParams {
     /// Read-your-writes: a command answer's `position`.
     #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
+    /// The relation as it stood at this moment (RFC 3339), folded from the log: follows,
+    /// blocks and requests as they were; `muting` false.
+    #[param(value_type = Option<String>, format = DateTime)]
+    as_of: Option<DateTime<Utc>>,
 }
 
 /// `batch`'s answer: `{relations}`.
@@ -94,9 +126,14 @@ pub async fn batch(
             "to: at most {MAX_BATCH} ids"
         )));
     }
-    let source = graph_source(&state, p.min_position).await?;
-    let relations = source
-        .relations(p.from, &to, mutes_at(bearer.as_ref(), p.from))
-        .await?;
+    let relations = relations(
+        &state,
+        bearer.as_ref(),
+        p.from,
+        &to,
+        p.min_position,
+        p.as_of,
+    )
+    .await?;
     Ok(Json(RelationBatch { relations }))
 }

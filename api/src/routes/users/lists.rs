@@ -12,7 +12,9 @@ use utoipa::IntoParams;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
-use crate::routes::query::{graph_source, items, limit, offset, Cursor, CursorPage, OffsetPage};
+use crate::routes::query::{
+    graph_source, items, limit, offset, Cursor, CursorPage, KeyedParams, OffsetPage,
+};
 use crate::state::AppState;
 
 /// The `{id}` path segment.
@@ -124,6 +126,45 @@ pub async fn followers(
     cursor_page(source, &mut page, p.viewer, limit)
         .await
         .map(Json)
+}
+
+/// `known_followers`' answer: `{items, total, next_cursor}`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct KnownFollowersPage {
+    /// Newest follow of the user first; `since` is when that follower began following them.
+    pub items: Vec<crate::routes::query::ListItem>,
+    /// How many followers of the user the caller follows.
+    pub total: i64,
+    /// The next page's cursor; none after the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Followers of the user whom the caller follows ("followed by people you know"), newest
+/// first, with their number: `{items, total, next_cursor}`.
+#[utoipa::path(get, path = "/api/v1/users/{id}/known_followers", tag = "queries",
+    security(("bearer" = [])),
+    params(("id" = i64, Path, description = "The user"), KeyedParams),
+    responses((status = 200, body = KnownFollowersPage), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
+pub async fn known_followers(
+    State(state): State<AppState>,
+    actor: crate::auth::Actor,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<KeyedParams>,
+) -> Result<Json<KnownFollowersPage>, ApiError> {
+    let (user, limit) = (user(&id)?, limit(p.limit)?);
+    let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
+    let source = graph_source(&state, p.min_position).await?;
+    let (mut page, total) = source
+        .known_followers(actor.user, user, after.map(Cursor::key), limit + 1)
+        .await?;
+    let CursorPage { items, next_cursor } = cursor_page(source, &mut page, None, limit).await?;
+    Ok(Json(KnownFollowersPage {
+        items,
+        total,
+        next_cursor,
+    }))
 }
 
 /// Turns `limit + 1` rows into a page and the cursor after it.

@@ -1,4 +1,4 @@
-//! `/api/v1/users/{id}/*`: following, followers, friends, counts.
+//! `/api/v1/users/{id}/*`: following, followers, friends, counts, known followers.
 
 mod lists;
 
@@ -17,9 +17,19 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/users/{id}/followers", get(lists::followers))
         .route("/api/v1/users/{id}/friends", get(lists::friends))
         .route("/api/v1/users/{id}/counts", get(lists::counts))
+        .route(
+            "/api/v1/users/{id}/known_followers",
+            get(lists::known_followers),
+        )
 }
 
 /// The user routes' contract.
 #[derive(OpenApi)]
-#[openapi(paths(lists::following, lists::followers, lists::friends, lists::counts))]
+#[openapi(paths(
+    lists::following,
+    lists::followers,
+    lists::friends,
+    lists::counts,
+    lists::known_followers
+))]
 pub struct Doc;

@@ -1,0 +1,213 @@
+//! Projector `history`: every change of a follow, block or follow request, with its time and
+//! its place in the log (`rm_relation_history`). Peers keep the current graph only; this
+//! service keeps every fact, so it can answer what no peer can:
+//! - `as_of`: the relation between two users at any past moment, exact to the event. A pair's
+//!   changes sit together under one index key, so one index range scan per pair reads every
+//!   change up to the moment; the last change of each edge in log order is its state. That is
+//!   exactly a fold of the log's events that occurred by then, in log order.
+//! - `follower_changes`: who started and stopped following a user since a time, newest first.
+//!
+//! One row per event, never updated: a rebuild writes the same rows, and `verify` compares
+//! them with the events one to one.
+
+pub mod query;
+pub mod verify;
+
+use std::fmt::Write;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use relations_domain::{RelationEvent, RelationPair};
+use relations_store::log::RecordedEvent;
+use relations_store::LogPosition;
+use sqlx::PgConnection;
+
+use crate::error::ProjectionError;
+use crate::runtime::projector::{decode, BulkFold, Projector};
+
+/// The projector's name.
+pub const NAME: &str = "history";
+
+/// Which directed fact an edge change is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(i16)]
+pub enum Kind {
+    /// follows(subject, object)
+    Follow = 0,
+    /// blocks(subject, object)
+    Block = 1,
+    /// subject has asked to follow object (pending)
+    Request = 2,
+}
+
+impl Kind {
+    fn from_i16(value: i16) -> Option<Self> {
+        [Kind::Follow, Kind::Block, Kind::Request]
+            .into_iter()
+            .find(|k| *k as i16 == value)
+    }
+}
+
+/// One change of one directed edge: a row of `rm_relation_history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EdgeChange {
+    /// Where the event sits in the log.
+    pub position: LogPosition,
+    /// The edge's subject (follower, blocker, requester).
+    pub subject: i64,
+    /// The edge's object.
+    pub object: i64,
+    /// The fact.
+    pub kind: Kind,
+    /// Whether the edge holds after the event.
+    pub present: bool,
+    /// When the event occurred.
+    pub at: DateTime<Utc>,
+}
+
+impl EdgeChange {
+    /// The change a relation event makes, if it changes a follow, a block or a request.
+    pub fn of(event: &RelationEvent, position: LogPosition, at: DateTime<Utc>) -> Option<Self> {
+        let (kind, present) = match event {
+            RelationEvent::Followed { .. } => (Kind::Follow, true),
+            RelationEvent::Unfollowed { .. } => (Kind::Follow, false),
+            RelationEvent::Blocked { .. } => (Kind::Block, true),
+            RelationEvent::Unblocked { .. } => (Kind::Block, false),
+            RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => return None,
+            request => (Kind::Request, request.request()?.1),
+        };
+        let (subject, object) = event.users();
+        Some(Self {
+            position,
+            subject: subject.get(),
+            object: object.get(),
+            kind,
+            present,
+            at,
+        })
+    }
+
+    /// The change a log event makes, if any.
+    pub fn of_recorded(event: &RecordedEvent) -> Result<Option<Self>, ProjectionError> {
+        if event.stream_type != RelationPair::TYPE {
+            return Ok(None);
+        }
+        let decoded: RelationEvent = decode(event)?;
+        Ok(Self::of(&decoded, event.position, event.occurred_at))
+    }
+}
+
+/// See the module docs.
+pub struct History;
+
+#[async_trait]
+impl Projector for History {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &["rm_relation_history"]
+    }
+
+    /// History answers no command and gates no read-your-writes but its own.
+    fn essential(&self) -> bool {
+        false
+    }
+
+    fn bulk(&self) -> Option<Box<dyn BulkFold>> {
+        Some(Box::<HistoryBulk>::default())
+    }
+
+    async fn apply_batch(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        let mut changes = Vec::new();
+        for event in events {
+            changes.extend(EdgeChange::of_recorded(event)?);
+        }
+        write(conn, &changes).await
+    }
+
+    async fn apply(
+        &self,
+        conn: &mut PgConnection,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        self.apply_batch(conn, std::slice::from_ref(event)).await
+    }
+}
+
+/// Inserts `changes` in one statement (a replayed event's row is already there: skipped).
+async fn write(conn: &mut PgConnection, changes: &[EdgeChange]) -> Result<(), ProjectionError> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let mut columns: (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>) = Default::default();
+    let (mut kinds, mut present, mut at) = (Vec::new(), Vec::new(), Vec::new());
+    for c in changes {
+        columns.0.push(c.subject);
+        columns.1.push(c.object);
+        columns.2.push(c.position.transaction_id);
+        columns.3.push(c.position.global_position);
+        kinds.push(c.kind as i16);
+        present.push(c.present);
+        at.push(c.at);
+    }
+    sqlx::query(
+        "INSERT INTO rm_relation_history (subject, object, tx, gp, kind, present, at)
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[],
+                              $5::smallint[], $6::boolean[], $7::timestamptz[])
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&columns.0)
+    .bind(&columns.1)
+    .bind(&columns.2)
+    .bind(&columns.3)
+    .bind(&kinds)
+    .bind(&present)
+    .bind(&at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// A rebuild: every change, COPYed at once.
+#[derive(Default)]
+struct HistoryBulk {
+    rows: String,
+}
+
+#[async_trait]
+impl BulkFold for HistoryBulk {
+    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        if let Some(c) = EdgeChange::of_recorded(event)? {
+            writeln!(
+                self.rows,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                c.subject,
+                c.object,
+                c.position.transaction_id,
+                c.position.global_position,
+                c.kind as i16,
+                c.present,
+                c.at.to_rfc3339()
+            )
+            .expect("a String");
+        }
+        Ok(())
+    }
+
+    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+        let mut copy = conn
+            .copy_in_raw(
+                "COPY rm_relation_history (subject, object, tx, gp, kind, present, at) FROM STDIN",
+            )
+            .await?;
+        copy.send(self.rows.into_bytes()).await?;
+        copy.finish().await?;
+        Ok(())
+    }
+}

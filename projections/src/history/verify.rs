@@ -1,0 +1,81 @@
+//! `verify`'s check of projector `history`: one row per follow, block and request event up to
+//! its checkpoint, equal field by field.
+
+use std::collections::BTreeSet;
+
+use async_trait::async_trait;
+use relations_store::log::RecordedEvent;
+use sqlx::{PgConnection, Row};
+
+use super::EdgeChange;
+use crate::error::ProjectionError;
+use crate::runtime::verify::{diff, Check};
+
+/// A row as compared: (tx, gp, subject, object, kind, present, at µs).
+type Compared = (i64, i64, i64, i64, i16, bool, i64);
+
+fn compared(c: &EdgeChange) -> Compared {
+    (
+        c.position.transaction_id,
+        c.position.global_position,
+        c.subject,
+        c.object,
+        c.kind as i16,
+        c.present,
+        c.at.timestamp_micros(),
+    )
+}
+
+/// `rm_relation_history` against the events.
+#[derive(Debug, Default)]
+pub struct HistoryCheck {
+    expected: BTreeSet<Compared>,
+}
+
+#[async_trait]
+impl Check for HistoryCheck {
+    fn projector(&self) -> Option<&'static str> {
+        Some(super::NAME)
+    }
+
+    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        if let Some(change) = EdgeChange::of_recorded(event)? {
+            self.expected.insert(compared(&change));
+        }
+        Ok(())
+    }
+
+    async fn compare(
+        &self,
+        conn: &mut PgConnection,
+        out: &mut Vec<String>,
+    ) -> Result<(), ProjectionError> {
+        let rows = sqlx::query(
+            "SELECT tx, gp, subject, object, kind, present, at FROM rm_relation_history",
+        )
+        .fetch_all(conn)
+        .await?;
+        let actual = rows
+            .iter()
+            .map(|r| {
+                let at: chrono::DateTime<chrono::Utc> = r.try_get(6)?;
+                Ok((
+                    r.try_get(0)?,
+                    r.try_get(1)?,
+                    r.try_get(2)?,
+                    r.try_get(3)?,
+                    r.try_get(4)?,
+                    r.try_get(5)?,
+                    at.timestamp_micros(),
+                ))
+            })
+            .collect::<Result<BTreeSet<Compared>, sqlx::Error>>()?;
+        diff(
+            "rm_relation_history (tx, gp, subject, object, kind, present, at)",
+            &self.expected,
+            &actual,
+            out,
+        );
+        Ok(())
+    }
+}
