@@ -1,9 +1,10 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
-//! `mixed`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
+//! `mixed`, (h) `insights`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
 
 mod feed;
 mod follow_commands;
+mod insights;
 mod lag;
 mod memory;
 mod mixed;
@@ -16,6 +17,7 @@ use crate::graph;
 use crate::harness::{Env, Row, Server, Stats};
 
 pub use feed::feed;
+pub use insights::insights;
 pub use mixed::mixed;
 pub use rebuild::rebuild;
 

@@ -1,0 +1,149 @@
+//! (h) What only the log answers: known followers of a user with 100,000 followers, for a
+//! caller who follows 1,000 (against the plain SQL join), and a relation as of a past moment
+//! (against the present-tense status), at 64 clients.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use rand::Rng;
+use relations_domain::UserId;
+
+use super::{rate, Scale};
+use crate::graph;
+use crate::harness::{client, closed_loop, token, Env, Row, Server};
+
+/// The user with many followers.
+const TARGET: i64 = 1;
+/// The callers: each follows `FOLLOWED` users, half of whom follow the target.
+const CALLERS: i64 = 16;
+const FOLLOWED: i64 = 1_000;
+
+pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let followers: i64 = if scale.graph_users < 10_000 {
+        10_000
+    } else {
+        100_000
+    };
+    let db = "bench_insights";
+    let pool = env.fresh_database(db).await?;
+    // Users 2..=followers+1 follow the target; caller c follows 500 of them and 500 others.
+    let mut edges: Vec<(i64, i64)> = (2..=followers + 1).map(|f| (f, TARGET)).collect();
+    let first_caller = followers + 1_000_000;
+    let mut rng = rand::rng();
+    for c in 0..CALLERS {
+        let caller = first_caller + c;
+        let mut chosen = std::collections::HashSet::new();
+        while chosen.len() < (FOLLOWED / 2) as usize {
+            chosen.insert(rng.random_range(2..=followers + 1));
+        }
+        while chosen.len() < FOLLOWED as usize {
+            chosen.insert(rng.random_range(followers + 2..first_caller));
+        }
+        edges.extend(chosen.into_iter().map(|f| (caller, f)));
+    }
+    let events = graph::load_follows(&pool, &edges).await?;
+    let names = [
+        relations_projections::following::NAME,
+        relations_projections::history::NAME,
+    ];
+    let server = Server::start(env, db, 18085, &[], Some(&names)).await?;
+    graph::caught_up(&pool, &names).await?;
+    server.graph_caught_up(&pool).await?;
+    let clients = 64;
+    let mut rows = vec![Row::new(
+        "h. insights",
+        &format!("target with {followers} followers; {CALLERS} callers following {FOLLOWED} each"),
+        format!("{events} follow events"),
+    )];
+
+    let known_http = {
+        let (client, base) = (client(), server.base.clone());
+        let tokens: Vec<String> = (0..CALLERS).map(|c| token(first_caller + c)).collect();
+        closed_loop(clients, scale.run, move |i, _| {
+            let (client, base) = (client.clone(), base.clone());
+            let token = tokens[i % tokens.len()].clone();
+            async move {
+                client
+                    .get(format!("{base}/api/v1/users/{TARGET}/known_followers"))
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            }
+        })
+        .await
+    };
+    let known_sql = {
+        let pool = env.pool(db, 32).await?;
+        closed_loop(clients, scale.run, move |i, _| {
+            let pool = pool.clone();
+            let caller = first_caller + (i as i64 % CALLERS);
+            async move {
+                relations_projections::following::query::known_followers(
+                    &pool,
+                    user(caller),
+                    user(TARGET),
+                    None,
+                    20,
+                )
+                .await
+                .is_ok()
+            }
+        })
+        .await
+    };
+    rows.push(
+        Row::new(
+            "h. known followers, 64 clients",
+            "HTTP (from memory)",
+            rate(&known_http),
+        )
+        .against(
+            format!("plain SQL join: {}", rate(&known_sql)),
+            known_http.per_sec() / known_sql.per_sec(),
+        )
+        .target("p99 < 10 ms", known_http.ms(0.99) < 10.0),
+    );
+
+    // A relation as of a moment in the loaded history vs the relation now.
+    let moment = Utc::now() - chrono::Duration::milliseconds(1);
+    let status = |as_of: bool| {
+        let (client, base) = (client(), server.base.clone());
+        let at = moment.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        closed_loop(clients, scale.run, move |_, _| {
+            let (client, base) = (client.clone(), base.clone());
+            let from = rand::rng().random_range(2..=followers + 1);
+            let query = match as_of {
+                true => format!("from={from}&to={TARGET}&as_of={at}"),
+                false => format!("from={from}&to={TARGET}"),
+            };
+            async move {
+                client
+                    .get(format!("{base}/api/v1/relation/status?{query}"))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            }
+        })
+    };
+    let present = status(false).await;
+    let past = status(true).await;
+    rows.push(
+        Row::new(
+            "h. status as of a moment, 64 clients",
+            "HTTP (history, SQL)",
+            rate(&past),
+        )
+        .against(
+            format!("present-tense status: {}", rate(&present)),
+            past.per_sec() / present.per_sec(),
+        ),
+    );
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(rows)
+}
+
+fn user(id: i64) -> UserId {
+    UserId::try_from(id).expect("positive")
+}
