@@ -5,7 +5,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use relations_domain::{PostError, RelationError};
+use relations_domain::{LikeError, PostError, RelationError, ThreadError};
 use relations_projections::ProjectionError;
 use relations_store::StoreError;
 use serde::Serialize;
@@ -201,6 +201,24 @@ impl From<StoreError> for ApiError {
         match error {
             StoreError::Rejected(rejection) => rejection.into(),
             StoreError::PostRejected(rejection) => rejection.into(),
+            StoreError::ThreadRejected(rejection) => {
+                let message = rejection.to_string();
+                match rejection {
+                    ThreadError::Blocked => ApiError::Forbidden {
+                        code: "BLOCKED",
+                        message,
+                    },
+                    ThreadError::NotFound => ApiError::NotFound,
+                    ThreadError::NotAllowed => ApiError::Forbidden {
+                        code: "NOT_ALLOWED",
+                        message,
+                    },
+                }
+            }
+            StoreError::LikeRejected(LikeError::Blocked) => ApiError::Forbidden {
+                code: "BLOCKED",
+                message: LikeError::Blocked.to_string(),
+            },
             StoreError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,
             unavailable if unavailable.is_unavailable() => {
                 tracing::warn!(error = %unavailable, "store unavailable");

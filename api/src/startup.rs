@@ -10,7 +10,9 @@ use relations_projections::graph::live::LiveGraph;
 use relations_projections::runtime::HorizonWatch;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db;
-use relations_store::{AccountStore, CommitSignal, PostStore, RelationStore, SettingsStore};
+use relations_store::{
+    AccountStore, CommitSignal, EngagementStore, PostStore, RelationStore, SettingsStore,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -79,6 +81,12 @@ impl Application {
             read_marks: ReadMarks::new(),
             horizon: HorizonWatch::new(Duration::from_millis(config.held_after_ms)),
             inboxes: caches.inboxes,
+            likes: caches.likes,
+            engagement: EngagementStore::new(
+                pool.clone(),
+                signal.clone(),
+                usize::from(config.command_workers),
+            ),
             relations: RelationStore::new(
                 pool.clone(),
                 config.follow_limit,

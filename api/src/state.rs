@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
+use relations_projections::engagement::like_cache::LikeCache;
 use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::graph::live::LiveGraph;
 use relations_projections::runtime::{Health, HorizonWatch};
-use relations_store::{AccountStore, PostStore, RelationStore, SettingsStore};
+use relations_store::{AccountStore, EngagementStore, PostStore, RelationStore, SettingsStore};
 use sqlx::PgPool;
 
 use crate::auth::JwtKeys;
@@ -53,6 +54,10 @@ pub struct AppState {
     pub graph: LiveGraph,
     /// Cached feed inboxes.
     pub inboxes: InboxCache,
+    /// Each user's likes of recent posts (seed 002's like-state cache).
+    pub likes: LikeCache,
+    /// The write path: comments and likes.
+    pub engagement: EngagementStore,
     /// Read marks waiting to be written.
     pub read_marks: ReadMarks,
     /// What holds the log's horizon, looked at every second.

@@ -5,47 +5,26 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 
 use crate::account::{Account, AccountCommand, AccountError, AccountEvent};
+use crate::like::{Like, LikeCommand, LikeError, LikeEvent, LikeServices};
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
 use crate::post::{Post, PostCommand, PostError, PostEvent};
+use crate::thread::{Thread, ThreadCommand, ThreadError, ThreadEvent, ThreadServices};
 
-impl DomainEvent for RelationEvent {
-    fn event_type(&self) -> String {
-        RelationEvent::event_type(self).to_owned()
-    }
-
-    fn event_version(&self) -> String {
-        RelationEvent::event_version(self).to_owned()
-    }
-}
-
-impl Aggregate for RelationPair {
-    const TYPE: &'static str = RelationPair::TYPE;
-    type Command = RelationCommand;
-    type Event = RelationEvent;
-    type Error = RelationError;
-    type Services = FollowBudget;
-
-    async fn handle(
-        &mut self,
-        command: Self::Command,
-        budget: &Self::Services,
-        sink: &EventSink<Self>,
-    ) -> Result<(), Self::Error> {
-        for event in self.decide(command, *budget)? {
-            sink.write(event, self).await;
-        }
-        Ok(())
-    }
-
-    fn apply(&mut self, event: Self::Event) {
-        RelationPair::apply(self, event);
-    }
-}
-
-/// cqrs-es's traits for an aggregate that decides without services: its event's
-/// `event_type`/`event_version`, and `handle`/`apply` through its own `decide`/`apply`.
-macro_rules! plain_aggregate {
+/// cqrs-es's traits for an aggregate: its event's `event_type`/`event_version`, and
+/// `handle`/`apply` through its own `decide`/`apply`. With a services type, `decide` takes the
+/// services (what the store read under lock beside the stream); without, it takes none.
+macro_rules! aggregate {
     ($aggregate:ident, $command:ident, $event:ident, $error:ident) => {
+        aggregate!(@impl $aggregate, $command, $event, $error, (), |state, command, _services| {
+            state.decide(command)
+        });
+    };
+    ($aggregate:ident, $command:ident, $event:ident, $error:ident, $services:ident) => {
+        aggregate!(@impl $aggregate, $command, $event, $error, $services,
+            |state, command, services| state.decide(command, *services));
+    };
+    (@impl $aggregate:ident, $command:ident, $event:ident, $error:ident, $services:ty,
+        |$state:ident, $cmd:ident, $svc:ident| $decide:expr) => {
         impl DomainEvent for $event {
             fn event_type(&self) -> String {
                 $event::event_type(self).to_owned()
@@ -61,15 +40,16 @@ macro_rules! plain_aggregate {
             type Command = $command;
             type Event = $event;
             type Error = $error;
-            type Services = ();
+            type Services = $services;
 
             async fn handle(
                 &mut self,
                 command: Self::Command,
-                _: &Self::Services,
+                services: &Self::Services,
                 sink: &EventSink<Self>,
             ) -> Result<(), Self::Error> {
-                for event in self.decide(command)? {
+                let ($state, $cmd, $svc) = (&*self, command, services);
+                for event in $decide? {
                     sink.write(event, self).await;
                 }
                 Ok(())
@@ -82,5 +62,20 @@ macro_rules! plain_aggregate {
     };
 }
 
-plain_aggregate!(Post, PostCommand, PostEvent, PostError);
-plain_aggregate!(Account, AccountCommand, AccountEvent, AccountError);
+aggregate!(Post, PostCommand, PostEvent, PostError);
+aggregate!(Account, AccountCommand, AccountEvent, AccountError);
+aggregate!(
+    RelationPair,
+    RelationCommand,
+    RelationEvent,
+    RelationError,
+    FollowBudget
+);
+aggregate!(
+    Thread,
+    ThreadCommand,
+    ThreadEvent,
+    ThreadError,
+    ThreadServices
+);
+aggregate!(Like, LikeCommand, LikeEvent, LikeError, LikeServices);

@@ -7,15 +7,18 @@
 
 pub mod account;
 pub mod ids;
+pub mod like;
 pub mod pair;
 pub mod post;
 pub mod relation;
+pub mod thread;
 
 #[cfg(feature = "cqrs")]
 mod cqrs;
 
 pub use account::{Account, AccountCommand, AccountError, AccountEvent, TokenStamp};
 pub use ids::{PairId, SelfRelation, UserId, UserIdError};
+pub use like::{BadLikeTarget, Like, LikeCommand, LikeError, LikeEvent, LikeServices, LikeTarget};
 pub use pair::{
     following_deltas, guarded_users, FollowBudget, RelationCommand, RelationError, RelationEvent,
     RelationPair, RequestEndCause, UnfollowCause,
@@ -24,3 +27,7 @@ pub use post::{
     BadPostId, Post, PostCommand, PostContent, PostContentError, PostError, PostEvent, PostId,
 };
 pub use relation::{Facts, Relation, RelationState};
+pub use thread::{
+    BadCommentId, CommentId, CommentState, Thread, ThreadCommand, ThreadError, ThreadEvent,
+    ThreadServices,
+};

@@ -13,8 +13,10 @@
 //! - [`history`]: every change of a follow, block or request, for relations as of a moment
 //!   and follower changes;
 //! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
+//! - [`engagement`]: likes and comments, their counts and queries, the like-state cache;
 //! - [`redis`]: the one Redis connection that the caches and the API's rate limiter share.
 
+pub mod engagement;
 pub mod error;
 pub mod feed;
 pub mod following;
@@ -34,13 +36,20 @@ pub use runtime::{Projector, ProjectorStatus, Runner, Wakeup};
 pub struct Caches {
     /// Feed inboxes.
     pub inboxes: feed::inbox_cache::InboxCache,
+    /// Each user's likes of recent posts.
+    pub likes: engagement::like_cache::LikeCache,
 }
 
+/// How far back the like-state cache holds each user's likes.
+pub const LIKE_CACHE_WINDOW: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
 impl Caches {
-    /// The caches on `redis`; inboxes hold at most `feed.inbox_cap` entries.
+    /// The caches on `redis`; inboxes hold at most `feed.inbox_cap` entries; like sets hold the
+    /// likes of posts up to [`LIKE_CACHE_WINDOW`] old.
     pub fn new(redis: redis::Redis, feed: feed::Settings) -> Self {
         Self {
-            inboxes: feed::inbox_cache::InboxCache::new(redis, feed.inbox_cap),
+            inboxes: feed::inbox_cache::InboxCache::new(redis.clone(), feed.inbox_cap),
+            likes: engagement::like_cache::LikeCache::new(redis, LIKE_CACHE_WINDOW),
         }
     }
 }
@@ -51,10 +60,14 @@ pub fn all(feed: feed::Settings, caches: Option<&Caches>) -> Vec<Arc<dyn Project
         Arc::new(following::Following),
         Arc::new(feed::Feed { settings: feed }),
         Arc::new(history::History),
+        Arc::new(engagement::Engagement),
     ];
     if let Some(caches) = caches {
         projectors.push(Arc::new(feed::inbox_cache::FeedCacheProjector::new(
             caches.inboxes.clone(),
+        )));
+        projectors.push(Arc::new(engagement::like_cache::LikeCacheProjector::new(
+            caches.likes.clone(),
         )));
     }
     projectors
@@ -82,6 +95,9 @@ pub async fn verify(
     }
     if scope.covers(history::NAME) {
         checks.push(Box::<history::verify::HistoryCheck>::default());
+    }
+    if scope.covers(engagement::NAME) {
+        checks.push(Box::<engagement::verify::EngagementCheck>::default());
     }
     runtime::verify::run(pool, checks, scope).await
 }

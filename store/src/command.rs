@@ -62,6 +62,9 @@ pub(crate) struct Guards {
     /// Which of the users the group's commands asked about ([`StoreCommand::locked_target`])
     /// have a locked account (read under a shared lock, held to commit).
     pub locked: HashSet<UserId>,
+    /// The relation pairs the group's commands read ([`StoreCommand::pairs`]), locked and
+    /// folded, by stream id.
+    pub pairs: HashMap<String, relations_domain::RelationPair>,
 }
 
 /// A change to the write side's index of pending follow requests: `(target, requester)`, and
@@ -88,6 +91,12 @@ pub(crate) trait StoreCommand: Send + Sync + 'static {
     /// The users whose guard rows (`follow_guard`) the command's rules read or its events
     /// change: locked, with the group's, before anything is decided.
     fn guarded(&self) -> Vec<UserId> {
+        Vec::new()
+    }
+    /// The relation pairs whose facts the decision reads (a block between a commenter or
+    /// liker and an author): their streams are locked like a relation command's, so the two
+    /// never pass each other, and folded before the decision.
+    fn pairs(&self) -> Vec<relations_domain::PairId> {
         Vec::new()
     }
     /// The user whose account lock the command's decision reads (a follow's target).
@@ -132,12 +141,14 @@ impl<C: StoreCommand> Pending<C> {
 /// Runs commands of one kind against the event store, in groups.
 pub(crate) struct Executor<C: StoreCommand> {
     queue: mpsc::Sender<Pending<C>>,
+    shared: Arc<Shared<C>>,
 }
 
 impl<C: StoreCommand> Clone for Executor<C> {
     fn clone(&self) -> Self {
         Self {
             queue: self.queue.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -159,7 +170,20 @@ where
         for _ in 0..workers.max(1) {
             tokio::spawn(work(receiver.clone(), shared.clone()));
         }
-        Self { queue }
+        Self { queue, shared }
+    }
+
+    /// The aggregate of `stream` as committed now, from this process's cache brought up to date
+    /// (no lock: for a check before a command, such as whether a post exists and who wrote it).
+    pub async fn peek(&self, stream: &str) -> Result<C::Aggregate, StoreError> {
+        let cached = self.shared.cached(stream);
+        let mut streams = HashMap::from([(stream.to_owned(), cached)]);
+        let mut conn = self.shared.pool.acquire().await?;
+        crate::append::catch_up(&mut conn, &mut streams).await?;
+        let loaded = streams.remove(stream).expect("the stream asked for");
+        let aggregate = loaded.aggregate.clone();
+        self.shared.offer(stream, loaded);
+        Ok(aggregate)
     }
 
     /// Decides `command` (in the next group) and appends its events.
@@ -282,6 +306,26 @@ where
             self.signal.committed();
         }
         Ok(decided)
+    }
+
+    /// A stream as last committed by this process (version 0 when unknown).
+    fn cached(&self, stream: &str) -> Loaded<C::Aggregate> {
+        let cache = self.cache.lock().expect("not poisoned");
+        cache.get(stream).cloned().unwrap_or_default()
+    }
+
+    /// Keeps `loaded` unless the cache already holds a later version of the stream.
+    fn offer(&self, stream: &str, loaded: Loaded<C::Aggregate>) {
+        let mut cache = self.cache.lock().expect("not poisoned");
+        if cache
+            .get(stream)
+            .is_none_or(|known| known.version < loaded.version)
+        {
+            if cache.len() >= CACHE_STREAMS {
+                cache.clear();
+            }
+            cache.insert(stream.to_owned(), loaded);
+        }
     }
 
     /// Keeps the streams as this group committed them.

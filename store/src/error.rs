@@ -1,6 +1,6 @@
 //! What can go wrong when a command meets the store.
 
-use relations_domain::{PostError, RelationError};
+use relations_domain::{LikeError, PostError, RelationError, ThreadError};
 
 /// Why a command was not carried out.
 #[derive(Debug, thiserror::Error)]
@@ -11,6 +11,12 @@ pub enum StoreError {
     /// The domain refused a post command; nothing was appended.
     #[error(transparent)]
     PostRejected(#[from] PostError),
+    /// The domain refused a comment command; nothing was appended.
+    #[error(transparent)]
+    ThreadRejected(#[from] ThreadError),
+    /// The domain refused a like or unlike; nothing was appended.
+    #[error(transparent)]
+    LikeRejected(#[from] LikeError),
     /// The Idempotency-Key was used before with another request.
     #[error("this Idempotency-Key was used with another request")]
     IdempotencyKeyReused,

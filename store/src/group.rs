@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::Aggregate;
-use relations_domain::UserId;
+use relations_domain::{RelationPair, UserId};
 use sqlx::PgConnection;
 
 use crate::append::{self, Appended, Loaded, NewEvent};
@@ -64,7 +64,9 @@ where
     ) -> Result<Option<Decided<C>>, StoreError> {
         let ids: Vec<&str> = self.commands.iter().map(|p| p.command.stream()).collect();
         append::lock::<C::Aggregate>(conn, &ids).await?;
+        let pairs = lock_pairs(conn, self.commands).await?;
         let mut guards = lock_guards(conn, self.commands).await?;
+        guards.pairs = pairs;
         self.claim(conn).await?;
         append::catch_up(conn, &mut self.streams).await?;
         let mut decisions = Vec::new();
@@ -281,6 +283,31 @@ async fn lock_guards<C: StoreCommand>(
         };
     }
     Ok(guards)
+}
+
+/// Locks the relation pairs the group's commands read, after their own streams (so a relation
+/// command, which locks pairs only, never waits in a cycle with them), and folds them.
+async fn lock_pairs<C: StoreCommand>(
+    conn: &mut PgConnection,
+    commands: &[Pending<C>],
+) -> Result<HashMap<String, RelationPair>, StoreError> {
+    let ids: Vec<String> = commands
+        .iter()
+        .flat_map(|p| p.command.pairs())
+        .map(|pair| pair.stream_id())
+        .collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    append::lock::<RelationPair>(conn, &refs).await?;
+    let mut pairs: HashMap<String, Loaded<RelationPair>> =
+        ids.into_iter().map(|id| (id, Loaded::default())).collect();
+    append::catch_up(conn, &mut pairs).await?;
+    Ok(pairs
+        .into_iter()
+        .map(|(id, loaded)| (id, loaded.aggregate))
+        .collect())
 }
 
 /// Writes the group's net changes to the pending follow requests (`pending_requests`), in

@@ -9,6 +9,7 @@ mod append;
 pub mod bulk;
 mod command;
 pub mod db;
+pub mod engagement;
 pub mod error;
 mod group;
 pub mod idempotency;
@@ -22,6 +23,7 @@ pub mod signal;
 
 pub use accounts::{AccountChange, AccountStore};
 pub use command::Executed;
+pub use engagement::{CommentView, Commented, EngagementStore, Liking, Pinned, ThreadAnswer};
 pub use error::StoreError;
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
 pub use metadata::EventMetadata;

@@ -25,6 +25,13 @@ pub struct PostView {
     pub content: String,
     /// When it was written.
     pub created_at: DateTime<Utc>,
+    /// Likes (projector `engagement`).
+    pub like_count: i64,
+    /// Live comments, replies included (projector `engagement`).
+    pub comment_count: i64,
+    /// Whether the bearer likes it (answers to a bearer token only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub liked: Option<bool>,
 }
 
 /// The answer to a publish: `{post, position}`.
@@ -83,6 +90,9 @@ impl PostStore {
             author,
             content: content.as_str().to_owned(),
             created_at,
+            like_count: 0,
+            comment_count: 0,
+            liked: Some(false),
         };
         let command = PostCommand::Publish {
             post_id,
@@ -100,6 +110,12 @@ impl PostStore {
             Executed::Replayed(stored) => Ok(Executed::Replayed(stored)),
             Executed::Fresh(PostAnswer::Deleted(_)) => unreachable!("a publish answers Published"),
         }
+    }
+
+    /// The post as committed now: whether it is live and who wrote it (a check before a
+    /// command that needs it: a comment, a like).
+    pub async fn peek(&self, post_id: PostId) -> Result<Post, StoreError> {
+        self.executor.peek(&post_id.to_string()).await
     }
 
     /// Deletes `post_id` on behalf of `actor` (rule 8: only its author).

@@ -14,6 +14,7 @@ use utoipa::{IntoParams, OpenApi, ToSchema};
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
+use crate::routes::engagement::with_engagement;
 use crate::routes::query::catch_up;
 use crate::state::AppState;
 
@@ -144,7 +145,9 @@ async fn feed(
     if p.is_first() {
         state.read_marks.mark(actor.user, head);
     }
-    Ok(Json(page.into()))
+    let mut page: PostPage = page.into();
+    with_engagement(&state, &mut page.items, Some(actor.user)).await?;
+    Ok(Json(page))
 }
 
 /// `new_count` parameters.
@@ -180,6 +183,7 @@ async fn new_count(
               (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 async fn timeline(
     State(state): State<AppState>,
+    viewer: Option<Actor>,
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<PostPageParams>,
 ) -> Result<Json<PostPage>, ApiError> {
@@ -187,5 +191,7 @@ async fn timeline(
     let (size, start) = (p.size()?, p.start()?);
     catch_up(&state, p.min_position).await?;
     let page = feed_read::timeline(&state.pool, author, start, size).await?;
-    Ok(Json(page.into()))
+    let mut page: PostPage = page.into();
+    with_engagement(&state, &mut page.items, viewer.map(|a| a.user)).await?;
+    Ok(Json(page))
 }

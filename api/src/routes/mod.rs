@@ -4,6 +4,7 @@
 mod accounts;
 mod admin;
 mod command;
+pub mod engagement;
 mod feed;
 mod me;
 mod ops;
@@ -40,6 +41,7 @@ pub fn app(state: AppState) -> Router {
         .merge(admin::router())
         .merge(accounts::router())
         .merge(transfer::router())
+        .merge(engagement::router())
         .merge(crate::openapi::router())
         .merge(ops::router())
         .fallback(|| async { ApiError::NotFound })
@@ -94,6 +96,7 @@ pub fn described() -> utoipa::openapi::OpenApi {
         admin::Doc::openapi(),
         accounts::Doc::openapi(),
         transfer::Doc::openapi(),
+        engagement::Doc::openapi(),
         ops::Doc::openapi(),
     ] {
         doc.merge(module);

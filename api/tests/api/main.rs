@@ -7,6 +7,7 @@ mod accounts;
 mod auth_and_input;
 mod cli;
 mod concurrency;
+mod engagement;
 mod faults;
 mod feed;
 mod feed_model;

@@ -58,6 +58,10 @@ struct World {
     post: String,
     /// Another of user 1's posts, deleted by a call.
     doomed: String,
+    /// A comment by user 2 on `post`, left alone.
+    comment: String,
+    /// Another, deleted by a call.
+    doomed_comment: String,
 }
 
 async fn arrange(app: &TestApp) -> World {
@@ -66,8 +70,35 @@ async fn arrange(app: &TestApp) -> World {
         assert_eq!(status, StatusCode::OK, "{body}");
     }
     let (doomed, _) = app.publish(1, "to be deleted").await;
-    let (post, at) = app.publish(1, "hello").await;
-    World { at, post, doomed }
+    let (post, _) = app.publish(1, "hello").await;
+    let mut comments = Vec::new();
+    for _ in 0..2 {
+        let (status, body) = crate::helpers::read(
+            app.client
+                .post(format!("{}/api/v1/posts/{post}/comments", app.base))
+                .bearer_auth(app.token(2))
+                .json(&json!({ "content": "a comment" }))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        comments.push((
+            body["comment"]["id"].as_str().unwrap().to_owned(),
+            body["position"].as_str().unwrap().to_owned(),
+        ));
+    }
+    let (doomed_comment, _) = comments.pop().unwrap();
+    let (comment, _) = comments.pop().unwrap();
+    let (_, at) = app.publish(1, "last").await;
+    World {
+        at,
+        post,
+        doomed,
+        comment,
+        doomed_comment,
+    }
 }
 
 /// The calls for one documented route. A route with no entry here fails the test: a new route
@@ -195,6 +226,110 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
                 .token(app.token(11))
                 .body(json!({ "user_id": 4 })),
             Call::new("post", path, S::UNAUTHORIZED).csv("user_id\n4\n"),
+        ],
+        ("post", "/api/v1/posts/{id}/like" | "/api/v1/posts/{id}/unlike") => vec![
+            Call::new("post", path.replace("{id}", &w.post), S::OK).token(t2.clone()),
+            Call::new("post", path.replace("{id}", &w.post), S::FORBIDDEN).token(app.token(3)),
+            Call::new("post", path.replace("{id}", "nope"), S::NOT_FOUND).token(t2.clone()),
+            Call::new("post", path.replace("{id}", &w.post), S::UNAUTHORIZED),
+        ],
+        ("get", "/api/v1/posts/{id}/likes") => vec![
+            Call::new(
+                "get",
+                format!("/api/v1/posts/{}/likes?min_position={at}", w.post),
+                S::OK,
+            ),
+            Call::new(
+                "get",
+                format!("/api/v1/posts/{}/likes?limit=0", w.post),
+                S::BAD_REQUEST,
+            ),
+            Call::new("get", "/api/v1/posts/nope/likes", S::NOT_FOUND),
+        ],
+        ("post", "/api/v1/posts/{id}/comments") => {
+            let url = path.replace("{id}", &w.post);
+            vec![
+                Call::new("post", url.clone(), S::CREATED)
+                    .token(t2.clone())
+                    .body(json!({ "content": "hi", "parent": w.comment })),
+                Call::new("post", url.clone(), S::BAD_REQUEST)
+                    .token(t2.clone())
+                    .body(json!({ "content": "" })),
+                Call::new("post", url.clone(), S::FORBIDDEN)
+                    .token(app.token(3))
+                    .body(json!({ "content": "hi" })),
+                Call::new("post", path.replace("{id}", "nope"), S::NOT_FOUND)
+                    .token(t2.clone())
+                    .body(json!({ "content": "hi" })),
+                Call::new("post", url, S::UNAUTHORIZED).body(json!({ "content": "hi" })),
+            ]
+        }
+        ("get", "/api/v1/posts/{id}/comments") => vec![
+            Call::new(
+                "get",
+                format!(
+                    "/api/v1/posts/{}/comments?sort=top&min_position={at}",
+                    w.post
+                ),
+                S::OK,
+            )
+            .token(t1.clone()),
+            Call::new("get", format!("/api/v1/posts/{}/comments", w.post), S::OK),
+            Call::new(
+                "get",
+                format!("/api/v1/posts/{}/comments?sort=x", w.post),
+                S::BAD_REQUEST,
+            ),
+            Call::new("get", "/api/v1/posts/nope/comments", S::NOT_FOUND),
+        ],
+        ("delete", "/api/v1/comments/{id}") => vec![
+            Call::new(
+                "delete",
+                format!("/api/v1/comments/{}", w.doomed_comment),
+                S::FORBIDDEN,
+            )
+            .token(app.token(5)),
+            Call::new(
+                "delete",
+                format!("/api/v1/comments/{}", w.doomed_comment),
+                S::OK,
+            )
+            .token(t1.clone()),
+            Call::new("delete", "/api/v1/comments/nope", S::NOT_FOUND).token(t1.clone()),
+            Call::new(
+                "delete",
+                format!("/api/v1/comments/{}", w.comment),
+                S::UNAUTHORIZED,
+            ),
+        ],
+        ("post", "/api/v1/comments/{id}/like" | "/api/v1/comments/{id}/unlike") => vec![
+            Call::new("post", path.replace("{id}", &w.comment), S::OK).token(t1.clone()),
+            Call::new("post", path.replace("{id}", "nope.1"), S::NOT_FOUND).token(t1.clone()),
+            Call::new("post", path.replace("{id}", &w.comment), S::UNAUTHORIZED),
+        ],
+        ("post", "/api/v1/comments/{id}/pin" | "/api/v1/comments/{id}/unpin") => vec![
+            Call::new("post", path.replace("{id}", &w.comment), S::OK).token(t1.clone()),
+            Call::new("post", path.replace("{id}", &w.comment), S::FORBIDDEN).token(t2.clone()),
+            Call::new("post", path.replace("{id}", "nope"), S::NOT_FOUND).token(t1.clone()),
+        ],
+        ("get", "/api/v1/comments/{id}/replies") => vec![
+            Call::new(
+                "get",
+                format!("/api/v1/comments/{}/replies?min_position={at}", w.comment),
+                S::OK,
+            )
+            .token(t1.clone()),
+            Call::new(
+                "get",
+                format!("/api/v1/comments/{}/replies?cursor=x", w.comment),
+                S::BAD_REQUEST,
+            ),
+            Call::new("get", "/api/v1/comments/nope/replies", S::NOT_FOUND),
+        ],
+        ("get", "/api/v1/me/liked") => vec![
+            Call::new("get", format!("{path}?ids={}", w.post), S::OK).token(t2.clone()),
+            Call::new("get", format!("{path}?ids=x"), S::BAD_REQUEST).token(t2.clone()),
+            Call::new("get", format!("{path}?ids={}", w.post), S::UNAUTHORIZED),
         ],
         ("get", "/api/v1/me/mutes") => vec![
             Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),

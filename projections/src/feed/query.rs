@@ -115,6 +115,10 @@ fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), ProjectionError>
                 .try_get::<Option<String>, _>("content")?
                 .unwrap_or_default(),
             created_at: row.try_get("created_at")?,
+            // Filled by the API from projector `engagement` for the page shown.
+            like_count: 0,
+            comment_count: 0,
+            liked: None,
         },
     ))
 }
