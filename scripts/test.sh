@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it: services up, formatting, lints, every test against the real
-# PostgreSQL, Redis and a Kafka-protocol broker (tansu; each Kafka test starts its own on a
+# PostgreSQL, Redis and a Kafka-protocol broker (nisshi; each Kafka test starts its own on a
 # free port). Each test makes its own schema in the database relations_test, dropped afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -6,8 +6,8 @@ line per message: {"partition", "offset", "key", "value"} (value parsed as JSON)
 
 Reads every partition from its beginning until it has seen EXPECTED distinct event ids and
 then nothing new for a second (so duplicates behind them are read too), or until nothing has
-come for ten seconds. It does not stop at the partitions' high watermarks: tansu 0.6 reports
-them too low once a producer batches several records.
+come for ten seconds. It does not stop at the partitions' high watermarks: tansu 0.6 (nisshi's
+former name) reported them too low once a producer batched several records.
 """
 import json
 import sys

@@ -1,4 +1,4 @@
-//! The Kafka relay and Kafka-fed projectors against a real Kafka-protocol broker (tansu), one
+//! The Kafka relay and Kafka-fed projectors against a real Kafka-protocol broker (nisshi), one
 //! broker per test on a port of its own, so a test may pause or kill it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,7 +13,8 @@ use crate::helpers::{projector_reached, spawn_with, test_config, TestApp};
 
 const BIN: &str = env!("CARGO_BIN_EXE_relations");
 
-/// A tansu broker with in-memory storage on a free loopback port; killed on drop.
+/// A nisshi broker with in-memory storage on a free loopback port; killed on drop
+/// (`KAFKA_BROKER_BIN` names another build of it).
 pub struct Broker {
     child: Child,
     pub addr: String,
@@ -27,8 +28,8 @@ impl Broker {
             .unwrap()
             .port();
         let url = format!("tcp://127.0.0.1:{port}");
-        let tansu = std::env::var("TANSU_BIN").unwrap_or_else(|_| "tansu".to_owned());
-        let child = Command::new(&tansu)
+        let broker = std::env::var("KAFKA_BROKER_BIN").unwrap_or_else(|_| "nisshi".to_owned());
+        let child = Command::new(&broker)
             .args([
                 "broker",
                 "--listener-url",
@@ -36,15 +37,18 @@ impl Broker {
                 "--advertised-listener-url",
                 &url,
             ])
-            .args(["--storage-engine", "memory://tansu/"])
+            .args(["--storage-engine", "memory://nisshi/"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("{tansu} (scripts/kafka.sh installs it): {e}"));
+            .unwrap_or_else(|e| panic!("{broker} (scripts/kafka.sh installs it): {e}"));
         let addr = format!("127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(&addr).is_err() {
-            assert!(Instant::now() < deadline, "tansu never listened on {addr}");
+            assert!(
+                Instant::now() < deadline,
+                "{broker} never listened on {addr}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         Self { child, addr }

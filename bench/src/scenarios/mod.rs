@@ -1,7 +1,8 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
-//! `mixed`, (h) `insights`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
+//! `mixed`, (h) `insights`, (i) `engagement`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
 
+mod engagement;
 mod feed;
 mod follow_commands;
 mod insights;
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::graph;
 use crate::harness::{Env, Row, Server, Stats};
 
+pub use engagement::engagement;
 pub use feed::feed;
 pub use insights::insights;
 pub use mixed::mixed;

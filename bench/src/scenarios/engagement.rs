@@ -1,0 +1,268 @@
+//! (i) Likes and comments (seed 002): the like command rate against a plain-table like in SQL,
+//! "which of these 100 posts did I like" against the same question in SQL, the like-state
+//! cache's hit rate, and a comment page of a post with 10,000 comments, filtered by the
+//! caller's blocks, against the same page unfiltered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::{json, Value};
+
+use super::{rate, Scale};
+use crate::harness::{client, closed_loop, token, Env, Row, Server};
+
+const AUTHORS: i64 = 100;
+const POSTS: usize = 1_000;
+const LIKERS: i64 = 2_000;
+const VIEWER: i64 = 9_999_999;
+
+pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let comments: usize = if scale.graph_users < 10_000 {
+        1_000
+    } else {
+        10_000
+    };
+    let db = "bench_engagement";
+    let pool = env.fresh_database(db).await?;
+    let server = Server::start(env, db, 18086, &[], None).await?;
+    let http = client();
+    let base = server.base.clone();
+    let clients = 64;
+
+    // Posts by 100 authors, published over HTTP.
+    let mut posts = Vec::with_capacity(POSTS);
+    for i in 0..POSTS {
+        let author = 1 + (i as i64 % AUTHORS);
+        let answer: Value = http
+            .post(format!("{base}/api/v1/posts"))
+            .bearer_auth(token(author))
+            .json(&json!({"content": "a post to like"}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        posts.push(answer["post"]["id"].as_str().unwrap_or_default().to_owned());
+    }
+    let posts = Arc::new(posts);
+
+    // Like commands: random users like random posts.
+    let likes = {
+        let (http, base, posts) = (http.clone(), base.clone(), posts.clone());
+        closed_loop(clients, scale.run, move |_, _| {
+            let (http, base) = (http.clone(), base.clone());
+            let mut rng = rand::rng();
+            let user = rng.random_range(1_000..1_000 + LIKERS);
+            let post = posts[rng.random_range(0..posts.len())].clone();
+            async move {
+                http.post(format!("{base}/api/v1/posts/{post}/like"))
+                    .bearer_auth(token(user))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            }
+        })
+        .await
+    };
+    // The plain-table design: a likes row and a counter row, one transaction.
+    sqlx::query(
+        "CREATE TABLE plain_likes (post text, user_id bigint, PRIMARY KEY (post, user_id));
+         CREATE TABLE plain_counts (post text PRIMARY KEY, likes bigint NOT NULL DEFAULT 0)",
+    )
+    .execute(&pool)
+    .await?;
+    let plain = {
+        let (sql_pool, posts) = (env.pool(db, 64).await?, posts.clone());
+        closed_loop(clients, scale.run, move |_, _| {
+            let pool = sql_pool.clone();
+            let mut rng = rand::rng();
+            let user = rng.random_range(1_000..1_000 + LIKERS);
+            let post = posts[rng.random_range(0..posts.len())].clone();
+            async move {
+                let run = async {
+                    let mut tx = pool.begin().await?;
+                    let inserted = sqlx::query(
+                        "INSERT INTO plain_likes VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    )
+                    .bind(&post)
+                    .bind(user)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    if inserted == 1 {
+                        sqlx::query(
+                            "INSERT INTO plain_counts VALUES ($1, 1)
+                             ON CONFLICT (post) DO UPDATE SET likes = plain_counts.likes + 1",
+                        )
+                        .bind(&post)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
+                    tx.commit().await
+                };
+                run.await.is_ok()
+            }
+        })
+        .await
+    };
+    let mut rows = vec![Row::new(
+        "i. like command, 64 clients",
+        "HTTP (event, pair lock, group commit)",
+        rate(&likes),
+    )
+    .against(
+        format!("plain likes table + counter in SQL: {}", rate(&plain)),
+        likes.per_sec() / plain.per_sec(),
+    )];
+
+    // "Which of these 100 posts did I like", through the like-state cache, against SQL.
+    let head = relations_store::log::head(&pool).await?;
+    let engaged = format!("{base}/api/v1/users/1/counts?min_position={head}");
+    let _ = http.get(engaged).send().await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = like_checks(&base).await?;
+    let check = {
+        let (http, base, posts) = (http.clone(), base.clone(), posts.clone());
+        closed_loop(clients, scale.run, move |_, _| {
+            let (http, base) = (http.clone(), base.clone());
+            let mut rng = rand::rng();
+            let user = rng.random_range(1_000..1_000 + LIKERS);
+            let start = rng.random_range(0..posts.len() - 100);
+            let ids = posts[start..start + 100].join(",");
+            async move {
+                http.get(format!("{base}/api/v1/me/liked?ids={ids}"))
+                    .bearer_auth(token(user))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            }
+        })
+        .await
+    };
+    let after = like_checks(&base).await?;
+    let check_sql = {
+        let (sql_pool, posts) = (env.pool(db, 32).await?, posts.clone());
+        closed_loop(clients, scale.run, move |_, _| {
+            let pool = sql_pool.clone();
+            let mut rng = rand::rng();
+            let user = rng.random_range(1_000..1_000 + LIKERS);
+            let start = rng.random_range(0..posts.len() - 100);
+            let targets: Vec<String> = posts[start..start + 100]
+                .iter()
+                .map(|p| format!("post:{p}"))
+                .collect();
+            async move {
+                sqlx::query_scalar::<_, String>(
+                    "SELECT target FROM rm_likes WHERE user_id = $1 AND target = ANY($2)",
+                )
+                .bind(user)
+                .bind(&targets)
+                .fetch_all(&pool)
+                .await
+                .is_ok()
+            }
+        })
+        .await
+    };
+    rows.push(
+        Row::new(
+            "i. like check of 100 posts, 64 clients",
+            "HTTP (like-state cache)",
+            rate(&check),
+        )
+        .against(
+            format!("same question in SQL: {}", rate(&check_sql)),
+            check.per_sec() / check_sql.per_sec(),
+        ),
+    );
+    let hits = after.0 - before.0;
+    let loads = after.1 - before.1;
+    rows.push(Row::new(
+        "i. like-state cache",
+        "hit rate: ids answered from a loaded set / all recent ids checked",
+        format!(
+            "{:.1}% ({hits:.0} from the set, {loads:.0} on the load that filled it)",
+            100.0 * hits / (hits + loads).max(1.0)
+        ),
+    ));
+
+    // A post with many comments; the viewer blocks 100 of the commenters.
+    let thread = posts[0].clone();
+    let commenters: i64 = 2_000;
+    for chunk in (0..comments).collect::<Vec<_>>().chunks(clients) {
+        let made = chunk.iter().map(|_| {
+            let author = 10_000 + rand::rng().random_range(0..commenters);
+            http.post(format!("{base}/api/v1/posts/{thread}/comments"))
+                .bearer_auth(token(author))
+                .json(&json!({"content": "a comment"}))
+                .send()
+        });
+        for answer in futures::future::join_all(made).await {
+            answer?;
+        }
+    }
+    for blocked in 0..100 {
+        http.post(format!("{base}/api/v1/relation/block"))
+            .bearer_auth(token(VIEWER))
+            .json(&json!({"target": 10_000 + blocked * 20}))
+            .send()
+            .await?;
+    }
+    let head = relations_store::log::head(&pool).await?;
+    let _ = http
+        .get(format!(
+            "{base}/api/v1/posts/{thread}/comments?min_position={head}"
+        ))
+        .send()
+        .await?;
+    let page = |viewer: Option<i64>, sort: &'static str| {
+        let (http, base, thread) = (http.clone(), base.clone(), thread.clone());
+        closed_loop(clients, scale.run, move |_, _| {
+            let (http, base, thread) = (http.clone(), base.clone(), thread.clone());
+            async move {
+                let mut request =
+                    http.get(format!("{base}/api/v1/posts/{thread}/comments?sort={sort}"));
+                if let Some(viewer) = viewer {
+                    request = request.bearer_auth(token(viewer));
+                }
+                request.send().await.is_ok_and(|r| r.status().is_success())
+            }
+        })
+    };
+    for sort in ["new", "top"] {
+        let filtered = page(Some(VIEWER), sort).await;
+        let plain = page(None, sort).await;
+        rows.push(
+            Row::new(
+                &format!("i. comment page (sort={sort}), {comments} comments, 64 clients"),
+                "with a bearer: blocks filtered, liked flags",
+                rate(&filtered),
+            )
+            .against(
+                format!("no bearer (no filtering): {}", rate(&plain)),
+                filtered.per_sec() / plain.per_sec(),
+            ),
+        );
+    }
+    drop(server);
+    Ok(rows)
+}
+
+/// `relations_like_checks_total` answered from a loaded set and on a load, from `/metrics`.
+async fn like_checks(base: &str) -> anyhow::Result<(f64, f64)> {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await?
+        .text()
+        .await?;
+    let value = |label: &str| {
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix(&format!(
+                    "relations_like_checks_total{{answered_by=\"{label}\"}} "
+                ))
+            })
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok((value("cache"), value("cache_load")))
+}
