@@ -11,14 +11,21 @@
 //! just after the stream's last applied event. The stored offset is where reading resumes,
 //! never moved back.
 //!
-//! Who consumes which partition is decided in PostgreSQL, not by the broker's group
-//! coordinator: every process of group `G` holds a session advisory lock on a member slot and
-//! one on each partition it consumes, takes its fair share (partitions / live members, rounded
-//! up) of the unlocked partitions, gives back what is over its share, and reads its partitions
-//! from the offsets stored beside the read model. A process that dies loses its session, so
-//! its locks go with it and the others take its partitions at their next look (every second).
-//! Offsets live in PostgreSQL anyway; the broker's group state would be a second truth, and
-//! tansu's coordinator (what runs here) keeps assigning partitions to SIGKILLed members.
+//! Who consumes which partition is decided by the broker's group coordinator
+//! ([`Coordinator::Broker`], the default): the consumer subscribes to the topic as a member of
+//! group `G.NAME` (cooperative-sticky assignment, a short session timeout), and the rebalance
+//! callbacks tell it which partitions it holds. Offsets are not committed to the broker: they
+//! live beside the read model (the external offset store pattern). On the first message of a
+//! newly assigned partition the member takes it in PostgreSQL (bumping its generation, so a
+//! former owner still applying is fenced off) and seeks to the stored offset. A killed
+//! member's partitions move after the session timeout; a stopped one leaves the group at once.
+//!
+//! [`Coordinator::Postgres`] is the fallback from before nisshi 0.8 (tansu 0.6's coordinator
+//! kept assigning partitions to SIGKILLed members): every process holds a session advisory lock
+//! on a member slot and one on each partition it consumes, takes its fair share (partitions /
+//! live members, rounded up) of the unlocked partitions, gives back what is over its share, and
+//! reads its partitions from the stored offsets. A process that dies loses its session, so its
+//! locks go with it and the others take its partitions at their next look (every second).
 //!
 //! Only projectors whose rows are partition-safe may run here: `following` is (every fact of a
 //! pair is one stream, so one partition; counters only add). `feed` numbers posts in the log's
@@ -29,9 +36,12 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
+use std::sync::Mutex;
+
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::ClientContext;
 use rdkafka::{Offset, TopicPartitionList};
 use relations_projections::Projector;
 use relations_store::db::end_transaction;
@@ -89,6 +99,64 @@ pub enum Applied {
     },
 }
 
+/// Who decides which member consumes which partition.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Coordinator {
+    /// The broker's group coordinator (Kafka's consumer group protocol).
+    #[default]
+    Broker,
+    /// Session advisory locks in PostgreSQL (the fallback; see the module docs).
+    Postgres,
+}
+
+/// A change of the partitions the broker gave this member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum GroupChange {
+    Assigned(Vec<i32>),
+    Revoked(Vec<i32>),
+}
+
+/// The consumer's context: records the rebalances the broker's coordinator decides, for the
+/// consuming loop to follow between messages.
+#[derive(Default)]
+pub struct GroupContext {
+    changes: Mutex<Vec<GroupChange>>,
+}
+
+impl GroupContext {
+    fn record(&self, change: GroupChange) {
+        tracing::info!(?change, "rebalance");
+        self.changes.lock().expect("not poisoned").push(change);
+    }
+
+    fn drain(&self) -> Vec<GroupChange> {
+        std::mem::take(&mut *self.changes.lock().expect("not poisoned"))
+    }
+}
+
+fn partitions_of(list: &TopicPartitionList) -> Vec<i32> {
+    list.elements().iter().map(|e| e.partition()).collect()
+}
+
+impl ClientContext for GroupContext {}
+
+impl ConsumerContext for GroupContext {
+    /// Recorded before the partitions go, so nothing of them is applied after.
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(list) = rebalance {
+            self.record(GroupChange::Revoked(partitions_of(list)));
+        }
+    }
+
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(list) => self.record(GroupChange::Assigned(partitions_of(list))),
+            Rebalance::Error(error) => tracing::warn!(%error, "rebalance failed"),
+            Rebalance::Revoke(_) => {}
+        }
+    }
+}
+
 /// How often a process looks at the group: live members, its share, unlocked partitions.
 const REBALANCE_EVERY: Duration = Duration::from_secs(1);
 
@@ -99,7 +167,8 @@ const MAX_MEMBERS: i32 = 256;
 pub struct KafkaProjector {
     pool: PgPool,
     projector: Arc<dyn Projector>,
-    consumer: StreamConsumer,
+    consumer: StreamConsumer<GroupContext>,
+    coordinator: Coordinator,
     topic: String,
     /// Who this is in `kafka_offsets` and in the advisory locks: the group and the projector.
     name: String,
@@ -115,12 +184,14 @@ struct Membership {
 }
 
 impl KafkaProjector {
-    /// `projector` consuming `settings`' topic as a member of group `group`.
+    /// `projector` consuming `settings`' topic as a member of group `group`, its partitions
+    /// assigned by `coordinator`.
     pub fn new(
         pool: PgPool,
         projector: Arc<dyn Projector>,
         settings: &KafkaSettings,
         group: &str,
+        coordinator: Coordinator,
     ) -> anyhow::Result<Self> {
         anyhow::ensure!(
             PARTITION_SAFE.contains(&projector.name()),
@@ -128,17 +199,21 @@ impl KafkaProjector {
             projector.name()
         );
         let name = format!("{group}.{}", projector.name());
-        let consumer: StreamConsumer = ClientConfig::new()
+        let consumer: StreamConsumer<GroupContext> = ClientConfig::new()
             .set("bootstrap.servers", &settings.brokers)
             .set("group.id", &name)
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest")
-            .create()?;
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "1000")
+            .create_with_context(GroupContext::default())?;
         Ok(Self {
             pool,
             projector,
             consumer,
+            coordinator,
             topic: settings.topic.clone(),
             name,
         })
@@ -249,7 +324,7 @@ impl KafkaProjector {
         let mut list = TopicPartitionList::new();
         for &partition in owned.keys() {
             // Never `Offset::Beginning`: that asks the broker for the earliest offset, and
-            // tansu answers such questions wrongly once producers batch (it skipped the start
+            // tansu 0.6 answered such questions wrongly once producers batched (it skipped the start
             // of partitions here). Offset 0 is fetched directly; where retention removed it,
             // `auto.offset.reset=earliest` moves on to the first offset kept.
             let next = stored.iter().find(|s| s.0 == partition).map_or(0, |s| s.1);
@@ -295,8 +370,173 @@ impl KafkaProjector {
     /// skipped.
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let name = self.projector.name();
-        tracing::info!(projector = name, group = %self.name, "consuming the topic");
-        let Some(partitions) = self.partitions(&shutdown).await else {
+        tracing::info!(projector = name, group = %self.name, coordinator = ?self.coordinator,
+            "consuming the topic");
+        let result = match self.coordinator {
+            Coordinator::Broker => self.run_broker(&shutdown).await,
+            Coordinator::Postgres => self.run_postgres(&shutdown).await,
+        };
+        tracing::info!(projector = name, "consumer stopped");
+        result
+    }
+
+    /// As a member of the broker's consumer group: the rebalance callbacks say which
+    /// partitions are this member's; each is taken in PostgreSQL and read from its stored
+    /// offset on its first message.
+    async fn run_broker(&self, shutdown: &CancellationToken) -> anyhow::Result<()> {
+        self.consumer.subscribe(&[self.topic.as_str()])?;
+        // Partitions the broker gave this member, each with the generation it took it at in
+        // PostgreSQL (none until its first message).
+        let mut owned: BTreeMap<i32, Option<i64>> = BTreeMap::new();
+        while !shutdown.is_cancelled() {
+            self.follow_rebalances(&mut owned);
+            let message = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                message = self.consumer.recv() => message,
+            };
+            self.follow_rebalances(&mut owned);
+            let message = match message {
+                Ok(message) => message,
+                Err(error) => {
+                    tracing::warn!(%error, "kafka consumer");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            };
+            let partition = message.partition();
+            let generation = match owned.get(&partition).copied() {
+                None => continue,
+                Some(Some(generation)) => generation,
+                Some(None) => match self.position(partition, message.offset()).await {
+                    Ok((generation, None)) => {
+                        owned.insert(partition, Some(generation));
+                        generation
+                    }
+                    Ok((generation, Some(next))) => {
+                        owned.insert(partition, Some(generation));
+                        self.seek(partition, next);
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, partition, "taking a partition failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
+                    }
+                },
+            };
+            match self.apply_until_done(&message, generation, shutdown).await {
+                None => break,
+                Some(Applied::Ahead { next }) => self.seek(partition, next),
+                Some(Applied::NotOwner) => {
+                    // Another member took it (this one's session lapsed): leave it to them.
+                    tracing::warn!(partition, "partition taken by another member");
+                    owned.remove(&partition);
+                }
+                Some(_) => {}
+            }
+        }
+        self.consumer.unsubscribe();
+        Ok(())
+    }
+
+    /// Follows the rebalances recorded since the last look.
+    fn follow_rebalances(&self, owned: &mut BTreeMap<i32, Option<i64>>) {
+        for change in self.consumer.context().drain() {
+            match change {
+                GroupChange::Assigned(partitions) => {
+                    for partition in partitions {
+                        owned.insert(partition, None);
+                    }
+                }
+                GroupChange::Revoked(partitions) => {
+                    for partition in partitions {
+                        owned.remove(&partition);
+                    }
+                }
+            }
+        }
+        tracing::debug!(group = %self.name, partitions = ?owned.keys().collect::<Vec<_>>(), "owned");
+    }
+
+    /// Takes `partition` in PostgreSQL; its generation, and where to seek when `offset` (the
+    /// first message read) is not the stored next offset.
+    async fn position(
+        &self,
+        partition: i32,
+        offset: i64,
+    ) -> Result<(i64, Option<i64>), sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        let generation = self.take(&mut conn, partition).await?;
+        let next: i64 = sqlx::query_scalar(
+            "SELECT next_offset FROM kafka_offsets
+              WHERE consumer = $1 AND topic = $2 AND partition = $3",
+        )
+        .bind(&self.name)
+        .bind(&self.topic)
+        .bind(partition)
+        .fetch_one(&mut *conn)
+        .await?;
+        tracing::info!(group = %self.name, partition, generation, next, "took a partition");
+        Ok((generation, (offset != next).then_some(next)))
+    }
+
+    /// Reads `partition` from `offset` next.
+    fn seek(&self, partition: i32, offset: i64) {
+        let seek = self.consumer.seek(
+            &self.topic,
+            partition,
+            Offset::Offset(offset),
+            Duration::from_secs(5),
+        );
+        if let Err(error) = seek {
+            tracing::warn!(%error, partition, offset, "seek failed");
+        }
+    }
+
+    /// Applies `message`, trying again with backoff until it is done; `None` on shutdown.
+    async fn apply_until_done(
+        &self,
+        message: &BorrowedMessage<'_>,
+        generation: i64,
+        shutdown: &CancellationToken,
+    ) -> Option<Applied> {
+        let name = self.projector.name();
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match self.apply(message, generation).await {
+                Ok(outcome) => {
+                    match outcome {
+                        Applied::Applied => {
+                            metrics::counter!("relations_projector_events_total", "projector" => name)
+                                .increment(1);
+                        }
+                        Applied::Ahead { next } => tracing::warn!(
+                            partition = message.partition(),
+                            offset = message.offset(),
+                            next,
+                            "an event arrived before an earlier one of its stream; reading the partition again"
+                        ),
+                        _ => {}
+                    }
+                    return Some(outcome);
+                }
+                Err(error) => {
+                    metrics::counter!("relations_projector_errors_total", "projector" => name)
+                        .increment(1);
+                    tracing::error!(%error, retry_in = ?backoff, "applying a message failed");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return None,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+    }
+
+    /// With the partitions assigned by advisory locks in PostgreSQL (the fallback).
+    async fn run_postgres(&self, shutdown: &CancellationToken) -> anyhow::Result<()> {
+        let Some(partitions) = self.partitions(shutdown).await else {
             return Ok(());
         };
         let mut member: Option<Membership> = None;
@@ -340,52 +580,26 @@ impl KafkaProjector {
             else {
                 continue;
             };
-            let mut backoff = Duration::from_millis(100);
-            loop {
-                match self.apply(&message, generation).await {
-                    Ok(Applied::Ahead { next }) => {
-                        tracing::warn!(
-                            partition = message.partition(),
-                            offset = message.offset(),
-                            next,
-                            "an event arrived before an earlier one of its stream; reading the partition again"
-                        );
-                        let seek = self.consumer.seek(
-                            &self.topic,
-                            message.partition(),
-                            Offset::Offset(next),
-                            Duration::from_secs(5),
-                        );
-                        if let Err(error) = seek {
-                            tracing::warn!(%error, "seek failed; reassigning");
-                            next_look = tokio::time::Instant::now();
-                            if let Some(member) = member.as_ref() {
-                                let _ = self.assign(&member.owned).await;
-                            }
+            match self.apply_until_done(&message, generation, shutdown).await {
+                None => return Ok(()),
+                Some(Applied::Ahead { next }) => {
+                    let seek = self.consumer.seek(
+                        &self.topic,
+                        message.partition(),
+                        Offset::Offset(next),
+                        Duration::from_secs(5),
+                    );
+                    if let Err(error) = seek {
+                        tracing::warn!(%error, "seek failed; reassigning");
+                        next_look = tokio::time::Instant::now();
+                        if let Some(member) = member.as_ref() {
+                            let _ = self.assign(&member.owned).await;
                         }
-                        break;
-                    }
-                    Ok(outcome) => {
-                        if outcome == Applied::Applied {
-                            metrics::counter!("relations_projector_events_total", "projector" => name)
-                                .increment(1);
-                        }
-                        break;
-                    }
-                    Err(error) => {
-                        metrics::counter!("relations_projector_errors_total", "projector" => name)
-                            .increment(1);
-                        tracing::error!(%error, retry_in = ?backoff, "applying a message failed");
-                        tokio::select! {
-                            _ = shutdown.cancelled() => return Ok(()),
-                            _ = tokio::time::sleep(backoff) => {}
-                        }
-                        backoff = (backoff * 2).min(Duration::from_secs(30));
                     }
                 }
+                Some(_) => {}
             }
         }
-        tracing::info!(projector = name, "consumer stopped");
         Ok(())
     }
 

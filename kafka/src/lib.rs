@@ -8,5 +8,5 @@
 pub mod consumer;
 pub mod relay;
 
-pub use consumer::KafkaProjector;
+pub use consumer::{Coordinator, KafkaProjector};
 pub use relay::{ensure_topic, KafkaSettings, Relay};

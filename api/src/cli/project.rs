@@ -14,8 +14,8 @@ use crate::startup::{cancel_on_signal, spawn_projectors};
 /// `relations project` arguments.
 #[derive(Debug, clap::Args)]
 pub struct ProjectArgs {
-    /// Run only these projectors (repeatable): following, feed, cache, feed_cache,
-    /// kafka_relay.
+    /// Run only these projectors (repeatable): following, feed, history, engagement,
+    /// feed_cache, likes_cache, kafka_relay.
     #[arg(long)]
     only: Vec<String>,
     /// Where the events come from.
@@ -24,6 +24,10 @@ pub struct ProjectArgs {
     /// The consumer group, with `--source kafka` (each projector joins `GROUP.NAME`).
     #[arg(long, env = "KAFKA_GROUP", default_value = "relations")]
     group: String,
+    /// Who assigns the partitions, with `--source kafka`: the broker's group coordinator, or
+    /// (the fallback) advisory locks in PostgreSQL.
+    #[arg(long, env = "RELATIONS_KAFKA_COORDINATOR", value_enum, default_value_t = Coordinator::Broker)]
+    coordinator: Coordinator,
     #[command(flatten)]
     kafka: KafkaConfig,
     /// Redis, for projector `cache` (left out when unset).
@@ -33,6 +37,15 @@ pub struct ProjectArgs {
     feed: FeedConfig,
     #[command(flatten)]
     database: DatabaseConfig,
+}
+
+/// Who assigns a Kafka consumer group's partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Coordinator {
+    /// The broker's group coordinator (Kafka's consumer group protocol).
+    Broker,
+    /// Session advisory locks in PostgreSQL.
+    Postgres,
 }
 
 /// Where `relations project` reads events from.
@@ -92,8 +105,17 @@ async fn from_kafka(
     anyhow::ensure!(!projectors.is_empty(), "no projector named {only:?}");
     let mut tasks = Vec::new();
     for projector in projectors {
-        let consumer =
-            relations_kafka::KafkaProjector::new(pool.clone(), projector, &settings, &args.group)?;
+        let coordinator = match args.coordinator {
+            Coordinator::Broker => relations_kafka::Coordinator::Broker,
+            Coordinator::Postgres => relations_kafka::Coordinator::Postgres,
+        };
+        let consumer = relations_kafka::KafkaProjector::new(
+            pool.clone(),
+            projector,
+            &settings,
+            &args.group,
+            coordinator,
+        )?;
         tasks.push(tokio::spawn(consumer.run(shutdown.clone())));
     }
     for task in tasks {

@@ -307,14 +307,34 @@ async fn a_relay_killed_mid_stream_and_restarted_loses_nothing() {
     assert_topic_matches_the_log(&app).await;
 }
 
+/// On the broker's consumer group protocol (the default).
 #[tokio::test]
 async fn two_consumer_processes_killed_at_random_end_equal_to_a_fresh_fold() {
+    consumers_killed_at_random("broker").await;
+}
+
+/// On the fallback coordinator: advisory locks in PostgreSQL.
+#[tokio::test]
+async fn two_consumer_processes_killed_at_random_end_equal_to_a_fresh_fold_with_postgres_coordination(
+) {
+    consumers_killed_at_random("postgres").await;
+}
+
+async fn consumers_killed_at_random(coordinator: &str) {
     let broker = Broker::start();
     let mut config = kafka_config(&broker).await;
     config.run_projectors = false;
     let app = spawn_with(config).await;
     let mut relay = background(&app, &["project", "--only", "kafka_relay"]);
-    let consume = ["project", "--source", "kafka", "--group", "test"];
+    let consume = [
+        "project",
+        "--source",
+        "kafka",
+        "--group",
+        "test",
+        "--coordinator",
+        coordinator,
+    ];
     let mut consumers = [background(&app, &consume), background(&app, &consume)];
     let load = {
         let app = &app;

@@ -14,7 +14,8 @@ async fn follow_answers_the_relation_and_a_position_and_appends_followed() {
     assert_eq!(
         body["relation"],
         json!({"from": 1, "to": 2, "state": "following", "following": true, "followed_by": false,
-               "friends": false, "blocking": false, "blocked_by": false, "muting": false})
+               "friends": false, "blocking": false, "blocked_by": false, "requested": false, "requested_by": false,
+               "muting": false})
     );
     assert!(body["position"].is_string());
     assert_eq!(
@@ -235,6 +236,26 @@ async fn openapi_describes_every_endpoint() {
         ("post", "/api/v1/relation/mute"),
         ("post", "/api/v1/relation/unmute"),
         ("get", "/api/v1/me/mutes"),
+        ("put", "/api/v1/me/settings"),
+        ("get", "/api/v1/me/follow_requests"),
+        ("post", "/api/v1/relation/follow_requests/approve"),
+        ("post", "/api/v1/relation/follow_requests/reject"),
+        ("get", "/api/v1/users/{id}/known_followers"),
+        ("get", "/api/v1/me/follower_changes"),
+        ("get", "/api/v1/me/following.csv"),
+        ("post", "/api/v1/me/following/import"),
+        ("post", "/api/v1/posts/{id}/like"),
+        ("post", "/api/v1/posts/{id}/unlike"),
+        ("get", "/api/v1/posts/{id}/likes"),
+        ("post", "/api/v1/posts/{id}/comments"),
+        ("get", "/api/v1/posts/{id}/comments"),
+        ("delete", "/api/v1/comments/{id}"),
+        ("post", "/api/v1/comments/{id}/like"),
+        ("post", "/api/v1/comments/{id}/unlike"),
+        ("post", "/api/v1/comments/{id}/pin"),
+        ("post", "/api/v1/comments/{id}/unpin"),
+        ("get", "/api/v1/comments/{id}/replies"),
+        ("get", "/api/v1/me/liked"),
         ("get", "/healthz"),
         ("get", "/readyz"),
         ("get", "/metrics"),
@@ -252,12 +273,32 @@ async fn openapi_describes_every_endpoint() {
             .send()
             .await
             .unwrap();
-        assert_ne!(response.status(), StatusCode::NOT_FOUND, "{method} {path}");
+        if response.status() == StatusCode::NOT_FOUND {
+            // The handler's own 404 for an unknown id: the path is routed if another method
+            // on it is refused as such.
+            let other = app
+                .client
+                .patch(format!("{}{}", app.base, path.replace("{id}", "1")))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                other.status(),
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {path}"
+            );
+        }
         assert_ne!(
             response.status(),
             StatusCode::METHOD_NOT_ALLOWED,
             "{method} {path}"
         );
     }
-    assert_eq!(doc["paths"].as_object().unwrap().len(), routes.len());
+    let documented: usize = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|item| item.as_object().unwrap().len())
+        .sum();
+    assert_eq!(documented, routes.len());
 }
