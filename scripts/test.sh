@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 scripts/services.sh
 scripts/kafka.sh
+scripts/ops.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}"

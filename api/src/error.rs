@@ -140,6 +140,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
+        metrics::counter!("relations_errors_total", "code" => code).increment(1);
         let message = match &self {
             ApiError::Internal(error) => {
                 tracing::error!(error = format!("{error:#}"), "request failed");

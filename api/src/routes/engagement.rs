@@ -219,6 +219,9 @@ const ENGAGEMENT: &str = relations_projections::engagement::NAME;
 #[into_params(parameter_in = Query)]
 pub struct LikedParams {
     /// Comma-separated post ids, at most 100.
+    #[param(
+        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(,[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}){0,99}$"
+    )]
     ids: String,
 }
 
@@ -324,7 +327,8 @@ async fn comment(
     params(("id" = String, Path),
            ("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry", pattern = r"^[!-~]{1,255}$")),
     security(("bearer" = [])),
-    responses((status = 200, body = Deleted), (status = 401, body = ErrorBody),
+    responses((status = 200, body = Deleted), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody),
               (status = 403, body = ErrorBody, description = "NOT_ALLOWED: neither the comment's author nor the post's"),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
               (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
@@ -370,7 +374,8 @@ macro_rules! pin_route {
             params(("id" = String, Path),
                    ("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry", pattern = r"^[!-~]{1,255}$")),
             security(("bearer" = [])),
-            responses((status = 200, body = Pinned), (status = 401, body = ErrorBody),
+            responses((status = 200, body = Pinned), (status = 400, body = ErrorBody),
+                      (status = 401, body = ErrorBody),
                       (status = 403, body = ErrorBody, description = "NOT_ALLOWED: not the post's author"),
                       (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
                       (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
@@ -412,7 +417,7 @@ pub struct CommentParams {
     #[param(pattern = "^(new|top)$")]
     sort: Option<String>,
     /// The previous page's `next_cursor`.
-    #[param(pattern = r"^[01]\.-?[0-9]{1,18}\.-?[0-9]{1,18}\.-?[0-9]{1,10}$")]
+    #[param(pattern = r"^[01]\.-?[0-9]{1,18}\.-?[0-9]{1,18}\.[0-9]{1,9}$")]
     cursor: Option<String>,
     /// Items per page: default 20, at most 100.
     #[param(minimum = 1, maximum = 100)]
@@ -458,18 +463,39 @@ async fn comments(
     page(&state, viewer, list, &p).await.map(Json)
 }
 
+/// Reply list parameters (no sort: replies are oldest first).
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReplyParams {
+    /// The previous page's `next_cursor`.
+    #[param(pattern = r"^[01]\.-?[0-9]{1,18}\.-?[0-9]{1,18}\.[0-9]{1,9}$")]
+    cursor: Option<String>,
+    /// Items per page: default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<i64>,
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
+    min_position: Option<relations_store::LogPosition>,
+}
+
 /// A comment's replies, oldest first, filtered like the root comments.
 #[utoipa::path(get, path = "/api/v1/comments/{id}/replies", tag = "queries",
-    params(("id" = String, Path), CommentParams),
+    params(("id" = String, Path), ReplyParams),
     responses((status = 200, body = CommentPage), (status = 400, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn replies(
     State(state): State<AppState>,
     viewer: Option<Actor>,
     Path(id): Path<String>,
-    ApiQuery(p): ApiQuery<CommentParams>,
+    ApiQuery(p): ApiQuery<ReplyParams>,
 ) -> Result<Json<CommentPage>, ApiError> {
     let comment: CommentId = id.parse().map_err(|_| ApiError::NotFound)?;
+    let p = CommentParams {
+        sort: None,
+        cursor: p.cursor,
+        limit: p.limit,
+        min_position: p.min_position,
+    };
     live_post(&state, &comment.post.to_string()).await?;
     crate::routes::query::caught_up(&state, &[ENGAGEMENT], p.min_position).await?;
     let known = read::comment_by_id(&state.pool, comment).await?;

@@ -69,6 +69,18 @@ async fn healthz() -> Json<Liveness> {
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) {
+    let readiness = readiness(&state).await;
+    let status = if readiness.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(readiness))
+}
+
+/// What `/readyz` answers (and `/metrics` exports as `relations_ready` and
+/// `relations_projector_stuck`).
+async fn readiness(state: &AppState) -> Readiness {
     let database = tokio::time::timeout(
         Duration::from_secs(1),
         sqlx::query("SELECT 1").execute(&state.pool),
@@ -91,18 +103,13 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) 
         .collect();
     let horizon_held = state.horizon.last().stalled;
     let ready = database && stuck.is_empty() && !horizon_held;
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
     let checks = ReadinessChecks {
         database,
         redis,
         stuck_projectors: stuck,
         horizon_held,
     };
-    (status, Json(Readiness { ready, checks }))
+    Readiness { ready, checks }
 }
 
 /// Prometheus text format. Projector positions and lags are read at scrape time, so they are
@@ -110,6 +117,23 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, body = String, content_type = "text/plain")))]
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let readiness = readiness(&state).await;
+    metrics::gauge!("relations_ready").set(if readiness.ready { 1.0 } else { 0.0 });
+    // Stuck: failing for longer than the threshold, essential or not (only essential ones
+    // make the instance unready).
+    let stuck_after = Duration::from_millis(state.config.stuck_after_ms);
+    for projector in state.projectors.iter() {
+        let stuck = projector
+            .health
+            .as_ref()
+            .and_then(|h| h.failing_for())
+            .is_some_and(|d| d > stuck_after);
+        metrics::gauge!("relations_projector_stuck", "projector" => projector.name).set(if stuck {
+            1.0
+        } else {
+            0.0
+        });
+    }
     let horizon = state.horizon.last();
     for projector in state.projectors.iter() {
         let name = projector.name;
