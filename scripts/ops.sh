@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # What the operations tests need, installed when missing (Debian packages): Prometheus (with
-# promtool), which scrapes a running service to check ops/'s dashboard queries and alert rules.
-# Idempotent.
+# promtool), which scrapes a running service to check ops/'s dashboard queries and alert rules,
+# and Chromium, which renders the operator page. Idempotent.
 set -euo pipefail
 
 log() { printf '[ops] %s\n' "$*" >&2; }
 
 missing=()
 command -v prometheus >/dev/null || missing+=(prometheus)
+command -v chromium >/dev/null || missing+=(chromium)
 if [ "${#missing[@]}" -gt 0 ]; then
   log "installing ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -2,12 +2,14 @@
 
 use anyhow::Context;
 
+use relations_projections::runtime::rebuild::{rebuild, PublishedProgress};
+
 use crate::config::{DatabaseConfig, FeedConfig};
 
 /// `relations rebuild` arguments.
 #[derive(Debug, clap::Args)]
 pub struct RebuildArgs {
-    /// The projector (`following`, `feed`).
+    /// The projector (`following`, `feed`, `history`, `engagement`).
     name: String,
     #[command(flatten)]
     feed: FeedConfig,
@@ -34,12 +36,15 @@ pub async fn run(args: RebuildArgs) -> anyhow::Result<()> {
         "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
     )?);
     bar.set_message(format!("rebuilding {name}"));
-    let report =
-        relations_projections::runtime::rebuild::rebuild(&pool, projector, |done, total| {
-            bar.set_length(total);
-            bar.set_position(done);
-        })
-        .await?;
+    let published = PublishedProgress::start(&pool, &name);
+    let report = rebuild(&pool, projector, |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+        published.update(done, total);
+    })
+    .await;
+    published.finish().await;
+    let report = report?;
     bar.finish();
     tracing::info!(projector = %name, events = report.events, position = %report.position, "rebuilt and swapped in");
     Ok(())

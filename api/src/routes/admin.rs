@@ -1,8 +1,10 @@
-//! `/api/v1/admin/*` (token with role `admin`).
+//! `/api/v1/admin/*` (token with role `admin`), and the operator page `GET /admin` that shows
+//! them, refreshing live.
 
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
+use relations_projections::runtime::rebuild::{running, RunningRebuild};
 use relations_projections::runtime::Horizon;
 use relations_projections::ProjectorStatus;
 use serde::Serialize;
@@ -17,12 +19,14 @@ use crate::state::AppState;
 
 /// The admin routes.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/admin/projections", get(projections))
+    Router::new()
+        .route("/api/v1/admin/projections", get(projections))
+        .route("/admin", get(operator_page))
 }
 
 /// The admin routes' contract.
 #[derive(OpenApi)]
-#[openapi(paths(projections))]
+#[openapi(paths(projections, operator_page))]
 pub struct Doc;
 
 /// `GET /api/v1/admin/projections`'s answer: `{projections}`.
@@ -35,6 +39,18 @@ pub struct Projections {
     /// The log's horizon: committed events no reader can read yet because an older
     /// transaction is open, and the session holding it.
     pub horizon: Horizon,
+    /// The rebuilds (`relations rebuild NAME`) running now, with their progress.
+    pub rebuilds: Vec<RunningRebuild>,
+}
+
+/// The operator page: plain HTML and a little JavaScript, no build step. It signs in with an
+/// admin token (a form, or `#token=...` in the address) and shows, refreshing every two
+/// seconds, each projector's position, lag and state, the Kafka relay's lag, the log's horizon
+/// and running rebuilds; and a user's counts and lists looked up by id (`#user=ID`).
+#[utoipa::path(get, path = "/admin", tag = "operations",
+    responses((status = 200, content_type = "text/html", body = String)))]
+async fn operator_page() -> axum::response::Html<&'static str> {
+    axum::response::Html(include_str!("operator.html"))
 }
 
 /// Every projector's position, lag and state.
@@ -64,8 +80,10 @@ async fn projections(
         status.state = "loading";
     }
     projections.push(status.with_horizon(&horizon));
+    let rebuilds = running(&state.pool).await?;
     Ok(Json(Projections {
         projections,
         horizon,
+        rebuilds,
     }))
 }

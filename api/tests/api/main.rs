@@ -17,6 +17,7 @@ mod idempotency;
 mod insights;
 mod kafka;
 mod openapi;
+mod operator;
 mod ops;
 #[allow(dead_code)]
 mod owned;

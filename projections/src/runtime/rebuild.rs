@@ -246,3 +246,96 @@ impl Shadow {
         Ok((position, applied))
     }
 }
+
+/// A rebuild's progress, published to `rebuild_progress` every half second while it runs (the
+/// admin endpoint and the operator page show it), and removed when it ends.
+pub struct PublishedProgress {
+    counts: std::sync::Arc<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64)>,
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    pool: PgPool,
+    name: String,
+}
+
+impl PublishedProgress {
+    /// Starts publishing the progress of rebuild `name`.
+    pub fn start(pool: &PgPool, name: &str) -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let counts = std::sync::Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let task = {
+            let (pool, name, counts, stop) =
+                (pool.clone(), name.to_owned(), counts.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.is_cancelled() {
+                    let written = sqlx::query(
+                        "INSERT INTO rebuild_progress (name, applied, total) VALUES ($1, $2, $3)
+                         ON CONFLICT (name) DO UPDATE
+                            SET applied = excluded.applied, total = excluded.total, updated_at = now()",
+                    )
+                    .bind(&name)
+                    .bind(counts.0.load(Ordering::Relaxed) as i64)
+                    .bind(counts.1.load(Ordering::Relaxed) as i64)
+                    .execute(&pool)
+                    .await;
+                    if let Err(error) = written {
+                        tracing::debug!(%error, "rebuild progress not published");
+                    }
+                    tokio::select! {
+                        _ = stop.cancelled() => {}
+                        _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+                    }
+                }
+            })
+        };
+        Self {
+            counts,
+            stop,
+            task,
+            pool: pool.clone(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// Records `applied` of `total` events (a rebuild's progress callback).
+    pub fn update(&self, applied: u64, total: u64) {
+        use std::sync::atomic::Ordering;
+        self.counts.0.store(applied, Ordering::Relaxed);
+        self.counts.1.store(total, Ordering::Relaxed);
+    }
+
+    /// Stops publishing and removes the row.
+    pub async fn finish(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+        let _ = sqlx::query("DELETE FROM rebuild_progress WHERE name = $1")
+            .bind(&self.name)
+            .execute(&self.pool)
+            .await;
+    }
+}
+
+/// A rebuild running now, as `rebuild_progress` shows it.
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunningRebuild {
+    /// The projector being rebuilt.
+    pub name: String,
+    /// Events folded so far.
+    pub applied: i64,
+    /// Events to fold (the log's length when it started, growing as it catches up).
+    pub total: i64,
+    /// When it started.
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// When it last reported; a rebuild that stopped reporting died.
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The rebuilds running now.
+pub async fn running(pool: &PgPool) -> Result<Vec<RunningRebuild>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT name, applied, total, started_at, updated_at FROM rebuild_progress ORDER BY name",
+    )
+    .fetch_all(pool)
+    .await
+}
