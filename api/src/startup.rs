@@ -82,6 +82,8 @@ impl Application {
             horizon: HorizonWatch::new(Duration::from_millis(config.held_after_ms)),
             inboxes: caches.inboxes,
             likes: caches.likes,
+            hub: relations_projections::feed::stream::FeedHub::new(config.recommended()),
+            closing: CancellationToken::new(),
             engagement: EngagementStore::new(
                 pool.clone(),
                 signal.clone(),
@@ -157,6 +159,19 @@ impl Application {
                 .clone()
                 .run(self.state.pool.clone(), background.clone()),
         );
+        let hub = tokio::spawn(
+            self.state
+                .hub
+                .clone()
+                .run(self.state.graph.clone(), background.clone()),
+        );
+        // Feed streams end when shutdown begins, so HTTP drains.
+        let closing = self.state.closing.clone();
+        let signal = shutdown.clone();
+        tokio::spawn(async move {
+            signal.cancelled().await;
+            closing.cancel();
+        });
         let limits = crate::serve::Limits {
             header_read_timeout: Duration::from_millis(self.state.config.header_read_timeout_ms),
             max_connections: self.state.config.max_connections,
@@ -166,6 +181,7 @@ impl Application {
         background.cancel();
         let _ = read_marks.await;
         let _ = horizon.await;
+        let _ = hub.await;
         for projector in projectors {
             let _ = projector.await;
         }

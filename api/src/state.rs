@@ -58,6 +58,11 @@ pub struct AppState {
     pub likes: LikeCache,
     /// The write path: comments and likes.
     pub engagement: EngagementStore,
+    /// The live feed stream's connected readers.
+    pub hub: relations_projections::feed::stream::FeedHub,
+    /// Cancelled when HTTP shutdown begins: long-lived answers (the feed stream) end then, so
+    /// draining does not wait on them.
+    pub closing: tokio_util::sync::CancellationToken,
     /// Read marks waiting to be written.
     pub read_marks: ReadMarks,
     /// What holds the log's horizon, looked at every second.

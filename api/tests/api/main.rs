@@ -26,4 +26,5 @@ mod queries;
 mod rate_limit;
 mod requests;
 mod rules;
+mod stream;
 mod tools;

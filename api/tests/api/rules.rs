@@ -256,6 +256,8 @@ async fn openapi_describes_every_endpoint() {
         ("post", "/api/v1/comments/{id}/unpin"),
         ("get", "/api/v1/comments/{id}/replies"),
         ("get", "/api/v1/me/liked"),
+        ("get", "/api/v1/feed/stream"),
+        ("get", "/admin"),
         ("get", "/healthz"),
         ("get", "/readyz"),
         ("get", "/metrics"),

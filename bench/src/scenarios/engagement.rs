@@ -65,12 +65,12 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         .await
     };
     // The plain-table design: a likes row and a counter row, one transaction.
-    sqlx::query(
-        "CREATE TABLE plain_likes (post text, user_id bigint, PRIMARY KEY (post, user_id));
-         CREATE TABLE plain_counts (post text PRIMARY KEY, likes bigint NOT NULL DEFAULT 0)",
-    )
-    .execute(&pool)
-    .await?;
+    for table in [
+        "CREATE TABLE plain_likes (post text, user_id bigint, PRIMARY KEY (post, user_id))",
+        "CREATE TABLE plain_counts (post text PRIMARY KEY, likes bigint NOT NULL DEFAULT 0)",
+    ] {
+        sqlx::query(table).execute(&pool).await?;
+    }
     let plain = {
         let (sql_pool, posts) = (env.pool(db, 64).await?, posts.clone());
         closed_loop(clients, scale.run, move |_, _| {

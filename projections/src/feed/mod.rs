@@ -35,6 +35,7 @@ mod post_run;
 pub mod query;
 pub mod read_marks;
 mod settings;
+pub mod stream;
 pub mod verify;
 
 pub use settings::Settings;

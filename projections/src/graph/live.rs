@@ -44,7 +44,22 @@ pub struct LiveGraph {
     sized: Arc<std::sync::Mutex<Option<Instant>>>,
     /// The loaded replica's position; `None` until loaded.
     position: watch::Sender<Option<LogPosition>>,
+    /// The post events of each batch applied after the load, sent once the replica reflects
+    /// them (the live feed stream decides who sees them from the replica).
+    posts: tokio::sync::broadcast::Sender<Arc<[PostSignal]>>,
 }
+
+/// A post event the replica has applied, at its place in the log.
+#[derive(Debug, Clone)]
+pub struct PostSignal {
+    /// Where it sits in the log.
+    pub position: LogPosition,
+    /// The event.
+    pub event: PostEvent,
+}
+
+/// Batches of post events kept for slow subscribers before they lag.
+const POST_SIGNALS: usize = 1024;
 
 impl Default for LiveGraph {
     fn default() -> Self {
@@ -53,6 +68,7 @@ impl Default for LiveGraph {
             health: Arc::default(),
             sized: Arc::default(),
             position: watch::Sender::new(None),
+            posts: tokio::sync::broadcast::Sender::new(POST_SIGNALS),
         }
     }
 }
@@ -67,6 +83,12 @@ impl LiveGraph {
     pub fn with<R>(&self, read: impl FnOnce(&Graph) -> R) -> Option<R> {
         let guard = self.graph.read().unwrap_or_else(|e| e.into_inner());
         guard.as_ref().map(read)
+    }
+
+    /// The post events of every batch applied from now on, each sent after the replica
+    /// reflects it.
+    pub fn subscribe_posts(&self) -> tokio::sync::broadcast::Receiver<Arc<[PostSignal]>> {
+        self.posts.subscribe()
     }
 
     /// How its load and tail fare (for the admin endpoint).
@@ -168,12 +190,14 @@ impl LiveGraph {
 
     /// Installs the tail's graph (its first load) or its advance.
     fn publish(&self, update: Update) {
+        let mut signals: Vec<PostSignal> = Vec::new();
         let position = {
             let mut guard = self.graph.write().unwrap_or_else(|e| e.into_inner());
             match update {
                 Update::Replaying => return,
                 Update::Loaded(graph) => *guard = Some(*graph),
-                Update::Changes(changes, position) => {
+                Update::Changes(changes, position, posts) => {
+                    signals = posts;
                     let graph = guard.as_mut().expect("changes come after the load");
                     for change in changes {
                         graph.apply(change);
@@ -193,6 +217,10 @@ impl LiveGraph {
             graph.position()
         };
         self.position.send_replace(Some(position));
+        if !signals.is_empty() {
+            // Nobody listening is fine.
+            let _ = self.posts.send(signals.into());
+        }
     }
 }
 
@@ -200,8 +228,8 @@ impl LiveGraph {
 enum Update {
     /// The graph after its replay (installed whole).
     Loaded(Box<Graph>),
-    /// Changes to apply, and the position they bring it to.
-    Changes(Vec<Change>, LogPosition),
+    /// Changes to apply, the position they bring it to, and the batch's post events.
+    Changes(Vec<Change>, LogPosition, Vec<PostSignal>),
     /// The load's replay moved on; nothing to install yet.
     Replaying,
 }
@@ -232,11 +260,11 @@ impl Tail {
             // Caught up: a finished replay is installed now.
             return Ok(self.pending.take().map(Update::Loaded));
         };
-        let changes = self.decode(&events)?;
+        let (changes, posts) = self.decode(&events)?;
         self.position = last;
         metrics::counter!("relations_graph_events_total").increment(events.len() as u64);
         let Some(graph) = &mut self.pending else {
-            return Ok(Some(Update::Changes(changes, last)));
+            return Ok(Some(Update::Changes(changes, last, posts)));
         };
         for change in changes {
             graph.apply(change);
@@ -245,8 +273,13 @@ impl Tail {
         Ok(Some(Update::Replaying))
     }
 
-    fn decode(&self, events: &[RecordedEvent]) -> Result<Vec<Change>, ProjectionError> {
+    /// The batch's changes, and its post events (for the live feed stream).
+    fn decode(
+        &self,
+        events: &[RecordedEvent],
+    ) -> Result<(Vec<Change>, Vec<PostSignal>), ProjectionError> {
         let mut changes = Vec::with_capacity(events.len());
+        let mut posts = Vec::new();
         for event in events {
             if event.stream_type == RelationPair::TYPE && event.position > self.relations_loaded {
                 let decoded: RelationEvent = decode(event)?;
@@ -254,11 +287,15 @@ impl Tail {
             } else if event.stream_type == Post::TYPE && event.position > self.posts_loaded {
                 let decoded: PostEvent = decode(event)?;
                 changes.push(Change::of_post(&decoded));
+                posts.push(PostSignal {
+                    position: event.position,
+                    event: decoded,
+                });
             } else if event.stream_type == Account::TYPE && event.position > self.accounts_loaded {
                 changes.push(Change::Account(decode::<AccountEvent>(event)?));
             }
         }
-        Ok(changes)
+        Ok((changes, posts))
     }
 }
 

@@ -1,0 +1,263 @@
+//! The live feed stream: each connected reader is pushed every post that enters their feed,
+//! and every deletion, as the instance's graph replica applies them (Mastodon's streaming API,
+//! on this service's log).
+//!
+//! The replica sends the post events of each batch it applies, after it reflects them
+//! ([`LiveGraph::subscribe_posts`]); the hub decides, for each connected reader, with the
+//! replica in that same state, whether the post is in their feed: its author is followed (or,
+//! for a reader who follows nobody, recommended, with no block either way), not muted by the
+//! reader, not banned. Every item carries its log position; a reader who reconnects with it
+//! (`Last-Event-ID`) is sent what they missed, read back from the log, before the live items.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use relations_domain::{Post, PostEvent, PostId, UserId};
+use relations_store::log::{self, RecordedEvent};
+use relations_store::{LogPosition, PostView};
+use sqlx::PgPool;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ProjectionError;
+use crate::graph::live::{LiveGraph, PostSignal};
+use crate::graph::Graph;
+use crate::runtime::projector::decode;
+
+/// Items buffered per connection before it is told to catch up from the log instead.
+const BUFFER: usize = 256;
+
+/// Events read back at most for one reconnection; a reader further behind reloads the feed.
+pub const MAX_REPLAY: i64 = 10_000;
+
+/// What a reader is sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamItem {
+    /// A post entered their feed.
+    Post(LogPosition, PostView),
+    /// A post that may be in their feed was deleted.
+    Deleted(LogPosition, PostId),
+    /// Items were dropped (the reader was too slow): catch up from the log after the last
+    /// item received.
+    Resync,
+    /// More happened than a reconnection reads back: reload the feed.
+    Reset,
+}
+
+impl StreamItem {
+    /// The log position of a post or deletion.
+    pub fn position(&self) -> Option<LogPosition> {
+        match self {
+            Self::Post(at, _) | Self::Deleted(at, _) => Some(*at),
+            Self::Resync | Self::Reset => None,
+        }
+    }
+}
+
+type Connections = HashMap<UserId, Vec<(u64, mpsc::Sender<StreamItem>)>>;
+
+/// The connected readers of this instance. Cheap to clone.
+#[derive(Clone)]
+pub struct FeedHub {
+    connections: Arc<Mutex<Connections>>,
+    next: Arc<AtomicU64>,
+    recommended: Arc<Vec<UserId>>,
+}
+
+/// A reader's connection: its items, and its place in the hub (left when dropped).
+pub struct Subscription {
+    /// The items pushed to this reader.
+    pub items: mpsc::Receiver<StreamItem>,
+    hub: FeedHub,
+    user: UserId,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut connections = self.hub.connections.lock().expect("not poisoned");
+        if let Some(list) = connections.get_mut(&self.user) {
+            list.retain(|(id, _)| *id != self.id);
+            if list.is_empty() {
+                connections.remove(&self.user);
+            }
+        }
+        metrics::gauge!("relations_feed_stream_connections").decrement(1.0);
+    }
+}
+
+impl FeedHub {
+    /// A hub whose readers who follow nobody get `recommended` authors' posts, as the feed does.
+    pub fn new(recommended: Vec<UserId>) -> Self {
+        Self {
+            connections: Arc::default(),
+            next: Arc::default(),
+            recommended: Arc::new(recommended),
+        }
+    }
+
+    /// Connects `user`.
+    pub fn subscribe(&self, user: UserId) -> Subscription {
+        let (sender, items) = mpsc::channel(BUFFER);
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.connections
+            .lock()
+            .expect("not poisoned")
+            .entry(user)
+            .or_default()
+            .push((id, sender));
+        metrics::gauge!("relations_feed_stream_connections").increment(1.0);
+        Subscription {
+            items,
+            hub: self.clone(),
+            user,
+            id,
+        }
+    }
+
+    /// Whether `post` by `author` belongs in `reader`'s feed now (the feed's rules 8 and 9,
+    /// mutes and bans).
+    fn in_feed(&self, graph: &Graph, reader: UserId, author: UserId, now: DateTime<Utc>) -> bool {
+        if reader == author || graph.banned(author) || graph.muting(reader, author, now) {
+            return false;
+        }
+        let facts = graph.facts(reader, author);
+        if facts.following {
+            return true;
+        }
+        graph.counts(reader).following == 0
+            && self.recommended.contains(&author)
+            && !facts.blocking
+            && !facts.blocked_by
+    }
+
+    /// What `signal` sends `reader`, if anything.
+    fn item_for(
+        &self,
+        graph: &Graph,
+        reader: UserId,
+        position: LogPosition,
+        event: &PostEvent,
+        now: DateTime<Utc>,
+    ) -> Option<StreamItem> {
+        match event {
+            PostEvent::PostPublished {
+                post_id,
+                author,
+                content,
+                created_at,
+            } => self.in_feed(graph, reader, *author, now).then(|| {
+                StreamItem::Post(
+                    position,
+                    PostView {
+                        id: *post_id,
+                        author: *author,
+                        content: content.as_str().to_owned(),
+                        created_at: *created_at,
+                        like_count: 0,
+                        comment_count: 0,
+                        liked: None,
+                    },
+                )
+            }),
+            PostEvent::PostDeleted { post_id, author } => {
+                let related =
+                    graph.facts(reader, *author).following || self.recommended.contains(author);
+                related.then_some(StreamItem::Deleted(position, *post_id))
+            }
+        }
+    }
+
+    /// Pushes every post event the replica applies to the connected readers whose feed it
+    /// concerns, until `shutdown`.
+    pub async fn run(self, graph: LiveGraph, shutdown: CancellationToken) {
+        let mut signals = graph.subscribe_posts();
+        loop {
+            let batch = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                batch = signals.recv() => batch,
+            };
+            match batch {
+                Ok(batch) => self.deliver(&graph, &batch),
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "feed stream fell behind the replica; readers resync"
+                    );
+                    self.to_everyone(StreamItem::Resync);
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    fn deliver(&self, graph: &LiveGraph, batch: &[PostSignal]) {
+        let now = Utc::now();
+        let mut connections = self.connections.lock().expect("not poisoned");
+        graph.with(|g| {
+            for signal in batch {
+                for (reader, list) in connections.iter_mut() {
+                    let Some(item) = self.item_for(g, *reader, signal.position, &signal.event, now)
+                    else {
+                        continue;
+                    };
+                    for (_, sender) in list.iter() {
+                        if sender.try_send(item.clone()).is_err() {
+                            // Full: the reader catches up from the log once it drains.
+                            let _ = sender.try_send(StreamItem::Resync);
+                        }
+                    }
+                    metrics::counter!("relations_feed_stream_items_total").increment(1);
+                }
+            }
+        });
+    }
+
+    fn to_everyone(&self, item: StreamItem) {
+        let connections = self.connections.lock().expect("not poisoned");
+        for list in connections.values() {
+            for (_, sender) in list {
+                let _ = sender.try_send(item.clone());
+            }
+        }
+    }
+
+    /// What `reader` missed after `after`, read back from the log up to the replica's
+    /// position: the same items the live stream would have sent (judged by the replica as it
+    /// is now), or a [`StreamItem::Reset`] when more than [`MAX_REPLAY`] events passed.
+    pub async fn replay(
+        &self,
+        pool: &PgPool,
+        graph: &LiveGraph,
+        reader: UserId,
+        after: LogPosition,
+    ) -> Result<VecDeque<StreamItem>, ProjectionError> {
+        let Some(until) = graph.position() else {
+            return Ok(VecDeque::new());
+        };
+        let events: Vec<RecordedEvent> = {
+            let mut conn = pool.acquire().await?;
+            log::read_after(&mut conn, after, MAX_REPLAY + 1).await?
+        };
+        if events.len() as i64 > MAX_REPLAY && events.last().is_some_and(|e| e.position <= until) {
+            return Ok(VecDeque::from([StreamItem::Reset]));
+        }
+        let mut decoded = Vec::new();
+        for event in events.iter().filter(|e| e.position <= until) {
+            if event.stream_type == Post::TYPE {
+                decoded.push((event.position, decode::<PostEvent>(event)?));
+            }
+        }
+        let now = Utc::now();
+        Ok(graph
+            .with(|g| {
+                decoded
+                    .iter()
+                    .filter_map(|(at, event)| self.item_for(g, reader, *at, event, now))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
