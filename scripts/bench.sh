@@ -20,4 +20,6 @@ fi
 cargo build --release --locked --bin relations --bin relations-bench
 export BENCH_STREAM_FRAMEWORK_PYTHON="$venv/bin/python"
 export RELATIONS_BIN=target/release/relations
+# (j) holds 10,000 streams open: a descriptor each, on both ends.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
 exec target/release/relations-bench "$@"

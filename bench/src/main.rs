@@ -52,7 +52,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to i); all when empty.
+    /// Only these scenarios (letters a to j); all when empty.
     #[arg(long)]
     only: Vec<char>,
     /// Users in the graph of (a), (b), (c), (f); the rebuild graph of (d) gets 2.4 times as
@@ -104,6 +104,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted('i') {
         rows.extend(scenarios::engagement(&env, scale).await?);
+    }
+    if wanted('j') {
+        rows.extend(scenarios::stream(&env, scale).await?);
     }
     println!("{}", harness::table(&rows));
     println!("total bench time: {:.0} s", started.elapsed().as_secs_f64());

@@ -211,6 +211,10 @@ async fn a_reconnection_with_last_event_id_misses_nothing() {
     // Shutting down ends open streams, so draining does not wait on them.
     let started = Instant::now();
     app.stop().await;
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(reader.next(Duration::from_secs(1)).await.is_none());
 }

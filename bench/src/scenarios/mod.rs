@@ -1,6 +1,6 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
-//! `mixed`, (h) `insights`, (i) `engagement`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
+//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
 
 mod engagement;
 mod feed;
@@ -11,6 +11,7 @@ mod memory;
 mod mixed;
 mod reads;
 mod rebuild;
+mod stream;
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,7 @@ pub use feed::feed;
 pub use insights::insights;
 pub use mixed::mixed;
 pub use rebuild::rebuild;
+pub use stream::stream;
 
 /// How big and how long.
 #[derive(Debug, Clone, Copy)]
