@@ -72,7 +72,7 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         sqlx::query(table).execute(&pool).await?;
     }
     let plain = {
-        let (sql_pool, posts) = (env.pool(db, 64).await?, posts.clone());
+        let (sql_pool, posts) = (env.pool(db, 24).await?, posts.clone());
         closed_loop(clients, scale.run, move |_, _| {
             let pool = sql_pool.clone();
             let mut rng = rand::rng();
@@ -141,7 +141,7 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     };
     let after = like_checks(&base).await?;
     let check_sql = {
-        let (sql_pool, posts) = (env.pool(db, 32).await?, posts.clone());
+        let (sql_pool, posts) = (env.pool(db, 24).await?, posts.clone());
         closed_loop(clients, scale.run, move |_, _| {
             let pool = sql_pool.clone();
             let mut rng = rand::rng();
