@@ -437,3 +437,43 @@ async fn assert_verified_when_settled(app: &TestApp) {
     projector_reached(app, "feed", &at).await;
     assert_verified(app).await;
 }
+
+#[tokio::test]
+async fn unlocking_an_account_with_thousands_of_pending_requests_approves_them_in_one_transaction()
+{
+    let app = spawn_app().await;
+    app.set_locked(1, true).await;
+    let requesters: Vec<i64> = (1000..4000).collect();
+    for chunk in requesters.chunks(500) {
+        for (status, body) in join_all(chunk.iter().map(|&r| app.command("follow", r, 1))).await {
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    }
+    assert_eq!(pending(&app).await.len(), requesters.len());
+    let started = std::time::Instant::now();
+    let unlocked = app.set_locked(1, false).await;
+    let took = started.elapsed();
+    let at = position(&unlocked);
+    let (_, counts) = app
+        .get(&format!("/api/v1/users/1/counts?min_position={at}"))
+        .await;
+    assert_eq!(counts["followers"], json!(3000), "{counts}");
+    assert!(pending(&app).await.is_empty());
+    let transactions: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT transaction_id) FROM events
+          WHERE event_type IN ('AccountUnlocked', 'FollowRequestApproved')
+             OR (event_type = 'Followed' AND payload->'Followed'->>'followee' = '1')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(transactions, 1, "one transaction for 3,001 events and more");
+    // Every requester's limit held: a request already counted, the approval adds nothing.
+    let guard: i32 = sqlx::query_scalar("SELECT following FROM follow_guard WHERE user_id = 1000")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(guard, 1);
+    println!("unlocking with 3,000 pending requests took {took:?}");
+    assert_verified_when_settled(&app).await;
+}
