@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the service on 127.0.0.1:8080 against a local database `relations_dev`, plays a short
 # demo against it (follow, friends, block, a refused follow; a post, the feed, a deletion; a
-# mute and a removed follower; a locked account approving a follow request),
+# mute and a removed follower; a locked account approving a follow request; a like and a
+# comment; where the operator page and the live feed are),
 # then keeps serving until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,5 +83,18 @@ position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/me/follow_requests?min_position=$position" -H "authorization: Bearer $bob"; echo
 cmd bob "$bob" follow_requests/approve "$c_id"
 echo
+echo "== demo: bob posts; carol likes it and comments; bob's timeline shows the counts"
+out=$(curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $bob" \
+  -H 'content-type: application/json' -d '{"content": "likes and comments"}'); echo "$out"
+post_id=$(echo "$out" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+curl -s -X POST "$base/api/v1/posts/$post_id/like" -H "authorization: Bearer $carol"; echo
+out=$(curl -s -X POST "$base/api/v1/posts/$post_id/comments" -H "authorization: Bearer $carol" \
+  -H 'content-type: application/json' -d '{"content": "nice"}'); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/users/$b_id/posts?min_position=$position" -H "authorization: Bearer $carol"; echo
+echo
+admin=$("$bin" token --user 1 --admin)
+echo "== operator page: $base/admin#token=$admin&user=$b_id"
+echo "== carol's live feed: curl -N -H 'authorization: Bearer $carol' $base/api/v1/feed/stream"
 echo "== serving on $base (Ctrl-C stops). A token: $bin token --user N"
 wait $server
