@@ -476,6 +476,24 @@ async fn comments_replies_tombstones_pins_and_counts_follow_the_rules() {
     let (status, _) = delete_comment(&app, 1, &reply_id).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_verified(&app).await;
+    // Rebuilt from the log while serving: the same counts and lists.
+    let (_, before) = app
+        .get(&format!("/api/v1/users/1/posts?min_position={at}"))
+        .await;
+    let rebuilt = std::process::Command::new(env!("CARGO_BIN_EXE_relations"))
+        .args(["rebuild", "engagement"])
+        .env("DATABASE_URL", &app.config.database.database_url)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        rebuilt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
+    let (_, after) = app.get("/api/v1/users/1/posts").await;
+    assert_eq!(before, after);
+    assert_verified(&app).await;
 }
 
 #[tokio::test]
