@@ -20,7 +20,10 @@ pub mod live;
 /// How the admin endpoint names the replica.
 pub const NAME: &str = "graph";
 
-use std::collections::{HashMap, HashSet};
+/// The replica's tables hash with foldhash (seeded per process): a relation check or a known-
+/// followers walk is a handful to a thousand lookups, and SipHash would be most of their cost.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use chrono::{DateTime, Utc};
 use relations_domain::{
