@@ -455,7 +455,6 @@ impl KafkaProjector {
                 }
             }
         }
-        tracing::debug!(group = %self.name, partitions = ?owned.keys().collect::<Vec<_>>(), "owned");
     }
 
     /// Takes `partition` in PostgreSQL; its generation, and where to seek when `offset` (the

@@ -274,13 +274,11 @@ async fn lock_guards<C: StoreCommand>(
     let mut guards = Guards::default();
     for (user, following, locked) in rows {
         let user = UserId::try_from(user).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        match locked {
-            true => guards.locked.insert(user),
-            false => guards
-                .following
-                .insert(user, i64::from(following.max(0)))
-                .is_none(),
-        };
+        if locked {
+            guards.locked.insert(user);
+        } else {
+            guards.following.insert(user, i64::from(following.max(0)));
+        }
     }
     Ok(guards)
 }

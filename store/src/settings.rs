@@ -93,20 +93,6 @@ impl SettingsStore {
             attempts: MAX_ATTEMPTS,
         })
     }
-
-    /// The users with a pending request to `user`, from the write side's index (for tests and
-    /// `verify`'s comparison; readers use projector `following`'s list).
-    pub async fn pending(&self, user: UserId) -> Result<Vec<UserId>, StoreError> {
-        let rows: Vec<i64> = sqlx::query_scalar(
-            "SELECT requester FROM pending_requests WHERE target = $1 ORDER BY requester",
-        )
-        .bind(user.get())
-        .fetch_all(&self.pool)
-        .await?;
-        rows.into_iter()
-            .map(|id| UserId::try_from(id).map_err(|e| StoreError::Corrupt(e.to_string())))
-            .collect()
-    }
 }
 
 /// One attempt in `conn`'s transaction: `Some(position)` to commit (`Some(None)`: nothing

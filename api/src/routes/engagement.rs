@@ -459,8 +459,10 @@ async fn comments(
             )))
         }
     };
-    let list = List::Roots(post, sort);
-    page(&state, viewer, list, &p).await.map(Json)
+    crate::routes::query::caught_up(&state, &[ENGAGEMENT], p.min_position).await?;
+    page(&state, viewer, List::Roots(post, sort), &p)
+        .await
+        .map(Json)
 }
 
 /// Reply list parameters (no sort: replies are oldest first).
@@ -523,6 +525,7 @@ async fn page(
     p: &CommentParams,
 ) -> Result<CommentPage, ApiError> {
     let limit = limit(p.limit)?;
+    // The caller has waited for `min_position`.
     let mut after = match &p.cursor {
         None => None,
         Some(raw) => Some(
@@ -530,7 +533,6 @@ async fn page(
                 .map_err(|_| ApiError::InvalidInput("malformed cursor".into()))?,
         ),
     };
-    crate::routes::query::caught_up(state, &[ENGAGEMENT], p.min_position).await?;
     let source = graph_source(state, None).await?;
     let viewer = viewer.map(|a| a.user);
     let chunk = (limit + 1) * 2;

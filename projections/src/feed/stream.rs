@@ -46,16 +46,6 @@ pub enum StreamItem {
     Reset,
 }
 
-impl StreamItem {
-    /// The log position of a post or deletion.
-    pub fn position(&self) -> Option<LogPosition> {
-        match self {
-            Self::Post(at, _) | Self::Deleted(at, _) => Some(*at),
-            Self::Resync | Self::Reset => None,
-        }
-    }
-}
-
 type Connections = HashMap<UserId, Vec<(u64, mpsc::Sender<StreamItem>)>>;
 
 /// The connected readers of this instance. Cheap to clone.

@@ -477,28 +477,6 @@ impl Graph {
         newest(all, offset, limit)
     }
 
-    /// A page of `list` for `user` (who follows them, whom they block, or who asks to follow
-    /// them), newest first,
-    /// strictly after the key `after` (from the newest when none).
-    pub fn keyed(
-        &self,
-        list: KeyedList,
-        user: UserId,
-        after: Option<(DateTime<Utc>, i64)>,
-        limit: i64,
-    ) -> Vec<Edge> {
-        self.node(user).map_or_else(Vec::new, |n| {
-            let entries = match list {
-                KeyedList::Followers => &n.followers,
-                KeyedList::Blocking => &n.blocking,
-                KeyedList::FollowRequests => &n.requested_by,
-            };
-            before(entries, after, limit)
-        })
-    }
-}
-
-impl Graph {
     /// Followers of `user` whom `viewer` follows, newest follow of `user` first, strictly
     /// after the key `after`; and how many there are. Walks `viewer`'s following (bounded by
     /// the follow limit) and looks each one up: no scan of `user`'s followers, however many.
@@ -519,6 +497,26 @@ impl Graph {
         let total = known.len() as i64;
         known.sort_unstable();
         (before(&known, after, limit), total)
+    }
+
+    /// A page of `list` for `user` (who follows them, whom they block, or who asks to follow
+    /// them), newest first,
+    /// strictly after the key `after` (from the newest when none).
+    pub fn keyed(
+        &self,
+        list: KeyedList,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> Vec<Edge> {
+        self.node(user).map_or_else(Vec::new, |n| {
+            let entries = match list {
+                KeyedList::Followers => &n.followers,
+                KeyedList::Blocking => &n.blocking,
+                KeyedList::FollowRequests => &n.requested_by,
+            };
+            before(entries, after, limit)
+        })
     }
 }
 
