@@ -11,6 +11,7 @@ pub mod error;
 pub mod extract;
 pub mod metrics;
 pub mod openapi;
+pub mod outcome;
 pub mod rate_limit;
 pub mod routes;
 pub mod serve;

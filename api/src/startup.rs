@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::JwtKeys;
 use crate::config::Config;
+use crate::outcome::{render, AccountChange, Liking, PostAnswer, RelationOutcome, ThreadAnswer};
 use crate::rate_limit::RateLimiter;
 use crate::routes;
 use crate::state::{AppState, ProjectorEntry};
@@ -88,19 +89,28 @@ impl Application {
                 pool.clone(),
                 signal.clone(),
                 usize::from(config.command_workers),
+                render::<_, ThreadAnswer>,
+                render::<_, Liking>,
             ),
             relations: RelationStore::new(
                 pool.clone(),
                 config.follow_limit,
                 signal.clone(),
                 usize::from(config.command_workers),
+                render::<_, RelationOutcome>,
             ),
             posts: PostStore::new(
                 pool.clone(),
                 signal.clone(),
                 usize::from(config.command_workers),
+                render::<_, PostAnswer>,
             ),
-            accounts: AccountStore::new(pool.clone(), signal.clone(), 1),
+            accounts: AccountStore::new(
+                pool.clone(),
+                signal.clone(),
+                1,
+                render::<_, AccountChange>,
+            ),
             settings: SettingsStore::new(pool.clone(), signal),
             jwt: JwtKeys::new(&config.jwt.jwt_secret),
             limiter: RateLimiter::new(

@@ -14,6 +14,7 @@
 //!   and follower changes;
 //! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
 //! - [`engagement`]: likes and comments, their counts and queries, the like-state cache;
+//! - [`views`]: a post and a comment as a reader sees them;
 //! - [`redis`]: the one Redis connection that the caches and the API's rate limiter share.
 
 pub mod engagement;
@@ -24,6 +25,7 @@ pub mod graph;
 pub mod history;
 pub mod redis;
 pub mod runtime;
+pub mod views;
 
 use std::sync::Arc;
 

@@ -2,25 +2,22 @@
 //! same group-commit executor as every other command.
 
 use relations_domain::{Account, AccountCommand, UserId};
-use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::command::{Executed, Executor, Guards, StoreCommand};
 use crate::error::StoreError;
+use crate::executor::{Executed, Executor, Render, StoreCommand};
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 use crate::signal::CommitSignal;
 
-/// The answer to an account command: `{changed, position}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct AccountChange {
+/// What an account command decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountOutcome {
     /// Whether the command changed the account (a lower revocation, a second ban or an unban of
     /// someone not banned change nothing).
     pub changed: bool,
-    /// Where its event sits in the log; null when nothing changed.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    /// Where its event sits in the log; none when nothing changed.
     pub position: Option<LogPosition>,
 }
 
@@ -32,9 +29,14 @@ pub struct AccountStore {
 
 impl AccountStore {
     /// A store on `pool`; see [`crate::PostStore::new`].
-    pub fn new(pool: PgPool, signal: CommitSignal, workers: usize) -> Self {
+    pub fn new(
+        pool: PgPool,
+        signal: CommitSignal,
+        workers: usize,
+        render: Render<AccountOutcome>,
+    ) -> Self {
         Self {
-            executor: Executor::spawn(pool, signal, workers),
+            executor: Executor::spawn(pool, signal, workers, render),
         }
     }
 
@@ -48,7 +50,7 @@ impl AccountStore {
         command: AccountCommand,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Executed<AccountChange>, StoreError> {
+    ) -> Result<Executed<AccountOutcome>, StoreError> {
         let command = AccountCommandOf {
             stream: command.user().to_string(),
             actor,
@@ -81,7 +83,8 @@ struct AccountCommandOf {
 
 impl StoreCommand for AccountCommandOf {
     type Aggregate = Account;
-    type Answer = AccountChange;
+    type Guard = ();
+    type Outcome = AccountOutcome;
 
     fn stream(&self) -> &str {
         &self.stream
@@ -95,10 +98,12 @@ impl StoreCommand for AccountCommandOf {
         self.command.clone()
     }
 
-    fn services(&self, _guards: &Guards) {}
+    fn ask(&self) {}
 
-    fn answer(&self, _account: &Account, position: Option<LogPosition>) -> AccountChange {
-        AccountChange {
+    fn services(&self, _guard: &()) {}
+
+    fn outcome(&self, _account: &Account, position: Option<LogPosition>) -> AccountOutcome {
+        AccountOutcome {
             changed: position.is_some(),
             position,
         }

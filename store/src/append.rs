@@ -77,8 +77,54 @@ pub(crate) async fn catch_up<A: Aggregate>(
     Ok(())
 }
 
+/// The events one decision appends to its stream.
+pub(crate) struct Decided<'a, A: Aggregate> {
+    /// Its stream.
+    pub stream: &'a str,
+    /// The stream's version the events were decided on (they take the versions after it).
+    pub version: usize,
+    /// The events, in order.
+    pub events: &'a [A::Event],
+    /// Who caused them and through which request.
+    pub metadata: &'a EventMetadata,
+}
+
+/// Appends every decision's events in one statement, each at its version: each decision's last
+/// place in the log (none when it decided nothing), or `None` when another writer took one of
+/// the versions first (the transaction is aborted: roll back, load again and decide again).
+pub(crate) async fn append_decided<A: Aggregate>(
+    conn: &mut PgConnection,
+    decisions: &[Decided<'_, A>],
+) -> Result<Option<Vec<Option<LogPosition>>>, StoreError> {
+    let new: Vec<NewEvent<'_, A>> = decisions
+        .iter()
+        .flat_map(|decided| {
+            decided
+                .events
+                .iter()
+                .enumerate()
+                .map(|(offset, event)| NewEvent {
+                    stream: decided.stream,
+                    version: decided.version + 1 + offset,
+                    event,
+                    metadata: decided.metadata,
+                })
+        })
+        .collect();
+    let Appended::At(positions) = append(conn, &new).await? else {
+        return Ok(None);
+    };
+    let mut positions = positions.into_iter();
+    Ok(Some(
+        decisions
+            .iter()
+            .map(|d| positions.by_ref().take(d.events.len()).last())
+            .collect(),
+    ))
+}
+
 /// One event to append.
-pub(crate) struct NewEvent<'a, A: Aggregate> {
+struct NewEvent<'a, A: Aggregate> {
     /// Its stream.
     pub stream: &'a str,
     /// Its version in the stream.
@@ -90,7 +136,7 @@ pub(crate) struct NewEvent<'a, A: Aggregate> {
 }
 
 /// How an append ended.
-pub(crate) enum Appended {
+enum Appended {
     /// Every event is in; each one's place in the log, in the order given.
     At(Vec<LogPosition>),
     /// Another writer took one of the versions: the transaction is aborted; roll back, load
@@ -99,7 +145,7 @@ pub(crate) enum Appended {
 }
 
 /// Appends `events` in one statement and returns each one's place in the log.
-pub(crate) async fn append<A: Aggregate>(
+async fn append<A: Aggregate>(
     conn: &mut PgConnection,
     events: &[NewEvent<'_, A>],
 ) -> Result<Appended, StoreError> {

@@ -8,92 +8,65 @@ use relations_domain::{
     CommentId, Like, LikeCommand, LikeServices, PairId, PostContent, PostId, Thread, ThreadCommand,
     ThreadServices, UserId,
 };
-use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::command::{Executed, Executor, Guards, StoreCommand};
 use crate::error::StoreError;
+use crate::executor::{Executed, Executor, Render, StoreCommand};
+use crate::guards::pairs::PairGuard;
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
+use crate::posts::Deletion;
 use crate::signal::CommitSignal;
 
-/// SPEC.md's `Comment`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct CommentView {
-    /// `"{post id}.{n}"`.
-    pub id: CommentId,
-    /// The post.
-    pub post: PostId,
+/// A comment added: what was decided, and where its event sits in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewComment {
+    /// The new comment's id.
+    pub comment: CommentId,
+    /// The comment it replies to.
+    pub parent: Option<CommentId>,
     /// Who wrote it.
     pub author: UserId,
-    /// The comment replied to.
-    pub parent: Option<CommentId>,
-    /// Its text; null once deleted.
-    pub content: Option<String>,
-    /// When it was written.
+    /// Its text.
+    pub content: PostContent,
+    /// When it was written (to the microsecond, as PostgreSQL keeps it).
     pub created_at: DateTime<Utc>,
-    /// Likes.
-    pub like_count: i64,
-    /// Replies the replies list shows.
-    pub reply_count: i64,
-    /// Pinned by the post's author.
-    pub pinned: bool,
-    /// Deleted (shown only while replies remain).
-    pub deleted: bool,
-    /// Whether the bearer likes it (answers to a bearer token only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub liked: Option<bool>,
-}
-
-/// The answer to a new comment: `{comment, position}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Commented {
-    /// The new comment.
-    pub comment: CommentView,
     /// Where its event sits in the log.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub position: LogPosition,
 }
 
-/// The answer to a pin or unpin: `{changed, pinned, position}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Pinned {
+/// A pin or unpin decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinChange {
     /// Whether anything changed.
     pub changed: bool,
     /// Pinned now.
     pub pinned: bool,
-    /// Where the event sits in the log; null when nothing changed.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    /// Where the event sits in the log; none when nothing changed.
     pub position: Option<LogPosition>,
 }
 
-/// The answer to a like or unlike: `{changed, liked, position}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Liking {
+/// A like or unlike decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LikeChange {
     /// Whether anything changed.
     pub changed: bool,
     /// Liked now.
     pub liked: bool,
-    /// Where the event sits in the log; null when nothing changed.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    /// Where the event sits in the log; none when nothing changed.
     pub position: Option<LogPosition>,
 }
 
-/// What a thread command answers (serialised as the answer itself).
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum ThreadAnswer {
+/// What a thread command decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadOutcome {
     /// A new comment.
-    Commented(Commented),
-    /// A deletion: `{position}`.
-    Deleted(crate::posts::Deleted),
+    Commented(NewComment),
+    /// A deletion.
+    Deleted(Deletion),
     /// A pin or unpin.
-    Pinned(Pinned),
+    Pinned(PinChange),
 }
 
 /// Carries out comment and like commands against the event store.
@@ -104,11 +77,18 @@ pub struct EngagementStore {
 }
 
 impl EngagementStore {
-    /// A store on `pool`; see [`crate::PostStore::new`].
-    pub fn new(pool: PgPool, signal: CommitSignal, workers: usize) -> Self {
+    /// A store on `pool`; see [`crate::PostStore::new`]. Thread outcomes are kept under their
+    /// idempotency keys as `threads` renders them, likes as `likes` does.
+    pub fn new(
+        pool: PgPool,
+        signal: CommitSignal,
+        workers: usize,
+        threads: Render<ThreadOutcome>,
+        likes: Render<LikeChange>,
+    ) -> Self {
         Self {
-            threads: Executor::spawn(pool.clone(), signal.clone(), workers),
-            likes: Executor::spawn(pool, signal, workers),
+            threads: Executor::spawn(pool.clone(), signal.clone(), workers, threads),
+            likes: Executor::spawn(pool, signal, workers, likes),
         }
     }
 
@@ -127,7 +107,7 @@ impl EngagementStore {
         command: ThreadCommand,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Executed<ThreadAnswer>, StoreError> {
+    ) -> Result<Executed<ThreadOutcome>, StoreError> {
         let command = ThreadCommandOf::new(command);
         self.threads.execute(command, metadata, idempotency).await
     }
@@ -143,10 +123,8 @@ impl EngagementStore {
         content: PostContent,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Executed<ThreadAnswer>, StoreError> {
-        // Microseconds: what PostgreSQL keeps, so every read model shows the same instant.
-        let now = Utc::now();
-        let created_at = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
+    ) -> Result<Executed<ThreadOutcome>, StoreError> {
+        let created_at = crate::metadata::now();
         let command = ThreadCommand::Add {
             post_id: post,
             author,
@@ -168,27 +146,13 @@ impl EngagementStore {
         command: LikeCommand,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Executed<Liking>, StoreError> {
+    ) -> Result<Executed<LikeChange>, StoreError> {
         let command = LikeCommandOf {
             stream: command.stream(),
             command,
         };
         self.likes.execute(command, metadata, idempotency).await
     }
-}
-
-/// Whether a block stands, either way, between `a` and any of `others` (none between a user
-/// and themselves).
-fn blocked(guards: &Guards, a: UserId, others: impl IntoIterator<Item = UserId>) -> bool {
-    others.into_iter().any(|b| {
-        let Ok(pair) = PairId::new(a, b) else {
-            return false;
-        };
-        guards.pairs.get(&pair.stream_id()).is_some_and(|p| {
-            let facts = p.facts(a, b);
-            facts.blocking || facts.blocked_by
-        })
-    })
 }
 
 struct ThreadCommandOf {
@@ -207,7 +171,8 @@ impl ThreadCommandOf {
 
 impl StoreCommand for ThreadCommandOf {
     type Aggregate = Thread;
-    type Answer = ThreadAnswer;
+    type Guard = PairGuard;
+    type Outcome = ThreadOutcome;
 
     fn stream(&self) -> &str {
         &self.stream
@@ -221,16 +186,9 @@ impl StoreCommand for ThreadCommandOf {
         self.command.clone()
     }
 
-    fn status(&self) -> u16 {
-        match self.command {
-            ThreadCommand::Add { .. } => 201,
-            _ => 200,
-        }
-    }
-
     /// A new comment reads whether a block stands between the commenter and the post's
     /// author, or the author of the comment replied to.
-    fn pairs(&self) -> Vec<PairId> {
+    fn ask(&self) -> Vec<PairId> {
         let actor = self.command.actor();
         self.command
             .interacts_with()
@@ -239,13 +197,13 @@ impl StoreCommand for ThreadCommandOf {
             .collect()
     }
 
-    fn services(&self, guards: &Guards) -> ThreadServices {
+    fn services(&self, guard: &PairGuard) -> ThreadServices {
         ThreadServices {
-            blocked: blocked(guards, self.command.actor(), self.command.interacts_with()),
+            blocked: guard.blocked(self.command.actor(), self.command.interacts_with()),
         }
     }
 
-    fn answer(&self, thread: &Thread, position: Option<LogPosition>) -> ThreadAnswer {
+    fn outcome(&self, thread: &Thread, position: Option<LogPosition>) -> ThreadOutcome {
         let position_or_start = position.unwrap_or_default();
         match &self.command {
             ThreadCommand::Add {
@@ -258,27 +216,19 @@ impl StoreCommand for ThreadCommandOf {
             } => {
                 // The decision appended this comment last.
                 let n = thread.len() as u32;
-                ThreadAnswer::Commented(Commented {
-                    comment: CommentView {
-                        id: CommentId { post: *post_id, n },
-                        post: *post_id,
-                        author: *author,
-                        parent: parent.map(|n| CommentId { post: *post_id, n }),
-                        content: Some(content.as_str().to_owned()),
-                        created_at: *created_at,
-                        like_count: 0,
-                        reply_count: 0,
-                        pinned: false,
-                        deleted: false,
-                        liked: Some(false),
-                    },
+                ThreadOutcome::Commented(NewComment {
+                    comment: CommentId { post: *post_id, n },
+                    parent: parent.map(|n| CommentId { post: *post_id, n }),
+                    author: *author,
+                    content: content.clone(),
+                    created_at: *created_at,
                     position: position_or_start,
                 })
             }
-            ThreadCommand::Delete { .. } => ThreadAnswer::Deleted(crate::posts::Deleted {
+            ThreadCommand::Delete { .. } => ThreadOutcome::Deleted(Deletion {
                 position: position_or_start,
             }),
-            ThreadCommand::Pin { pinned, .. } => ThreadAnswer::Pinned(Pinned {
+            ThreadCommand::Pin { pinned, .. } => ThreadOutcome::Pinned(PinChange {
                 changed: position.is_some(),
                 pinned: *pinned,
                 position,
@@ -294,7 +244,8 @@ struct LikeCommandOf {
 
 impl StoreCommand for LikeCommandOf {
     type Aggregate = Like;
-    type Answer = Liking;
+    type Guard = PairGuard;
+    type Outcome = LikeChange;
 
     fn stream(&self) -> &str {
         &self.stream
@@ -308,20 +259,21 @@ impl StoreCommand for LikeCommandOf {
         self.command
     }
 
-    fn pairs(&self) -> Vec<PairId> {
+    /// A like reads whether a block stands between the liker and the author.
+    fn ask(&self) -> Vec<PairId> {
         PairId::new(self.command.user, self.command.author)
             .into_iter()
             .collect()
     }
 
-    fn services(&self, guards: &Guards) -> LikeServices {
+    fn services(&self, guard: &PairGuard) -> LikeServices {
         LikeServices {
-            blocked: blocked(guards, self.command.user, [self.command.author]),
+            blocked: guard.blocked(self.command.user, [self.command.author]),
         }
     }
 
-    fn answer(&self, like: &Like, position: Option<LogPosition>) -> Liking {
-        Liking {
+    fn outcome(&self, like: &Like, position: Option<LogPosition>) -> LikeChange {
+        LikeChange {
             changed: position.is_some(),
             liked: like.liked,
             position,

@@ -69,10 +69,11 @@ impl Idempotency {
     }
 }
 
-/// A stored first answer.
+/// A first answer as its caller gave it, kept to be given again as it is (the store never reads
+/// it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredAnswer {
-    /// Its HTTP status.
+    /// The caller's code for the kind of answer.
     pub status: u16,
     /// Its body.
     pub body: serde_json::Value,
@@ -165,10 +166,8 @@ pub(crate) struct Record<'a> {
     pub actor: UserId,
     /// The key.
     pub idem: &'a Idempotency,
-    /// The answer's HTTP status.
-    pub status: u16,
-    /// The answer's body.
-    pub body: serde_json::Value,
+    /// The answer.
+    pub answer: StoredAnswer,
 }
 
 /// Stores the answers under the keys claimed in this transaction, in one statement.
@@ -181,8 +180,8 @@ pub(crate) async fn record(
     }
     let actors: Vec<i64> = records.iter().map(|r| r.actor.get()).collect();
     let keys: Vec<&str> = records.iter().map(|r| r.idem.key.0.as_str()).collect();
-    let statuses: Vec<i16> = records.iter().map(|r| r.status as i16).collect();
-    let bodies: Vec<serde_json::Value> = records.iter().map(|r| r.body.clone()).collect();
+    let statuses: Vec<i16> = records.iter().map(|r| r.answer.status as i16).collect();
+    let bodies: Vec<serde_json::Value> = records.iter().map(|r| r.answer.body.clone()).collect();
     sqlx::query(
         "UPDATE idempotency_keys k SET status = x.s, response = x.r
            FROM unnest($1::bigint[], $2::text[], $3::int2[], $4::jsonb[]) AS x(a, kk, s, r)

@@ -1,34 +1,37 @@
 //! The relations service's event store on PostgreSQL.
 //!
-//! Holds the write path (commands decided on cqrs-es aggregates, appended atomically with the
-//! rows that guard their rules), the log's positions, and the database pool and migrations.
+//! Holds the write path (commands decided on cqrs-es aggregates by a generic group-commit
+//! executor, appended atomically with the rows that guard their rules, which plug into it from
+//! `guards`), the log's positions, and the database pool and migrations. Commands answer with
+//! what was decided; how that is shown to a client (a status, a view) is the caller's.
 //! Depends on the domain, sqlx and cqrs-es; never on a web framework or on the read models.
 
 pub mod accounts;
 mod append;
 pub mod bulk;
-mod command;
 pub mod db;
 pub mod engagement;
 pub mod error;
-mod group;
+mod executor;
+mod guards;
 pub mod idempotency;
 pub mod log;
 pub mod metadata;
 pub mod position;
 pub mod posts;
 pub mod relations;
+mod retry;
 pub mod settings;
 pub mod signal;
 
-pub use accounts::{AccountChange, AccountStore};
-pub use command::Executed;
-pub use engagement::{CommentView, Commented, EngagementStore, Liking, Pinned, ThreadAnswer};
+pub use accounts::{AccountOutcome, AccountStore};
+pub use engagement::{EngagementStore, LikeChange, NewComment, PinChange, ThreadOutcome};
 pub use error::StoreError;
+pub use executor::{Executed, Render};
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
 pub use metadata::EventMetadata;
 pub use position::{BadPosition, LogPosition};
-pub use posts::{Deleted, PostStore, PostView, Published};
-pub use relations::{RelationOutcome, RelationStore};
-pub use settings::{Settings, SettingsStore};
+pub use posts::{Deletion, PostOutcome, PostStore, Publication};
+pub use relations::{RelationChange, RelationStore};
+pub use settings::SettingsStore;
 pub use signal::CommitSignal;

@@ -3,55 +3,44 @@
 
 use chrono::{DateTime, Utc};
 use relations_domain::{Post, PostCommand, PostContent, PostId, UserId};
-use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::command::{Executed, Executor, Guards, StoreCommand};
 use crate::error::StoreError;
+use crate::executor::{Executed, Executor, Render, StoreCommand};
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 use crate::signal::CommitSignal;
 
-/// A post as the API shows it (SPEC.md's `Post`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PostView {
-    /// The post's id.
-    pub id: PostId,
+/// A post published: what was decided, and where its event sits in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Publication {
+    /// The new post's id.
+    pub post: PostId,
     /// Who wrote it.
     pub author: UserId,
     /// Its text.
-    pub content: String,
-    /// When it was written.
+    pub content: PostContent,
+    /// When it was written (to the microsecond, as PostgreSQL keeps it).
     pub created_at: DateTime<Utc>,
-    /// Likes (projector `engagement`).
-    pub like_count: i64,
-    /// Live comments, replies included (projector `engagement`).
-    pub comment_count: i64,
-    /// Whether the bearer likes it (answers to a bearer token only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub liked: Option<bool>,
-}
-
-/// The answer to a publish: `{post, position}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Published {
-    /// The new post.
-    pub post: PostView,
     /// Where its event sits in the log.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub position: LogPosition,
 }
 
-/// The answer to a delete: `{position}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Deleted {
+/// A post or a comment deleted: where the deletion sits in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deletion {
     /// Where the deletion sits in the log.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub position: LogPosition,
+}
+
+/// What a post command decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PostOutcome {
+    /// A publish.
+    Published(Publication),
+    /// A delete.
+    Deleted(Deletion),
 }
 
 /// Carries out post commands against the event store.
@@ -62,10 +51,16 @@ pub struct PostStore {
 
 impl PostStore {
     /// A store on `pool` that wakes log readers through `signal` after each commit; `workers`
-    /// groups of commands are decided at once. Starts its workers on the current runtime.
-    pub fn new(pool: PgPool, signal: CommitSignal, workers: usize) -> Self {
+    /// groups of commands are decided at once, and an outcome is kept under its idempotency key
+    /// as `render` gives it. Starts its workers on the current runtime.
+    pub fn new(
+        pool: PgPool,
+        signal: CommitSignal,
+        workers: usize,
+        render: Render<PostOutcome>,
+    ) -> Self {
         Self {
-            executor: Executor::spawn(pool, signal, workers),
+            executor: Executor::spawn(pool, signal, workers, render),
         }
     }
 
@@ -79,37 +74,24 @@ impl PostStore {
         content: PostContent,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Executed<Published>, StoreError> {
+    ) -> Result<Executed<Publication>, StoreError> {
         let post_id = PostId::from_uuid(uuid::Uuid::now_v7());
         tracing::Span::current().record("post.id", tracing::field::display(post_id));
-        // Microseconds: what PostgreSQL keeps, so every read model shows the same instant.
-        let now = Utc::now();
-        let created_at = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
-        let post = PostView {
-            id: post_id,
-            author,
-            content: content.as_str().to_owned(),
-            created_at,
-            like_count: 0,
-            comment_count: 0,
-            liked: Some(false),
-        };
         let command = PostCommand::Publish {
             post_id,
             author,
             content,
-            created_at,
+            created_at: crate::metadata::now(),
         };
-        let command = PostCommandOf::new(command, Some(post));
-        match self
+        let command = PostCommandOf::new(command);
+        let executed = self
             .executor
             .execute(command, metadata, idempotency)
-            .await?
-        {
-            Executed::Fresh(PostAnswer::Published(published)) => Ok(Executed::Fresh(published)),
-            Executed::Replayed(stored) => Ok(Executed::Replayed(stored)),
-            Executed::Fresh(PostAnswer::Deleted(_)) => unreachable!("a publish answers Published"),
-        }
+            .await?;
+        Ok(executed.map(|outcome| match outcome {
+            PostOutcome::Published(publication) => publication,
+            PostOutcome::Deleted(_) => unreachable!("a publish answers Published"),
+        }))
     }
 
     /// The post as committed now: whether it is live and who wrote it (a check before a
@@ -128,48 +110,38 @@ impl PostStore {
         post_id: PostId,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Executed<Deleted>, StoreError> {
-        let command = PostCommandOf::new(PostCommand::Delete { post_id, actor }, None);
-        match self
+    ) -> Result<Executed<Deletion>, StoreError> {
+        let command = PostCommandOf::new(PostCommand::Delete { post_id, actor });
+        let executed = self
             .executor
             .execute(command, metadata, idempotency)
-            .await?
-        {
-            Executed::Fresh(PostAnswer::Deleted(deleted)) => Ok(Executed::Fresh(deleted)),
-            Executed::Replayed(stored) => Ok(Executed::Replayed(stored)),
-            Executed::Fresh(PostAnswer::Published(_)) => unreachable!("a delete answers Deleted"),
-        }
+            .await?;
+        Ok(executed.map(|outcome| match outcome {
+            PostOutcome::Deleted(deletion) => deletion,
+            PostOutcome::Published(_) => unreachable!("a delete answers Deleted"),
+        }))
     }
 }
 
-/// A post command with its stream, and for a publish the view it answers.
+/// A post command with its stream.
 struct PostCommandOf {
     command: PostCommand,
     stream: String,
-    published: Option<PostView>,
 }
 
 impl PostCommandOf {
-    fn new(command: PostCommand, published: Option<PostView>) -> Self {
+    fn new(command: PostCommand) -> Self {
         Self {
             stream: command.post_id().to_string(),
             command,
-            published,
         }
     }
-}
-
-/// What a post command answers (serialised as the answer itself).
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-enum PostAnswer {
-    Published(Published),
-    Deleted(Deleted),
 }
 
 impl StoreCommand for PostCommandOf {
     type Aggregate = Post;
-    type Answer = PostAnswer;
+    type Guard = ();
+    type Outcome = PostOutcome;
 
     fn stream(&self) -> &str {
         &self.stream
@@ -183,25 +155,28 @@ impl StoreCommand for PostCommandOf {
         self.command.clone()
     }
 
-    fn status(&self) -> u16 {
-        match self.published {
-            Some(_) => 201,
-            None => 200,
-        }
-    }
+    fn ask(&self) {}
 
-    fn services(&self, _guards: &Guards) {}
+    fn services(&self, _guard: &()) {}
 
     // A post command that is decided always appends (the aggregate refuses a no-op with an
     // error), so the position is never the default.
-    fn answer(&self, _post: &Post, position: Option<LogPosition>) -> PostAnswer {
+    fn outcome(&self, _post: &Post, position: Option<LogPosition>) -> PostOutcome {
         let position = position.unwrap_or_default();
-        match &self.published {
-            Some(post) => PostAnswer::Published(Published {
-                post: post.clone(),
+        match &self.command {
+            PostCommand::Publish {
+                post_id,
+                author,
+                content,
+                created_at,
+            } => PostOutcome::Published(Publication {
+                post: *post_id,
+                author: *author,
+                content: content.clone(),
+                created_at: *created_at,
                 position,
             }),
-            None => PostAnswer::Deleted(Deleted { position }),
+            PostCommand::Delete { .. } => PostOutcome::Deleted(Deletion { position }),
         }
     }
 }

@@ -1,30 +1,28 @@
-//! Relation commands (follow, unfollow, block, unblock, requests, mutes), each decided on its pair's stream and
-//! appended in one transaction with the guard rows (rule 3) and the idempotency answer.
+//! Relation commands (follow, unfollow, block, unblock, requests, mutes), each decided on its
+//! pair's stream and appended in one transaction with the guard rows (rule 3,
+//! [`crate::guards::follows`]) and the idempotency answer.
 
 use relations_domain::{
-    following_deltas, guarded_users, FollowBudget, Relation, RelationCommand, RelationError,
-    RelationEvent, RelationPair, UserId,
+    guarded_users, FollowBudget, Relation, RelationCommand, RelationError, RelationPair, UserId,
 };
-use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::command::{Executed, Executor, Guards, RequestChange, StoreCommand};
 use crate::error::StoreError;
+use crate::executor::{Executed, Executor, Render, StoreCommand};
+use crate::guards::follows::{FollowAsk, FollowGuard};
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 use crate::signal::CommitSignal;
 
-/// The answer to a relation command (SPEC.md: `{changed, relation, position}`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct RelationOutcome {
+/// What a relation command decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelationChange {
     /// Whether any event was appended.
     pub changed: bool,
     /// The actor's relation to the target as the decision left it.
     pub relation: Relation,
     /// Where the appended events ended in the log; none when nothing changed.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub position: Option<LogPosition>,
 }
 
@@ -37,11 +35,18 @@ pub struct RelationStore {
 
 impl RelationStore {
     /// A store on `pool` that enforces `follow_limit` (rule 3) and wakes log readers through
-    /// `signal` after each commit; `workers` groups of commands are decided at once. Starts
-    /// its workers on the current runtime.
-    pub fn new(pool: PgPool, follow_limit: u32, signal: CommitSignal, workers: usize) -> Self {
+    /// `signal` after each commit; `workers` groups of commands are decided at once, and an
+    /// outcome is kept under its idempotency key as `render` gives it. Starts its workers on
+    /// the current runtime.
+    pub fn new(
+        pool: PgPool,
+        follow_limit: u32,
+        signal: CommitSignal,
+        workers: usize,
+        render: Render<RelationChange>,
+    ) -> Self {
         Self {
-            executor: Executor::spawn(pool, signal, workers),
+            executor: Executor::spawn(pool, signal, workers, render),
             follow_limit,
         }
     }
@@ -55,7 +60,7 @@ impl RelationStore {
         command: RelationCommand,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Executed<RelationOutcome>, StoreError> {
+    ) -> Result<Executed<RelationChange>, StoreError> {
         let stream = command.pair().map_err(RelationError::from)?.stream_id();
         let command = GuardedRelationCommand {
             command,
@@ -64,15 +69,6 @@ impl RelationStore {
         };
         self.executor.execute(command, metadata, idempotency).await
     }
-}
-
-/// How `events` change the pending follow requests, in order: `((target, requester), pending)`.
-pub(crate) fn request_changes(events: &[RelationEvent]) -> Vec<RequestChange> {
-    events
-        .iter()
-        .filter_map(RelationEvent::request)
-        .map(|((requester, target), pending)| ((target, requester), pending))
-        .collect()
 }
 
 /// A relation command with what its rules are checked against.
@@ -84,7 +80,8 @@ struct GuardedRelationCommand {
 
 impl StoreCommand for GuardedRelationCommand {
     type Aggregate = RelationPair;
-    type Answer = RelationOutcome;
+    type Guard = FollowGuard;
+    type Outcome = RelationChange;
 
     fn stream(&self) -> &str {
         &self.stream
@@ -98,39 +95,27 @@ impl StoreCommand for GuardedRelationCommand {
         self.command
     }
 
-    /// The users whose following count the command may change (rule 3).
-    fn guarded(&self) -> Vec<UserId> {
-        guarded_users(self.command)
-    }
-
-    /// A follow asks whether its target is locked (it becomes a request).
-    fn locked_target(&self) -> Option<UserId> {
-        matches!(self.command, RelationCommand::Follow { .. }).then(|| self.command.target())
-    }
-
-    fn services(&self, guards: &Guards) -> FollowBudget {
-        let following = guards
-            .following
-            .get(&self.command.actor())
-            .copied()
-            .unwrap_or(0);
-        FollowBudget {
-            following: following.clamp(0, i64::from(u32::MAX)) as u32,
-            limit: self.follow_limit,
-            target_locked: guards.locked.contains(&self.command.target()),
+    /// The users whose following count the command may change (rule 3); a follow asks
+    /// whether its target is locked (it becomes a request).
+    fn ask(&self) -> FollowAsk {
+        FollowAsk {
+            guarded: guarded_users(self.command),
+            locked_target: matches!(self.command, RelationCommand::Follow { .. })
+                .then(|| self.command.target()),
         }
     }
 
-    fn deltas(&self, events: &[RelationEvent]) -> Vec<(UserId, i32)> {
-        following_deltas(events)
+    fn services(&self, guard: &FollowGuard) -> FollowBudget {
+        let following = guard.following(self.command.actor());
+        FollowBudget {
+            following: following.clamp(0, i64::from(u32::MAX)) as u32,
+            limit: self.follow_limit,
+            target_locked: guard.locked(self.command.target()),
+        }
     }
 
-    fn requests(&self, events: &[RelationEvent]) -> Vec<RequestChange> {
-        request_changes(events)
-    }
-
-    fn answer(&self, pair: &RelationPair, position: Option<LogPosition>) -> RelationOutcome {
-        RelationOutcome {
+    fn outcome(&self, pair: &RelationPair, position: Option<LogPosition>) -> RelationChange {
+        RelationChange {
             changed: position.is_some(),
             relation: pair.relation(
                 self.command.actor(),

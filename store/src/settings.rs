@@ -22,31 +22,16 @@ use relations_domain::{
     following_deltas, Account, AccountCommand, FollowBudget, PairId, RelationCommand, RelationPair,
     UserId,
 };
-use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 
-use crate::append::{self, Appended, Loaded, NewEvent};
+use crate::append::{self, Decided, Loaded};
 use crate::db::end_transaction;
 use crate::error::StoreError;
-use crate::group::update_requests;
+use crate::guards::follows::{request_changes, update_requests};
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
-use crate::relations::request_changes;
+use crate::retry;
 use crate::signal::CommitSignal;
-
-/// How many times an unlock is decided again after a pending request changed under it.
-const MAX_ATTEMPTS: u32 = 12;
-
-/// The answer to `PUT /me/settings`: `{locked, position}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Settings {
-    /// Whether the account approves its followers.
-    pub locked: bool,
-    /// Where the last event of the change sits in the log; null when nothing changed.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub position: Option<LogPosition>,
-}
 
 /// Carries out settings changes against the event store.
 #[derive(Clone)]
@@ -62,7 +47,7 @@ impl SettingsStore {
     }
 
     /// Locks or unlocks `user`'s account; unlocking approves every pending request in the same
-    /// transaction.
+    /// transaction. Where the change's last event sits in the log; none when nothing changed.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
         command = "settings", user.id = %user, locked
     ))]
@@ -71,27 +56,17 @@ impl SettingsStore {
         user: UserId,
         locked: bool,
         metadata: &EventMetadata,
-    ) -> Result<Settings, StoreError> {
-        for attempt in 1..=MAX_ATTEMPTS {
+    ) -> Result<Option<LogPosition>, StoreError> {
+        let position = retry::until_committed(|| async {
             let mut tx = self.pool.begin().await?;
             let result = set_locked(&mut tx, user, locked, metadata).await;
-            let outcome = end_transaction(tx, result, |o| matches!(o, Some(Some(_)))).await?;
-            match outcome {
-                Some(position) => {
-                    if position.is_some() {
-                        self.signal.committed();
-                    }
-                    return Ok(Settings { locked, position });
-                }
-                None => {
-                    metrics::counter!("relations_command_conflicts_total").increment(1);
-                    tracing::debug!(attempt, "a pending request changed under an unlock");
-                }
-            }
-        }
-        Err(StoreError::Contended {
-            attempts: MAX_ATTEMPTS,
+            end_transaction(tx, result, |o| matches!(o, Some(Some(_)))).await
         })
+        .await?;
+        if position.is_some() {
+            self.signal.committed();
+        }
+        Ok(position)
     }
 }
 
@@ -122,16 +97,13 @@ async fn set_locked(
     if account_events.is_empty() {
         return Ok(Some(None));
     }
-    let mut new_account = Vec::new();
-    for (offset, event) in account_events.iter().enumerate() {
-        new_account.push(NewEvent::<Account> {
-            stream: &stream,
-            version: account.version + 1 + offset,
-            event,
-            metadata,
-        });
-    }
-    let Appended::At(mut positions) = append::append(conn, &new_account).await? else {
+    let decided = Decided::<Account> {
+        stream: &stream,
+        version: account.version,
+        events: &account_events,
+        metadata,
+    };
+    let Some(mut positions) = append::append_decided(conn, &[decided]).await? else {
         return Ok(None);
     };
     if locked {
@@ -149,16 +121,16 @@ async fn set_locked(
             None => return Ok(None),
         }
     }
-    Ok(Some(positions.into_iter().max()))
+    Ok(Some(positions.into_iter().flatten().max()))
 }
 
-/// Approves every request pending to `user`, each on its pair; the approvals' positions, or
-/// `None` when a pair changed under the unlock.
+/// Approves every request pending to `user`, each on its pair; each approval's last position,
+/// or `None` when a pair changed under the unlock.
 async fn approve_all(
     conn: &mut PgConnection,
     user: UserId,
     metadata: &EventMetadata,
-) -> Result<Option<Vec<LogPosition>>, StoreError> {
+) -> Result<Option<Vec<Option<LogPosition>>>, StoreError> {
     let requesters: Vec<i64> =
         sqlx::query_scalar("SELECT requester FROM pending_requests WHERE target = $1")
             .bind(user.get())
@@ -176,7 +148,7 @@ async fn approve_all(
         requests.push((requester, stream));
     }
     append::catch_up(conn, &mut pairs).await?;
-    let mut decided = Vec::with_capacity(requests.len());
+    let mut approvals = Vec::with_capacity(requests.len());
     for (requester, stream) in &requests {
         let loaded = &pairs[stream];
         let approve = RelationCommand::ApproveRequest {
@@ -190,24 +162,23 @@ async fn approve_all(
             following_deltas(&events).is_empty(),
             "approvals count nothing"
         );
-        decided.push((stream.as_str(), loaded.version, events));
+        approvals.push((stream.as_str(), loaded.version, events));
     }
-    let mut new = Vec::new();
-    let mut changes = Vec::new();
-    for (stream, version, events) in &decided {
-        changes.extend(request_changes(events));
-        for (offset, event) in events.iter().enumerate() {
-            new.push(NewEvent::<RelationPair> {
-                stream,
-                version: version + 1 + offset,
-                event,
-                metadata,
-            });
-        }
-    }
-    let Appended::At(positions) = append::append(conn, &new).await? else {
+    let decided: Vec<Decided<'_, RelationPair>> = approvals
+        .iter()
+        .map(|(stream, version, events)| Decided {
+            stream,
+            version: *version,
+            events,
+            metadata,
+        })
+        .collect();
+    let Some(positions) = append::append_decided(conn, &decided).await? else {
         return Ok(None);
     };
+    let changes = approvals
+        .iter()
+        .flat_map(|(_, _, events)| request_changes(events));
     update_requests(conn, changes).await?;
     Ok(Some(positions))
 }

@@ -8,13 +8,13 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use relations_domain::{AccountCommand, UserId};
-use relations_store::AccountChange;
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
 use crate::auth::{Actor, Admin};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
+use crate::outcome::AccountChange;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 

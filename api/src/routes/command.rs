@@ -71,10 +71,18 @@ pub struct CommandAnswer<T> {
 }
 
 impl<T> CommandAnswer<T> {
-    /// `executed` by `operation`, answered with `status` when fresh; counted.
-    pub fn new(operation: &'static str, executed: Executed<T>, status: StatusCode) -> Self {
+    /// `executed` by `operation`, shown as the view `T` and answered with `status` when fresh;
+    /// counted.
+    pub fn new<O: Into<T>>(
+        operation: &'static str,
+        executed: Executed<O>,
+        status: StatusCode,
+    ) -> Self {
         metrics::counter!("relations_commands_total", "command" => operation).increment(1);
-        Self { executed, status }
+        Self {
+            executed: executed.map(Into::into),
+            status,
+        }
     }
 }
 

@@ -12,13 +12,14 @@ use relations_domain::{
     CommentId, LikeCommand, LikeTarget, Post, PostContent, PostId, ThreadCommand, UserId,
 };
 use relations_projections::engagement::query::{self as read, CommentKey, Sort};
-use relations_store::{CommentView, Commented, Deleted, Liking, Pinned, PostView};
+use relations_projections::views::{CommentView, PostView};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiQuery};
+use crate::outcome::{Commented, Deleted, Liking, Pinned, ThreadAnswer};
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::query::{graph_source, limit, Cursor, CursorPage, KeyedParams};
 use crate::routes::users::cursor_page;
@@ -292,7 +293,7 @@ async fn comment(
     mut request: CommandRequest,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CommentBody>,
-) -> Result<CommandAnswer<relations_store::ThreadAnswer>, ApiError> {
+) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
     let (post, post_author) = live_post(&state, &id).await?;
     let parent = match &body.parent {
         None => None,
@@ -336,7 +337,7 @@ async fn delete_comment(
     State(state): State<AppState>,
     request: CommandRequest,
     Path(id): Path<String>,
-) -> Result<CommandAnswer<relations_store::ThreadAnswer>, ApiError> {
+) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
     let (comment, post_author, _) = live_comment(&state, &id).await?;
     let command = ThreadCommand::Delete {
         comment,
@@ -351,7 +352,7 @@ async fn run_thread(
     mut request: CommandRequest,
     command: ThreadCommand,
     status: StatusCode,
-) -> Result<CommandAnswer<relations_store::ThreadAnswer>, ApiError> {
+) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
     let name = command.name();
     let id = match &command {
         ThreadCommand::Delete { comment, .. } | ThreadCommand::Pin { comment, .. } => {
@@ -383,7 +384,7 @@ macro_rules! pin_route {
             State(state): State<AppState>,
             request: CommandRequest,
             Path(id): Path<String>,
-        ) -> Result<CommandAnswer<relations_store::ThreadAnswer>, ApiError> {
+        ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
             let (comment, post_author, _) = live_comment(&state, &id).await?;
             let command = ThreadCommand::Pin {
                 comment,

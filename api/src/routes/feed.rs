@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 use relations_domain::UserId;
 use relations_projections::feed::query::{self as feed_read, Inbox, Page, PageStart, PgInbox};
 use relations_projections::feed::stream::{StreamItem, Subscription};
-use relations_store::{LogPosition, PostView};
+use relations_projections::views::PostView;
+use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 

@@ -7,13 +7,14 @@ use chrono::{DateTime, Utc};
 use relations_domain::UserId;
 use relations_projections::following::reads::KeyedList;
 use relations_projections::history::{self, query::ChangeKey};
-use relations_store::{LogPosition, Settings};
+use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiQuery};
+use crate::outcome::Settings;
 use crate::routes::command::CommandRequest;
 use crate::routes::query::{caught_up, graph_source, limit, Cursor, CursorPage, KeyedParams};
 use crate::routes::users::cursor_page;
@@ -151,12 +152,15 @@ async fn settings(
 ) -> Result<Json<Settings>, ApiError> {
     // A PUT is idempotent by itself: an Idempotency-Key is accepted and not needed.
     request.admit(&state, "settings", &body).await?;
-    let settings = state
+    let position = state
         .settings
         .set_locked(request.actor(), body.locked, &request.metadata)
         .await?;
     metrics::counter!("relations_commands_total", "command" => "settings").increment(1);
-    Ok(Json(settings))
+    Ok(Json(Settings {
+        locked: body.locked,
+        position,
+    }))
 }
 
 /// Who asks to follow the caller (pending requests), newest first: `{items, next_cursor}`.

@@ -5,12 +5,12 @@ use axum::http::StatusCode;
 use axum::routing::{delete, post};
 use axum::Router;
 use relations_domain::{PostContent, PostId};
-use relations_store::{Deleted, Published};
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
+use crate::outcome::{Deleted, Published};
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 

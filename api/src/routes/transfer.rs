@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use relations_domain::{RelationCommand, UserId};
 use relations_projections::following::query::FOLLOWING_KEYED;
 use relations_store::idempotency::{self, Prior};
-use relations_store::{Executed, LogPosition, RelationOutcome, StoredAnswer};
+use relations_store::{Executed, LogPosition, RelationChange, StoredAnswer};
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
 
@@ -238,8 +238,8 @@ struct LineAnswer {
     position: Option<LogPosition>,
 }
 
-impl From<RelationOutcome> for LineAnswer {
-    fn from(answer: RelationOutcome) -> Self {
+impl From<RelationChange> for LineAnswer {
+    fn from(answer: RelationChange) -> Self {
         Self {
             changed: answer.changed,
             requested: answer.relation.requested,

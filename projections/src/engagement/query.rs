@@ -2,9 +2,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::views::CommentView;
 use chrono::{DateTime, Utc};
 use relations_domain::{CommentId, LikeTarget, PostId, UserId};
-use relations_store::CommentView;
 use sqlx::{PgPool, Row};
 
 use crate::following::query::Edge;

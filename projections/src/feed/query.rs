@@ -12,10 +12,10 @@
 
 use std::collections::BTreeSet;
 
+use crate::views::PostView;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use relations_domain::{PostId, UserId};
-use relations_store::PostView;
 use sqlx::{PgPool, Row};
 
 use crate::error::ProjectionError;

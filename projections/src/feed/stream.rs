@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use relations_domain::{Post, PostEvent, PostId, UserId};
 use relations_store::log::{self, RecordedEvent};
-use relations_store::{LogPosition, PostView};
+use relations_store::LogPosition;
 use sqlx::PgPool;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -25,6 +25,7 @@ use crate::error::ProjectionError;
 use crate::graph::live::{LiveGraph, PostSignal};
 use crate::graph::Graph;
 use crate::runtime::projector::decode;
+use crate::views::PostView;
 
 /// Items buffered per connection before it is told to catch up from the log instead.
 const BUFFER: usize = 256;

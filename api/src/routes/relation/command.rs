@@ -5,12 +5,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{post, MethodRouter};
 use relations_domain::{RelationCommand, UserId};
-use relations_store::RelationOutcome;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
+use crate::outcome::RelationOutcome;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 

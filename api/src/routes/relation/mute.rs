@@ -4,13 +4,13 @@
 use axum::extract::State;
 use chrono::{Duration, Utc};
 use relations_domain::{RelationCommand, UserId};
-use relations_store::RelationOutcome;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::command::run;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
+use crate::outcome::RelationOutcome;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 

@@ -1,0 +1,285 @@
+//! What a command's answer looks like: the view the API shows of each outcome the store
+//! decided, with its status ([`Answer`]), and how it is kept under an Idempotency-Key
+//! ([`render`]) so that a retry is given the first answer again, status and body as they were.
+//!
+//! What is kept is exactly what a fresh answer serialises to, so an answer stored by an
+//! earlier build replays unchanged.
+
+use axum::http::StatusCode;
+use relations_domain::Relation;
+use relations_projections::views::{CommentView, PostView};
+use relations_store::{
+    AccountOutcome, Deletion, LikeChange, LogPosition, NewComment, PinChange, PostOutcome,
+    Publication, RelationChange, StoredAnswer, ThreadOutcome,
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// A view a command answers with, and the status it is answered with.
+pub trait Answer: Serialize {
+    /// The status of a fresh answer (and of its replays).
+    fn status(&self) -> StatusCode {
+        StatusCode::OK
+    }
+}
+
+/// `outcome` as the answer kept under its Idempotency-Key: the view `A`'s status and body.
+pub fn render<O: Clone, A: Answer + From<O>>(outcome: &O) -> StoredAnswer {
+    let answer = A::from(outcome.clone());
+    StoredAnswer {
+        status: answer.status().as_u16(),
+        body: serde_json::to_value(&answer).expect("an answer serialises"),
+    }
+}
+
+/// The answer to a publish: `{post, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Published {
+    /// The new post.
+    pub post: PostView,
+    /// Where its event sits in the log.
+    #[schema(value_type = String)]
+    pub position: LogPosition,
+}
+
+impl From<Publication> for Published {
+    fn from(publication: Publication) -> Self {
+        Self {
+            post: PostView {
+                id: publication.post,
+                author: publication.author,
+                content: publication.content.as_str().to_owned(),
+                created_at: publication.created_at,
+                like_count: 0,
+                comment_count: 0,
+                liked: Some(false),
+            },
+            position: publication.position,
+        }
+    }
+}
+
+impl Answer for Published {
+    fn status(&self) -> StatusCode {
+        StatusCode::CREATED
+    }
+}
+
+/// The answer to a delete (of a post or a comment): `{position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Deleted {
+    /// Where the deletion sits in the log.
+    #[schema(value_type = String)]
+    pub position: LogPosition,
+}
+
+impl From<Deletion> for Deleted {
+    fn from(deletion: Deletion) -> Self {
+        Self {
+            position: deletion.position,
+        }
+    }
+}
+
+impl Answer for Deleted {}
+
+/// What a post command answers (serialised as the answer itself).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum PostAnswer {
+    /// A publish.
+    Published(Published),
+    /// A delete.
+    Deleted(Deleted),
+}
+
+impl From<PostOutcome> for PostAnswer {
+    fn from(outcome: PostOutcome) -> Self {
+        match outcome {
+            PostOutcome::Published(publication) => Self::Published(publication.into()),
+            PostOutcome::Deleted(deletion) => Self::Deleted(deletion.into()),
+        }
+    }
+}
+
+impl Answer for PostAnswer {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Published(published) => published.status(),
+            Self::Deleted(deleted) => deleted.status(),
+        }
+    }
+}
+
+/// The answer to a new comment: `{comment, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Commented {
+    /// The new comment.
+    pub comment: CommentView,
+    /// Where its event sits in the log.
+    #[schema(value_type = String)]
+    pub position: LogPosition,
+}
+
+impl From<NewComment> for Commented {
+    fn from(new: NewComment) -> Self {
+        Self {
+            comment: CommentView {
+                id: new.comment,
+                post: new.comment.post,
+                author: new.author,
+                parent: new.parent,
+                content: Some(new.content.as_str().to_owned()),
+                created_at: new.created_at,
+                like_count: 0,
+                reply_count: 0,
+                pinned: false,
+                deleted: false,
+                liked: Some(false),
+            },
+            position: new.position,
+        }
+    }
+}
+
+impl Answer for Commented {
+    fn status(&self) -> StatusCode {
+        StatusCode::CREATED
+    }
+}
+
+/// The answer to a pin or unpin: `{changed, pinned, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Pinned {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Pinned now.
+    pub pinned: bool,
+    /// Where the event sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+impl From<PinChange> for Pinned {
+    fn from(change: PinChange) -> Self {
+        Self {
+            changed: change.changed,
+            pinned: change.pinned,
+            position: change.position,
+        }
+    }
+}
+
+impl Answer for Pinned {}
+
+/// What a thread command answers (serialised as the answer itself).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ThreadAnswer {
+    /// A new comment.
+    Commented(Commented),
+    /// A deletion: `{position}`.
+    Deleted(Deleted),
+    /// A pin or unpin.
+    Pinned(Pinned),
+}
+
+impl From<ThreadOutcome> for ThreadAnswer {
+    fn from(outcome: ThreadOutcome) -> Self {
+        match outcome {
+            ThreadOutcome::Commented(new) => Self::Commented(new.into()),
+            ThreadOutcome::Deleted(deletion) => Self::Deleted(deletion.into()),
+            ThreadOutcome::Pinned(change) => Self::Pinned(change.into()),
+        }
+    }
+}
+
+impl Answer for ThreadAnswer {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Commented(commented) => commented.status(),
+            Self::Deleted(deleted) => deleted.status(),
+            Self::Pinned(pinned) => pinned.status(),
+        }
+    }
+}
+
+/// The answer to a like or unlike: `{changed, liked, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Liking {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Liked now.
+    pub liked: bool,
+    /// Where the event sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+impl From<LikeChange> for Liking {
+    fn from(change: LikeChange) -> Self {
+        Self {
+            changed: change.changed,
+            liked: change.liked,
+            position: change.position,
+        }
+    }
+}
+
+impl Answer for Liking {}
+
+/// The answer to a relation command (SPEC.md: `{changed, relation, position}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct RelationOutcome {
+    /// Whether any event was appended.
+    pub changed: bool,
+    /// The actor's relation to the target as the decision left it.
+    pub relation: Relation,
+    /// Where the appended events ended in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+impl From<RelationChange> for RelationOutcome {
+    fn from(change: RelationChange) -> Self {
+        Self {
+            changed: change.changed,
+            relation: change.relation,
+            position: change.position,
+        }
+    }
+}
+
+impl Answer for RelationOutcome {}
+
+/// The answer to an account command: `{changed, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct AccountChange {
+    /// Whether the command changed the account (a lower revocation, a second ban or an unban of
+    /// someone not banned change nothing).
+    pub changed: bool,
+    /// Where its event sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+impl From<AccountOutcome> for AccountChange {
+    fn from(outcome: AccountOutcome) -> Self {
+        Self {
+            changed: outcome.changed,
+            position: outcome.position,
+        }
+    }
+}
+
+impl Answer for AccountChange {}
+
+/// The answer to `PUT /me/settings`: `{locked, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Settings {
+    /// Whether the account approves its followers.
+    pub locked: bool,
+    /// Where the last event of the change sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
