@@ -17,20 +17,46 @@ const POSTS: usize = 1_000;
 const LIKERS: i64 = 2_000;
 const VIEWER: i64 = 9_999_999;
 
+/// What every part of the scenario works on.
+struct Stage<'a> {
+    env: &'a Env,
+    scale: Scale,
+    db: &'static str,
+    pool: sqlx::PgPool,
+    http: reqwest::Client,
+    base: String,
+    /// The posts' ids.
+    posts: Arc<Vec<String>>,
+}
+
+/// Closed-loop clients in every measurement.
+const CLIENTS: usize = 64;
+
 pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let comments: usize = if scale.graph_users < 10_000 {
-        1_000
-    } else {
-        10_000
-    };
     let db = "bench_engagement";
     let pool = env.fresh_database(db).await?;
     let server = Server::start(env, db, 18086, &[], None).await?;
     let http = client();
     let base = server.base.clone();
-    let clients = 64;
+    let posts = Arc::new(publish_posts(&http, &base).await?);
+    let stage = Stage {
+        env,
+        scale,
+        db,
+        pool,
+        http,
+        base,
+        posts,
+    };
+    let mut rows = vec![like_commands(&stage).await?];
+    rows.extend(like_checks_of_posts(&stage).await?);
+    rows.extend(comment_pages(&stage).await?);
+    drop(server);
+    Ok(rows)
+}
 
-    // Posts by 100 authors, published over HTTP.
+/// Posts by 100 authors, published over HTTP; their ids.
+async fn publish_posts(http: &reqwest::Client, base: &str) -> anyhow::Result<Vec<String>> {
     let mut posts = Vec::with_capacity(POSTS);
     for i in 0..POSTS {
         let author = 1 + (i as i64 % AUTHORS);
@@ -44,12 +70,16 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             .await?;
         posts.push(answer["post"]["id"].as_str().unwrap_or_default().to_owned());
     }
-    let posts = Arc::new(posts);
+    Ok(posts)
+}
 
-    // Like commands: random users like random posts.
+/// Like commands (random users like random posts) against the plain-table design: a likes row
+/// and a counter row, one transaction.
+async fn like_commands(stage: &Stage<'_>) -> anyhow::Result<Row> {
+    let clients = CLIENTS;
     let likes = {
-        let (http, base, posts) = (http.clone(), base.clone(), posts.clone());
-        closed_loop(clients, scale.run, move |_, _| {
+        let (http, base, posts) = (stage.http.clone(), stage.base.clone(), stage.posts.clone());
+        closed_loop(clients, stage.scale.run, move |_, _| {
             let (http, base) = (http.clone(), base.clone());
             let mut rng = rand::rng();
             let user = rng.random_range(1_000..1_000 + LIKERS);
@@ -64,48 +94,24 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         })
         .await
     };
-    // The plain-table design: a likes row and a counter row, one transaction.
     for table in [
         "CREATE TABLE plain_likes (post text, user_id bigint, PRIMARY KEY (post, user_id))",
         "CREATE TABLE plain_counts (post text PRIMARY KEY, likes bigint NOT NULL DEFAULT 0)",
     ] {
-        sqlx::query(table).execute(&pool).await?;
+        sqlx::query(table).execute(&stage.pool).await?;
     }
     let plain = {
-        let (sql_pool, posts) = (env.pool(db, 24).await?, posts.clone());
-        closed_loop(clients, scale.run, move |_, _| {
+        let (sql_pool, posts) = (stage.env.pool(stage.db, 24).await?, stage.posts.clone());
+        closed_loop(clients, stage.scale.run, move |_, _| {
             let pool = sql_pool.clone();
             let mut rng = rand::rng();
             let user = rng.random_range(1_000..1_000 + LIKERS);
             let post = posts[rng.random_range(0..posts.len())].clone();
-            async move {
-                let run = async {
-                    let mut tx = pool.begin().await?;
-                    let inserted = sqlx::query(
-                        "INSERT INTO plain_likes VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                    )
-                    .bind(&post)
-                    .bind(user)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                    if inserted == 1 {
-                        sqlx::query(
-                            "INSERT INTO plain_counts VALUES ($1, 1)
-                             ON CONFLICT (post) DO UPDATE SET likes = plain_counts.likes + 1",
-                        )
-                        .bind(&post)
-                        .execute(&mut *tx)
-                        .await?;
-                    }
-                    tx.commit().await
-                };
-                run.await.is_ok()
-            }
+            async move { plain_like(&pool, &post, user).await.is_ok() }
         })
         .await
     };
-    let mut rows = vec![Row::new(
+    Ok(Row::new(
         "i. like command, 64 clients",
         "HTTP (event, pair lock, group commit)",
         rate(&likes),
@@ -113,17 +119,42 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     .against(
         format!("plain likes table + counter in SQL: {}", rate(&plain)),
         likes.per_sec() / plain.per_sec(),
-    )];
+    ))
+}
 
-    // "Which of these 100 posts did I like", through the like-state cache, against SQL.
-    let head = relations_store::log::head(&pool).await?;
+/// A like in the plain-table design.
+async fn plain_like(pool: &sqlx::PgPool, post: &str, user: i64) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let inserted = sqlx::query("INSERT INTO plain_likes VALUES ($1, $2) ON CONFLICT DO NOTHING")
+        .bind(post)
+        .bind(user)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if inserted == 1 {
+        sqlx::query(
+            "INSERT INTO plain_counts VALUES ($1, 1)
+             ON CONFLICT (post) DO UPDATE SET likes = plain_counts.likes + 1",
+        )
+        .bind(post)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await
+}
+
+/// "Which of these 100 posts did I like", through the like-state cache, against SQL; and the
+/// cache's hit rate meanwhile.
+async fn like_checks_of_posts(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
+    let (clients, base) = (CLIENTS, &stage.base);
+    let head = relations_store::log::head(&stage.pool).await?;
     let engaged = format!("{base}/api/v1/users/1/counts?min_position={head}");
-    let _ = http.get(engaged).send().await?;
+    let _ = stage.http.get(engaged).send().await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let before = like_checks(&base).await?;
+    let before = like_checks(base).await?;
     let check = {
-        let (http, base, posts) = (http.clone(), base.clone(), posts.clone());
-        closed_loop(clients, scale.run, move |_, _| {
+        let (http, base, posts) = (stage.http.clone(), base.clone(), stage.posts.clone());
+        closed_loop(clients, stage.scale.run, move |_, _| {
             let (http, base) = (http.clone(), base.clone());
             let mut rng = rand::rng();
             let user = rng.random_range(1_000..1_000 + LIKERS);
@@ -139,10 +170,10 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         })
         .await
     };
-    let after = like_checks(&base).await?;
+    let after = like_checks(base).await?;
     let check_sql = {
-        let (sql_pool, posts) = (env.pool(db, 24).await?, posts.clone());
-        closed_loop(clients, scale.run, move |_, _| {
+        let (sql_pool, posts) = (stage.env.pool(stage.db, 24).await?, stage.posts.clone());
+        closed_loop(clients, stage.scale.run, move |_, _| {
             let pool = sql_pool.clone();
             let mut rng = rand::rng();
             let user = rng.random_range(1_000..1_000 + LIKERS);
@@ -164,7 +195,9 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         })
         .await
     };
-    rows.push(
+    let hits = after.0 - before.0;
+    let loads = after.1 - before.1;
+    Ok(vec![
         Row::new(
             "i. like check of 100 posts, 64 clients",
             "HTTP (like-state cache)",
@@ -174,20 +207,27 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             format!("same question in SQL: {}", rate(&check_sql)),
             check.per_sec() / check_sql.per_sec(),
         ),
-    );
-    let hits = after.0 - before.0;
-    let loads = after.1 - before.1;
-    rows.push(Row::new(
-        "i. like-state cache",
-        "hit rate: ids answered from a loaded set / all recent ids checked",
-        format!(
-            "{:.1}% ({hits:.0} from the set, {loads:.0} on the load that filled it)",
-            100.0 * hits / (hits + loads).max(1.0)
+        Row::new(
+            "i. like-state cache",
+            "hit rate: ids answered from a loaded set / all recent ids checked",
+            format!(
+                "{:.1}% ({hits:.0} from the set, {loads:.0} on the load that filled it)",
+                100.0 * hits / (hits + loads).max(1.0)
+            ),
         ),
-    ));
+    ])
+}
 
-    // A post with many comments; the viewer blocks 100 of the commenters.
-    let thread = posts[0].clone();
+/// A post with many comments, the viewer blocking 100 of the commenters: its comment page
+/// with a bearer (blocks filtered) against without.
+async fn comment_pages(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
+    let comments: usize = if stage.scale.graph_users < 10_000 {
+        1_000
+    } else {
+        10_000
+    };
+    let (clients, http, base) = (CLIENTS, &stage.http, &stage.base);
+    let thread = stage.posts[0].clone();
     let commenters: i64 = 2_000;
     for chunk in (0..comments).collect::<Vec<_>>().chunks(clients) {
         let made = chunk.iter().map(|_| {
@@ -208,7 +248,7 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             .send()
             .await?;
     }
-    let head = relations_store::log::head(&pool).await?;
+    let head = relations_store::log::head(&stage.pool).await?;
     let _ = http
         .get(format!(
             "{base}/api/v1/posts/{thread}/comments?min_position={head}"
@@ -217,7 +257,7 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         .await?;
     let page = |viewer: Option<i64>, sort: &'static str| {
         let (http, base, thread) = (http.clone(), base.clone(), thread.clone());
-        closed_loop(clients, scale.run, move |_, _| {
+        closed_loop(clients, stage.scale.run, move |_, _| {
             let (http, base, thread) = (http.clone(), base.clone(), thread.clone());
             async move {
                 let mut request =
@@ -229,6 +269,7 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             }
         })
     };
+    let mut rows = Vec::new();
     for sort in ["new", "top"] {
         let filtered = page(Some(VIEWER), sort).await;
         let plain = page(None, sort).await;
@@ -244,7 +285,6 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             ),
         );
     }
-    drop(server);
     Ok(rows)
 }
 

@@ -18,6 +18,9 @@ const TARGET: i64 = 1;
 const CALLERS: i64 = 16;
 const FOLLOWED: i64 = 1_000;
 
+/// Closed-loop clients in every measurement.
+const CLIENTS: usize = 64;
+
 pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let followers: i64 = if scale.graph_users < 10_000 {
         10_000
@@ -26,9 +29,36 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     };
     let db = "bench_insights";
     let pool = env.fresh_database(db).await?;
-    // Users 2..=followers+1 follow the target; caller c follows 500 of them and 500 others.
-    let mut edges: Vec<(i64, i64)> = (2..=followers + 1).map(|f| (f, TARGET)).collect();
     let first_caller = followers + 1_000_000;
+    let edges = edges(followers, first_caller);
+    let events = graph::load_follows(&pool, &edges).await?;
+    let names = [
+        relations_projections::following::NAME,
+        relations_projections::history::NAME,
+    ];
+    let server = Server::start(env, db, 18085, &[], Some(&names)).await?;
+    graph::caught_up(&pool, &names).await?;
+    server.graph_caught_up(&pool).await?;
+    let rows = vec![
+        Row::new(
+            "h. insights",
+            &format!(
+                "target with {followers} followers; {CALLERS} callers following {FOLLOWED} each"
+            ),
+            format!("{events} follow events"),
+        ),
+        known_followers(env, db, &server.base, first_caller, scale).await?,
+        status_as_of(&server.base, followers, scale).await,
+    ];
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(rows)
+}
+
+/// Users 2..=followers+1 follow the target; caller c (from `first_caller`) follows 500 of
+/// them and 500 others.
+fn edges(followers: i64, first_caller: i64) -> Vec<(i64, i64)> {
+    let mut edges: Vec<(i64, i64)> = (2..=followers + 1).map(|f| (f, TARGET)).collect();
     let mut rng = rand::rng();
     for c in 0..CALLERS {
         let caller = first_caller + c;
@@ -41,25 +71,21 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         }
         edges.extend(chosen.into_iter().map(|f| (caller, f)));
     }
-    let events = graph::load_follows(&pool, &edges).await?;
-    let names = [
-        relations_projections::following::NAME,
-        relations_projections::history::NAME,
-    ];
-    let server = Server::start(env, db, 18085, &[], Some(&names)).await?;
-    graph::caught_up(&pool, &names).await?;
-    server.graph_caught_up(&pool).await?;
-    let clients = 64;
-    let mut rows = vec![Row::new(
-        "h. insights",
-        &format!("target with {followers} followers; {CALLERS} callers following {FOLLOWED} each"),
-        format!("{events} follow events"),
-    )];
+    edges
+}
 
+/// Known followers of the target over HTTP (from memory) against the plain SQL join.
+async fn known_followers(
+    env: &Env,
+    db: &str,
+    base: &str,
+    first_caller: i64,
+    scale: Scale,
+) -> anyhow::Result<Row> {
     let known_http = {
-        let (client, base) = (client(), server.base.clone());
+        let (client, base) = (client(), base.to_owned());
         let tokens: Vec<String> = (0..CALLERS).map(|c| token(first_caller + c)).collect();
-        closed_loop(clients, scale.run, move |i, _| {
+        closed_loop(CLIENTS, scale.run, move |i, _| {
             let (client, base) = (client.clone(), base.clone());
             let token = tokens[i % tokens.len()].clone();
             async move {
@@ -75,7 +101,7 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     };
     let known_sql = {
         let pool = env.pool(db, 32).await?;
-        closed_loop(clients, scale.run, move |i, _| {
+        closed_loop(CLIENTS, scale.run, move |i, _| {
             let pool = pool.clone();
             let caller = first_caller + (i as i64 % CALLERS);
             async move {
@@ -92,25 +118,25 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         })
         .await
     };
-    rows.push(
-        Row::new(
-            "h. known followers, 64 clients",
-            "HTTP (from memory)",
-            rate(&known_http),
-        )
-        .against(
-            format!("plain SQL join: {}", rate(&known_sql)),
-            known_http.per_sec() / known_sql.per_sec(),
-        )
-        .target("p99 < 10 ms", known_http.ms(0.99) < 10.0),
-    );
+    Ok(Row::new(
+        "h. known followers, 64 clients",
+        "HTTP (from memory)",
+        rate(&known_http),
+    )
+    .against(
+        format!("plain SQL join: {}", rate(&known_sql)),
+        known_http.per_sec() / known_sql.per_sec(),
+    )
+    .target("p99 < 10 ms", known_http.ms(0.99) < 10.0))
+}
 
-    // A relation as of a moment in the loaded history vs the relation now.
+/// A relation as of a moment in the loaded history against the relation now.
+async fn status_as_of(base: &str, followers: i64, scale: Scale) -> Row {
     let moment = Utc::now() - chrono::Duration::milliseconds(1);
     let status = |as_of: bool| {
-        let (client, base) = (client(), server.base.clone());
+        let (client, base) = (client(), base.to_owned());
         let at = moment.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-        closed_loop(clients, scale.run, move |_, _| {
+        closed_loop(CLIENTS, scale.run, move |_, _| {
             let (client, base) = (client.clone(), base.clone());
             let from = rand::rng().random_range(2..=followers + 1);
             let query = match as_of {
@@ -128,20 +154,15 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     };
     let present = status(false).await;
     let past = status(true).await;
-    rows.push(
-        Row::new(
-            "h. status as of a moment, 64 clients",
-            "HTTP (history, SQL)",
-            rate(&past),
-        )
-        .against(
-            format!("present-tense status: {}", rate(&present)),
-            past.per_sec() / present.per_sec(),
-        ),
-    );
-    drop(server);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    Ok(rows)
+    Row::new(
+        "h. status as of a moment, 64 clients",
+        "HTTP (history, SQL)",
+        rate(&past),
+    )
+    .against(
+        format!("present-tense status: {}", rate(&present)),
+        past.per_sec() / present.per_sec(),
+    )
 }
 
 fn user(id: i64) -> UserId {

@@ -35,25 +35,7 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let posts: Vec<i64> = (1..=users).collect();
     graph::load_posts(&pool, &posts).await?;
     let server = Server::start(env, db, 18084, &[], None).await?;
-    // Both projectors fold the graph at once (as a fresh deployment would); the feed's time is
-    // the catch-up row.
-    let took = graph::caught_up(&pool, &[relations_projections::feed::NAME]).await?;
-    graph::caught_up(&pool, &[relations_projections::following::NAME]).await?;
-    server.graph_caught_up(&pool).await?;
-    let folded = events + users as u64;
-    let catch_up = Row::new(
-        "g. feed projector catch-up",
-        &format!("{events} follows and {users} posts, fan-out included (beside `following`)"),
-        format!(
-            "{:.0} events/s ({:.1} s)",
-            folded as f64 / took.as_secs_f64(),
-            took.as_secs_f64()
-        ),
-    )
-    .target(
-        ">= 10,000 events/s",
-        folded as f64 / took.as_secs_f64() >= 10_000.0,
-    );
+    let catch_up = catch_up(&pool, &server, events, users).await?;
     let tokens: Arc<Vec<String>> = Arc::new((1..=users).map(token).collect());
     let (client, base) = (client(), server.base.clone());
     let by_kind: Arc<Mutex<BTreeMap<&'static str, Histogram<u64>>>> = Arc::default();
@@ -83,26 +65,23 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
                     }
                 })
                 .map_or("status", |m| m.0);
+            let url = |path: String| format!("{base}{path}");
             let request = match kind {
-                "following page" => client.get(format!("{base}/api/v1/users/{user}/following")),
-                "followers page" => client.get(format!("{base}/api/v1/users/{user}/followers")),
-                "status" => client.get(format!(
-                    "{base}/api/v1/relation/status?from={user}&to={other}"
-                )),
-                "batch of 20" => client.get(format!("{base}{batch}")),
-                "counts" => client.get(format!("{base}/api/v1/users/{user}/counts")),
                 "follow/unfollow" => {
                     let verb = if i % 2 == 0 { "follow" } else { "unfollow" };
                     client
-                        .post(format!("{base}/api/v1/relation/{verb}"))
+                        .post(url(format!("/api/v1/relation/{verb}")))
                         .bearer_auth(token)
                         .json(&serde_json::json!({"target": other}))
                 }
                 "post" => client
-                    .post(format!("{base}/api/v1/posts"))
+                    .post(url("/api/v1/posts".to_owned()))
                     .bearer_auth(token)
                     .json(&serde_json::json!({"content": "mixed workload"})),
-                _ => client.get(format!("{base}/api/v1/feed")).bearer_auth(token),
+                "feed page" => client
+                    .get(url("/api/v1/feed".to_owned()))
+                    .bearer_auth(token),
+                read => client.get(url(read_of(read, user, other, &batch))),
             };
             // Refusals the rules make (a follow of someone who blocks you, the follow limit)
             // are answers too; only 5xx and transport errors count as failures.
@@ -122,6 +101,54 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     })
     .await;
     let by_kind = by_kind.lock().expect("not poisoned");
+    mix_rows(catch_up, users, &stats, &by_kind)
+}
+
+/// The path of a read of the mix: `kind` for `user` (and `other`, for a status).
+fn read_of(kind: &str, user: i64, other: i64, batch: &str) -> String {
+    match kind {
+        "following page" => format!("/api/v1/users/{user}/following"),
+        "followers page" => format!("/api/v1/users/{user}/followers"),
+        "batch of 20" => batch.to_owned(),
+        "counts" => format!("/api/v1/users/{user}/counts"),
+        _ => format!("/api/v1/relation/status?from={user}&to={other}"),
+    }
+}
+
+/// How fast the projectors fold the loaded graph: both at once (as a fresh deployment would);
+/// the feed's time is the row.
+async fn catch_up(
+    pool: &sqlx::PgPool,
+    server: &Server,
+    events: u64,
+    users: i64,
+) -> anyhow::Result<Row> {
+    let took = graph::caught_up(pool, &[relations_projections::feed::NAME]).await?;
+    graph::caught_up(pool, &[relations_projections::following::NAME]).await?;
+    server.graph_caught_up(pool).await?;
+    let folded = events + users as u64;
+    Ok(Row::new(
+        "g. feed projector catch-up",
+        &format!("{events} follows and {users} posts, fan-out included (beside `following`)"),
+        format!(
+            "{:.0} events/s ({:.1} s)",
+            folded as f64 / took.as_secs_f64(),
+            took.as_secs_f64()
+        ),
+    )
+    .target(
+        ">= 10,000 events/s",
+        folded as f64 / took.as_secs_f64() >= 10_000.0,
+    ))
+}
+
+/// The mix's rows: the catch-up, the rate, and the p99 by request kind.
+fn mix_rows(
+    catch_up: Row,
+    users: i64,
+    stats: &crate::harness::Stats,
+    by_kind: &BTreeMap<&'static str, Histogram<u64>>,
+) -> anyhow::Result<Vec<Row>> {
     let p99s: Vec<String> = MIX
         .iter()
         .filter_map(|(kind, _)| {
@@ -137,7 +164,7 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         Row::new(
             &format!("g. LinkBench-style mix, 64 clients, {users} users"),
             "50% list pages, 18% relation checks, 12% counts, 10% follow/unfollow, 4% posts, 6% feed pages",
-            rate(&stats),
+            rate(stats),
         )
         .target(
             ">= 5x round 2's 2,044/s, p99 < 15 ms",

@@ -34,81 +34,28 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let before = server.rss_kib();
 
     // Every reader connects and records when each post reaches it.
-    let received: Arc<Mutex<Vec<(String, Instant)>>> = Arc::default();
+    let received: Received = Arc::default();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()?;
     let connected = Arc::new(tokio::sync::Semaphore::new(0));
     for reader in 1..=readers {
-        let (client, base, received, connected) = (
+        tokio::spawn(listen(
             client.clone(),
             server.base.clone(),
+            reader,
             received.clone(),
             connected.clone(),
-        );
-        tokio::spawn(async move {
-            let response = client
-                .get(format!("{base}/api/v1/feed/stream"))
-                .bearer_auth(token(reader))
-                .send()
-                .await;
-            connected.add_permits(1);
-            let Ok(response) = response else { return };
-            let mut body = response.bytes_stream();
-            let mut buffer = String::new();
-            while let Some(Ok(chunk)) = body.next().await {
-                let at = Instant::now();
-                buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find("\n\n") {
-                    let block: String = buffer.drain(..end + 2).collect();
-                    if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data:")) {
-                        if let Ok(post) = serde_json::from_str::<serde_json::Value>(data.trim()) {
-                            if let Some(id) = post["id"].as_str() {
-                                received.lock().await.push((id.to_owned(), at));
-                            }
-                        }
-                    }
-                }
-            }
-        });
+        ));
     }
     let _ = connected.acquire_many(readers as u32).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle = server.rss_kib();
     let per_connection = (idle.saturating_sub(before) as f64 * 1024.0) / readers as f64;
 
-    // Posts, one at a time: from each command's answer to every reader.
-    let mut answered = Vec::with_capacity(POSTS);
-    for i in 0..POSTS {
-        let response: serde_json::Value = client
-            .post(format!("{}/api/v1/posts", server.base))
-            .bearer_auth(token(AUTHOR))
-            .json(&json!({"content": format!("live {i}")}))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let at = Instant::now();
-        answered.push((
-            response["post"]["id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            at,
-        ));
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    let answered = publish(&client, &server.base).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let received = received.lock().await;
-    let mut latency = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let mut delivered = 0u64;
-    for (id, got) in received.iter() {
-        if let Some((_, answer)) = answered.iter().find(|(a, _)| a == id) {
-            let micros = got.saturating_duration_since(*answer).as_micros().max(1) as u64;
-            latency.record(micros.min(60_000_000))?;
-            delivered += 1;
-        }
-    }
+    let (latency, delivered) = latencies(&received.lock().await, &answered)?;
     let expected = readers as u64 * POSTS as u64;
     let ms = |q: f64| latency.value_at_quantile(q) as f64 / 1000.0;
     let rows = vec![
@@ -138,4 +85,84 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     ];
     drop(server);
     Ok(rows)
+}
+
+/// Each post a reader received, and when.
+type Received = Arc<Mutex<Vec<(String, Instant)>>>;
+
+/// One reader: connects (a permit on `connected`), then records in `received` when each post
+/// reaches it.
+async fn listen(
+    client: reqwest::Client,
+    base: String,
+    reader: i64,
+    received: Received,
+    connected: Arc<tokio::sync::Semaphore>,
+) {
+    let response = client
+        .get(format!("{base}/api/v1/feed/stream"))
+        .bearer_auth(token(reader))
+        .send()
+        .await;
+    connected.add_permits(1);
+    let Ok(response) = response else { return };
+    let mut body = response.bytes_stream();
+    let mut buffer = String::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        let at = Instant::now();
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data:")) {
+                if let Ok(post) = serde_json::from_str::<serde_json::Value>(data.trim()) {
+                    if let Some(id) = post["id"].as_str() {
+                        received.lock().await.push((id.to_owned(), at));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Posts, one at a time: each one's id and when its command was answered.
+async fn publish(client: &reqwest::Client, base: &str) -> anyhow::Result<Vec<(String, Instant)>> {
+    let mut answered = Vec::with_capacity(POSTS);
+    for i in 0..POSTS {
+        let response: serde_json::Value = client
+            .post(format!("{base}/api/v1/posts"))
+            .bearer_auth(token(AUTHOR))
+            .json(&json!({"content": format!("live {i}")}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let at = Instant::now();
+        answered.push((
+            response["post"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            at,
+        ));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Ok(answered)
+}
+
+/// From each command's answer to each reader's receipt, and how many deliveries were of the
+/// posts published.
+fn latencies(
+    received: &[(String, Instant)],
+    answered: &[(String, Instant)],
+) -> anyhow::Result<(Histogram<u64>, u64)> {
+    let mut latency = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let mut delivered = 0u64;
+    for (id, got) in received {
+        if let Some((_, answer)) = answered.iter().find(|(a, _)| a == id) {
+            let micros = got.saturating_duration_since(*answer).as_micros().max(1) as u64;
+            latency.record(micros.min(60_000_000))?;
+            delivered += 1;
+        }
+    }
+    Ok((latency, delivered))
 }

@@ -15,7 +15,7 @@
 //! stream; the append's version check stays the only authority.
 //!
 //! The executor knows no rule of any aggregate: a kind of command brings its own guard
-//! (`crate::guards`), and the caller says how an outcome is kept under its idempotency key.
+//! (the `guards` module), and the caller says how an outcome is kept under its idempotency key.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex as SyncMutex};

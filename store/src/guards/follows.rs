@@ -4,7 +4,7 @@
 //!
 //! The guard rows are locked in ascending order after the group's streams; locked accounts are
 //! read after them under a shared lock held to commit. Unlocking an account takes its row
-//! exclusively and no guard row, so the order has no cycle (see [`crate::settings`]).
+//! exclusively and no guard row, so the order has no cycle (see the `settings` module).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
