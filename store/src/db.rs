@@ -15,6 +15,10 @@ pub struct PoolSettings {
     pub max_connections: u32,
     /// How long a request waits for a free connection before it fails.
     pub acquire_timeout: Duration,
+    /// Refuse sessions on a server in recovery (a standby): during a failover a proxy may
+    /// briefly route to the standby, and a pooled session there would fail every write with
+    /// 25006. Off for a pool that reads from a standby on purpose.
+    pub primary_only: bool,
 }
 
 impl Default for PoolSettings {
@@ -22,6 +26,7 @@ impl Default for PoolSettings {
         Self {
             max_connections: 32,
             acquire_timeout: Duration::from_secs(3),
+            primary_only: true,
         }
     }
 }
@@ -34,7 +39,24 @@ pub async fn connect(database_url: &str, settings: &PoolSettings) -> Result<PgPo
         ("idle_in_transaction_session_timeout", "10s"),
         ("statement_timeout", "30s"),
     ]);
+    let primary_only = settings.primary_only;
     PgPoolOptions::new()
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if primary_only {
+                    let (in_recovery,): (bool,) = sqlx::query_as("SELECT pg_is_in_recovery()")
+                        .fetch_one(&mut *conn)
+                        .await?;
+                    if in_recovery {
+                        return Err(sqlx::Error::Io(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionRefused,
+                            "connected to a server in recovery (a standby), not the primary",
+                        )));
+                    }
+                }
+                Ok(())
+            })
+        })
         // No ping before handing out a connection: it is a round trip on every query, and a
         // dead connection fails its query, which is retried or answered 503 like any outage.
         .test_before_acquire(false)

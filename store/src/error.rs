@@ -59,7 +59,8 @@ impl StoreError {
 /// the data is at fault: the pool timed out or is closed, the connection broke, or the server
 /// refused or ended the session (SQLSTATE class 08 connection exception, 57P01-57P03 admin or
 /// crash shutdown and "cannot connect now" during recovery, class 53 insufficient resources
-/// such as too many connections). A retry may succeed.
+/// such as too many connections, 25006 read-only transaction: a session that reached a standby
+/// during a failover, before the engine promoted it). A retry may succeed.
 pub fn unavailable(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::PoolTimedOut
@@ -69,7 +70,10 @@ pub fn unavailable(error: &sqlx::Error) -> bool {
         | sqlx::Error::Protocol(_)
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(error) => error.code().is_some_and(|code| {
-            code.starts_with("08") || code.starts_with("57P") || code.starts_with("53")
+            code.starts_with("08")
+                || code.starts_with("57P")
+                || code.starts_with("53")
+                || code == "25006"
         }),
         _ => false,
     }

@@ -160,6 +160,19 @@ async fn work<C: StoreCommand>(
                 }
             }
         }
+        // A command whose caller has gone (its request ran out of time and was answered 503)
+        // is not decided: after a stall of the database (a failover, a commit waiting for its
+        // synchronous standby) the queue would otherwise hold work nobody waits for, decided
+        // ahead of the retries that are waited for. The client retries with the same key.
+        let before = group.len();
+        group.retain(|pending| !pending.reply.is_closed());
+        if group.len() < before {
+            metrics::counter!("relations_commands_abandoned_total")
+                .increment((before - group.len()) as u64);
+        }
+        if group.is_empty() {
+            continue;
+        }
         let mut keys = HashSet::new();
         let (group, later): (Vec<_>, Vec<_>) = group
             .into_iter()

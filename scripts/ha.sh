@@ -1,0 +1,412 @@
+#!/usr/bin/env bash
+# A highly available PostgreSQL on this machine: Patroni (synchronous_mode_strict) + etcd +
+# HAProxy, two PostgreSQL 15 nodes. Patroni alone decides who is primary; nothing here fails
+# over by itself: `failover` only crashes the primary and watches.
+#
+#   scripts/ha.sh start      # install what is missing, start etcd, the nodes and HAProxy;
+#                            # returns once a write commits through the write endpoint
+#                            # (a no-op when the cluster already runs)
+#   scripts/ha.sh failover   # crash the primary's node (kill -9 of its Patroni agent and of its
+#                            # PostgreSQL), wait for Patroni to promote the standby, bring the
+#                            # crashed node back (it rejoins as the synchronous standby), and
+#                            # print the time from the crash to writes committing again
+#   scripts/ha.sh status     # the members, their roles, and the endpoints
+#   scripts/ha.sh stop       # stop everything and delete the state dir (HA_KEEP=1 keeps it)
+#
+# Endpoints (env overrides in brackets):
+#   write  postgres://postgres:postgres@127.0.0.1:5440/postgres  [HA_WRITE_PORT] the leader
+#          (HAProxy checks Patroni's REST `OPTIONS /primary`)
+#   read   postgres://postgres:postgres@127.0.0.1:5439/postgres  [HA_READ_PORT] a streaming
+#          replica (`OPTIONS /replica`), the leader while none is up
+#   nodes  127.0.0.1:5441, 5442 [HA_PG_PORT], Patroni REST 8441, 8442 [HA_REST_PORT],
+#          etcd 2479 [HA_ETCD_PORT] (+1 for peers), HAProxy stats http://127.0.0.1:7440/
+#   state  target/ha [HA_DIR]; logs in $HA_DIR/*.log; HA_NODES (default 2) nodes.
+#
+# Why strict synchronous mode: a commit is acknowledged only once the synchronous standby has
+# flushed it, and with no standby left the primary refuses to acknowledge instead of accepting
+# writes it could lose. On two nodes this means that after the primary's crash the promoted node
+# takes writes when the crashed one is back as its standby (`failover` restarts it, as a real
+# node would reboot; HA_REJOIN=0 leaves it down, and writes then wait). Run as root.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HA_DIR=${HA_DIR:-$ROOT/target/ha}
+HA_NODES=${HA_NODES:-2}
+HA_WRITE_PORT=${HA_WRITE_PORT:-5440}
+HA_READ_PORT=${HA_READ_PORT:-5439}
+HA_PG_PORT=${HA_PG_PORT:-5441}
+HA_REST_PORT=${HA_REST_PORT:-8441}
+HA_ETCD_PORT=${HA_ETCD_PORT:-2479}
+HA_STATS_PORT=${HA_STATS_PORT:-7440}
+HA_SCOPE=${HA_SCOPE:-relations-ha}
+HA_REJOIN=${HA_REJOIN:-1}
+PG_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+PASSWORD=postgres
+
+log() { printf '[ha] %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+[ "$(id -u)" = 0 ] || die "run as root (the nodes run as the postgres user)"
+
+ensure_packages() {
+  local missing=()
+  command -v patroni >/dev/null || missing+=(patroni)
+  command -v etcd >/dev/null || missing+=(etcd-server)
+  command -v etcdctl >/dev/null || missing+=(etcd-client)
+  command -v haproxy >/dev/null || missing+=(haproxy)
+  command -v psql >/dev/null || missing+=(postgresql-client)
+  [ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ] || missing+=(postgresql)
+  /usr/bin/python3 -c 'import psycopg2, etcd' 2>/dev/null || missing+=(python3-psycopg2 python3-etcd)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  fi
+}
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+pg_port() { echo $((HA_PG_PORT + $1 - 1)); }
+rest_port() { echo $((HA_REST_PORT + $1 - 1)); }
+node_dir() { echo "$HA_DIR/node$1"; }
+
+# Starts `$@` detached (own session, survives this script), logging to $log, pid to $pidfile.
+spawn() {
+  local pidfile=$1 logfile=$2
+  shift 2
+  setsid "$@" >>"$logfile" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+}
+
+start_etcd() {
+  alive "$HA_DIR/etcd.pid" && return
+  log "starting etcd on 127.0.0.1:$HA_ETCD_PORT"
+  local peer=$((HA_ETCD_PORT + 1))
+  spawn "$HA_DIR/etcd.pid" "$HA_DIR/etcd.log" etcd --name ha --data-dir "$HA_DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$HA_ETCD_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$HA_ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "ha=http://127.0.0.1:$peer" --initial-cluster-state new \
+    --heartbeat-interval 100 --election-timeout 1000
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$HA_ETCD_PORT/health" >/dev/null && return
+    sleep 0.1
+  done
+  die "etcd did not start (see $HA_DIR/etcd.log)"
+}
+
+write_patroni_config() {
+  local n=$1 dir
+  dir=$(node_dir "$n")
+  mkdir -p "$dir"
+  cat >"$dir/patroni.yml" <<EOF
+scope: $HA_SCOPE
+namespace: /service/
+name: node$n
+log:
+  level: INFO
+restapi:
+  listen: 127.0.0.1:$(rest_port "$n")
+  connect_address: 127.0.0.1:$(rest_port "$n")
+etcd3:
+  hosts: 127.0.0.1:$HA_ETCD_PORT
+bootstrap:
+  dcs:
+    # The leader key lives ttl seconds after its holder stops renewing it: the failure
+    # detection time. loop_wait + 2 * retry_timeout <= ttl.
+    ttl: 6
+    loop_wait: 1
+    retry_timeout: 2
+    maximum_lag_on_failover: 1048576
+    synchronous_mode: true
+    synchronous_mode_strict: true
+    synchronous_node_count: 1
+    postgresql:
+      use_pg_rewind: true
+      use_slots: true
+      parameters:
+        wal_level: replica
+        hot_standby: 'on'
+        wal_log_hints: 'on'
+        max_connections: 300
+        max_wal_senders: 10
+        max_replication_slots: 10
+        wal_keep_size: 256MB
+        hot_standby_feedback: 'on'
+        synchronous_commit: 'on'
+  initdb:
+    - encoding: UTF8
+    - locale: C.UTF-8
+    - auth-local: trust
+postgresql:
+  listen: 127.0.0.1:$(pg_port "$n")
+  connect_address: 127.0.0.1:$(pg_port "$n")
+  data_dir: $dir/data
+  bin_dir: $PG_BIN
+  pgpass: $dir/pgpass
+  authentication:
+    superuser: {username: postgres, password: $PASSWORD}
+    replication: {username: replicator, password: replicator}
+    rewind: {username: postgres, password: $PASSWORD}
+  parameters:
+    unix_socket_directories: '$dir'
+    shared_buffers: 64MB
+    fsync: 'on'
+    recovery_init_sync_method: syncfs
+  pg_hba:
+    - local all all trust
+    - host replication replicator 127.0.0.1/32 scram-sha-256
+    - host all all 127.0.0.1/32 scram-sha-256
+  remove_data_directory_on_rewind_failure: true
+  remove_data_directory_on_diverged_timelines: true
+tags:
+  nofailover: false
+  noloadbalance: false
+  clonefrom: false
+EOF
+  chown -R postgres:postgres "$dir"
+  chmod 700 "$dir"
+}
+
+start_node() {
+  local n=$1 dir
+  dir=$(node_dir "$n")
+  alive "$dir/patroni.pid" && return
+  [ -f "$dir/patroni.yml" ] || write_patroni_config "$n"
+  log "starting node$n (PostgreSQL 127.0.0.1:$(pg_port "$n"), Patroni REST :$(rest_port "$n"))"
+  spawn "$dir/patroni.pid" "$dir/patroni.log" env HOME="$dir" \
+    setpriv --reuid=postgres --regid=postgres --init-groups /usr/bin/patroni "$dir/patroni.yml"
+}
+
+start_haproxy() {
+  alive "$HA_DIR/haproxy.pid" && return
+  local servers="" n
+  for n in $(seq 1 "$HA_NODES"); do
+    servers+="    server node$n 127.0.0.1:$(pg_port "$n") check port $(rest_port "$n")"$'\n'
+  done
+  cat >"$HA_DIR/haproxy.cfg" <<EOF
+global
+    maxconn 2000
+    log stdout format raw local0 info
+
+defaults
+    mode tcp
+    log global
+    option tcplog
+    timeout connect 2s
+    timeout client 30m
+    timeout server 30m
+    timeout check 1s
+
+# Writes: the node whose Patroni answers OPTIONS /primary with 200 (the leader). A node that stops
+# being primary is marked down within 2 checks and its sessions are cut.
+frontend write
+    bind 127.0.0.1:$HA_WRITE_PORT
+    default_backend primary
+
+# Reads: a streaming replica (OPTIONS /replica); the leader while no replica is up.
+frontend read
+    bind 127.0.0.1:$HA_READ_PORT
+    use_backend replicas if { nbsrv(replicas) gt 0 }
+    default_backend primary
+
+backend primary
+    option httpchk OPTIONS /primary
+    http-check expect status 200
+    default-server inter 300ms fastinter 200ms downinter 300ms fall 2 rise 1 on-marked-down shutdown-sessions
+$servers
+backend replicas
+    balance roundrobin
+    option httpchk OPTIONS /replica
+    http-check expect status 200
+    default-server inter 300ms fastinter 200ms downinter 300ms fall 2 rise 1 on-marked-down shutdown-sessions
+$servers
+listen stats
+    mode http
+    bind 127.0.0.1:$HA_STATS_PORT
+    stats enable
+    stats uri /
+EOF
+  haproxy -c -q -f "$HA_DIR/haproxy.cfg" || die "bad HAProxy config"
+  log "starting HAProxy: writes 127.0.0.1:$HA_WRITE_PORT, reads 127.0.0.1:$HA_READ_PORT"
+  spawn "$HA_DIR/haproxy.pid" "$HA_DIR/haproxy.log" haproxy -db -f "$HA_DIR/haproxy.cfg"
+}
+
+psql_at() { # port, seconds, sql: one attempt, bounded in time
+  PGPASSWORD=$PASSWORD PGCONNECT_TIMEOUT=2 timeout "$2" \
+    psql -h 127.0.0.1 -p "$1" -U postgres -d postgres -XAtq -v ON_ERROR_STOP=1 -c "$3" 2>/dev/null
+}
+# A write that commits through synchronous replication: it returns once a primary has committed
+# it and its synchronous standby has flushed it. It is not cancelled (a cancelled wait for the
+# standby commits locally and says so only in a WARNING); it may wait up to `$1` seconds.
+write_ok() {
+  psql_at "$HA_WRITE_PORT" "${1:-3}" "CREATE TABLE IF NOT EXISTS ha_probe (id int PRIMARY KEY, at timestamptz);
+    INSERT INTO ha_probe VALUES (1, clock_timestamp()) ON CONFLICT (id) DO UPDATE SET at = excluded.at" >/dev/null
+}
+replica_ok() { [ "$(psql_at "$HA_READ_PORT" 3 "SELECT pg_is_in_recovery()")" = t ]; }
+sync_ok() { # some node is the synchronous standby (and so may be promoted)
+  local n
+  for n in $(seq 1 "$HA_NODES"); do
+    curl -sf -o /dev/null --max-time 0.5 "http://127.0.0.1:$(rest_port "$n")/sync" && return 0
+  done
+  return 1
+}
+
+leader() { # the node number whose Patroni says it is primary, or nothing
+  local n
+  for n in $(seq 1 "$HA_NODES"); do
+    if curl -sf -o /dev/null --max-time 0.5 "http://127.0.0.1:$(rest_port "$n")/primary"; then
+      echo "$n"
+      return
+    fi
+  done
+}
+
+wait_for() { # seconds, description, command...
+  local seconds=$1 what=$2 deadline
+  shift 2
+  deadline=$(awk -v a="$(now)" -v s="$seconds" 'BEGIN { printf "%.3f", a + s }')
+  until "$@"; do
+    awk -v a="$(now)" -v d="$deadline" 'BEGIN { exit !(a > d) }' && die "timed out waiting for $what"
+    sleep 0.1
+  done
+}
+
+cmd_start() {
+  ensure_packages
+  mkdir -p "$HA_DIR"
+  chmod 755 "$HA_DIR"
+  start_etcd
+  local n
+  for n in $(seq 1 "$HA_NODES"); do start_node "$n"; done
+  start_haproxy
+  local t0
+  t0=$(now)
+  wait_for 60 "a leader" leader
+  wait_for 60 "a write through 127.0.0.1:$HA_WRITE_PORT" write_ok 30
+  if [ "$HA_NODES" -ge 2 ]; then
+    wait_for 60 "a replica through 127.0.0.1:$HA_READ_PORT" replica_ok
+    wait_for 60 "a synchronous standby" sync_ok
+  fi
+  log "up (leader node$(leader), ready after $(since "$t0") s): write postgres://postgres:$PASSWORD@127.0.0.1:$HA_WRITE_PORT/postgres, read postgres://postgres:$PASSWORD@127.0.0.1:$HA_READ_PORT/postgres"
+}
+
+postmaster_pid() { # node: the running postmaster's pid, or nothing
+  local file
+  file="$(node_dir "$1")/data/postmaster.pid"
+  [ -f "$file" ] || return 0
+  local pid
+  pid=$(head -n 1 "$file")
+  kill -0 "$pid" 2>/dev/null && echo "$pid"
+  return 0
+}
+
+# A node's machine dying: its Patroni agent and its PostgreSQL (postmaster and every backend)
+# killed at once, with no chance to release the leader key or to shut down.
+crash_node() {
+  local n=$1 dir agent pm pids
+  dir=$(node_dir "$n")
+  agent=$(cat "$dir/patroni.pid" 2>/dev/null || true)
+  pm=$(postmaster_pid "$n")
+  pids="$agent $pm"
+  [ -n "$pm" ] && pids+=" $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  kill -9 $pids 2>/dev/null || true
+  rm -f "$dir/patroni.pid"
+}
+
+cmd_failover() {
+  local old new t0 t_promoted t_write
+  old=$(leader)
+  [ -n "$old" ] || die "no leader: is the cluster started?"
+  write_ok || die "the write endpoint does not take writes before the crash"
+  t0=$(now)
+  log "crashing node$old (the primary): kill -9 of its Patroni agent and PostgreSQL"
+  crash_node "$old"
+  new=""
+  while [ -z "$new" ] || [ "$new" = "$old" ]; do
+    awk -v a="$t0" -v b="$(now)" 'BEGIN { exit !(b - a > 60) }' && die "no node was promoted within 60 s"
+    new=$(leader)
+    sleep 0.05
+  done
+  t_promoted=$(since "$t0")
+  log "node$new promoted by Patroni $t_promoted s after the crash"
+  if [ "$HA_REJOIN" = 1 ]; then
+    log "node$old comes back (as a rebooted machine would) and rejoins as a standby"
+    start_node "$old"
+  fi
+  # One write at a time, each allowed to wait for its commit to be acknowledged: the moment it
+  # returns is the moment the new primary acknowledges commits.
+  wait_for 120 "writes through 127.0.0.1:$HA_WRITE_PORT" write_ok 60
+  t_write=$(since "$t0")
+  log "writes commit through 127.0.0.1:$HA_WRITE_PORT $t_write s after the crash"
+  if [ "$HA_REJOIN" = 1 ]; then
+    wait_for 60 "a replica through 127.0.0.1:$HA_READ_PORT" replica_ok
+    wait_for 60 "a synchronous standby" sync_ok
+  fi
+  printf 'crash -> promoted: %s s\ncrash -> writes accepted: %s s\n' "$t_promoted" "$t_write"
+}
+
+cmd_status() {
+  local n
+  for n in $(seq 1 "$HA_NODES"); do
+    if [ -f "$(node_dir "$n")/patroni.yml" ]; then
+      patronictl -c "$(node_dir "$n")/patroni.yml" list 2>/dev/null && break
+    fi
+  done
+  for n in $(seq 1 "$HA_NODES"); do
+    local role
+    role=$(curl -s --max-time 0.5 "http://127.0.0.1:$(rest_port "$n")/patroni" |
+      /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("role"), d.get("state"))' 2>/dev/null || echo "down")
+    echo "node$n 127.0.0.1:$(pg_port "$n") $role"
+  done
+  if write_ok; then echo "write 127.0.0.1:$HA_WRITE_PORT up"; else echo "write 127.0.0.1:$HA_WRITE_PORT DOWN"; fi
+  if replica_ok; then echo "read 127.0.0.1:$HA_READ_PORT up (replica)"; else echo "read 127.0.0.1:$HA_READ_PORT no replica"; fi
+}
+
+stop_pid() { # pidfile, signal, seconds to wait
+  local file=$1 sig=$2 seconds=$3 pid
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "-$sig" "$pid" 2>/dev/null || true
+    for _ in $(seq 1 $((seconds * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+}
+
+cmd_stop() {
+  [ -d "$HA_DIR" ] || { log "not running"; return; }
+  stop_pid "$HA_DIR/haproxy.pid" TERM 5
+  local n pm
+  for n in $(seq 1 "$HA_NODES"); do
+    stop_pid "$(node_dir "$n")/patroni.pid" TERM 20 &
+  done
+  wait
+  for n in $(seq 1 "$HA_NODES"); do
+    pm=$(postmaster_pid "$n")
+    if [ -n "$pm" ]; then
+      setpriv --reuid=postgres --regid=postgres --init-groups \
+        "$PG_BIN/pg_ctl" stop -s -m immediate -D "$(node_dir "$n")/data" >/dev/null 2>&1 || kill -9 "$pm" || true
+    fi
+  done
+  stop_pid "$HA_DIR/etcd.pid" TERM 5
+  if [ "${HA_KEEP:-0}" = 1 ]; then
+    log "stopped (state kept in $HA_DIR)"
+  else
+    rm -rf "$HA_DIR"
+    log "stopped and removed $HA_DIR"
+  fi
+}
+
+case "${1:-}" in
+  start) cmd_start ;;
+  failover) cmd_failover ;;
+  status) cmd_status ;;
+  stop) cmd_stop ;;
+  *) echo "usage: $0 start|failover|status|stop" >&2; exit 2 ;;
+esac
