@@ -163,12 +163,16 @@ impl Application {
                 .clone()
                 .run(self.state.pool.clone(), background.clone()),
         );
-        let horizon = tokio::spawn(
-            self.state
-                .horizon
-                .clone()
-                .run(self.state.pool.clone(), background.clone()),
-        );
+        let graph_position = self.state.graph.clone();
+        let memory_readers: Vec<relations_projections::runtime::MemoryReader> = vec![(
+            relations_projections::graph::NAME,
+            Arc::new(move || graph_position.position()),
+        )];
+        let horizon = tokio::spawn(self.state.horizon.clone().run(
+            self.state.pool.clone(),
+            memory_readers,
+            background.clone(),
+        ));
         let hub = tokio::spawn(
             self.state
                 .hub

@@ -116,6 +116,7 @@ impl Relay {
     #[tracing::instrument(name = "relay.step", skip_all, fields(events))]
     async fn step(&self, conn: &mut PgConnection) -> Result<usize, RelayError> {
         let after = checkpoint::read(&mut *conn, NAME).await?;
+        self.health.at(after);
         let events = read_after(conn, after, self.batch_size).await?;
         let Some(last) = events.last().map(|e| e.position) else {
             return Ok(0);
@@ -143,6 +144,7 @@ impl Relay {
         }
         // Every event up to `last` is acknowledged: only now may the checkpoint pass them.
         checkpoint::advance(conn, NAME, last, events.len()).await?;
+        self.health.at(last);
         tracing::Span::current().record("events", events.len());
         metrics::counter!("relations_projector_events_total", "projector" => NAME)
             .increment(events.len() as u64);

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use relations_projections::ProjectorStatus;
+use relations_projections::graph::NAME as GRAPH;
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
 
@@ -78,8 +78,7 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Readiness>) 
     (status, Json(readiness))
 }
 
-/// What `/readyz` answers (and `/metrics` exports as `relations_ready` and
-/// `relations_projector_stuck`).
+/// What `/readyz` answers: live checks of PostgreSQL and Redis.
 async fn readiness(state: &AppState) -> Readiness {
     let database = tokio::time::timeout(
         Duration::from_secs(1),
@@ -88,19 +87,7 @@ async fn readiness(state: &AppState) -> Readiness {
     .await
     .is_ok_and(|r| r.is_ok());
     let redis = state.redis.ping().await;
-    let stuck_after = Duration::from_millis(state.config.stuck_after_ms);
-    let stuck: Vec<&'static str> = state
-        .projectors
-        .iter()
-        .filter(|p| {
-            p.essential
-                && p.health
-                    .as_ref()
-                    .and_then(|h| h.failing_for())
-                    .is_some_and(|d| d > stuck_after)
-        })
-        .map(|p| p.name)
-        .collect();
+    let stuck = stuck_projectors(state, |p| p.essential);
     let horizon_held = state.horizon.last().stalled;
     let ready = database && stuck.is_empty() && !horizon_held;
     let checks = ReadinessChecks {
@@ -112,50 +99,80 @@ async fn readiness(state: &AppState) -> Readiness {
     Readiness { ready, checks }
 }
 
-/// Prometheus text format. Projector positions and lags are read at scrape time, so they are
-/// as fresh as the scrape.
+/// Prometheus text format, from memory only: what this process's readers published as they
+/// stepped, and the log watch's last look (its age is `relations_log_watch_age_seconds`). A
+/// scrape never waits on PostgreSQL or Redis, so metrics stay up when they are down or slow.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, body = String, content_type = "text/plain")))]
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let readiness = readiness(&state).await;
-    metrics::gauge!("relations_ready").set(if readiness.ready { 1.0 } else { 0.0 });
-    // Stuck: failing for longer than the threshold, essential or not (only essential ones
-    // make the instance unready).
-    let stuck_after = Duration::from_millis(state.config.stuck_after_ms);
-    for projector in state.projectors.iter() {
-        let stuck = projector
-            .health
-            .as_ref()
-            .and_then(|h| h.failing_for())
-            .is_some_and(|d| d > stuck_after);
-        metrics::gauge!("relations_projector_stuck", "projector" => projector.name).set(if stuck {
-            1.0
-        } else {
-            0.0
-        });
-    }
-    let horizon = state.horizon.last();
-    for projector in state.projectors.iter() {
-        let name = projector.name;
-        match ProjectorStatus::read(&state.pool, name, projector.health.as_deref()).await {
-            Ok(status) => {
-                let status = status.with_horizon(&horizon);
-                metrics::gauge!("relations_projector_held", "projector" => status.name.clone())
-                    .set(if status.state == "held" { 1.0 } else { 0.0 });
-                let labels = [("projector", status.name.clone())];
-                metrics::gauge!("relations_projector_position", &labels)
-                    .set(status.position.global_position as f64);
-                metrics::gauge!("relations_projector_lag_events", &labels)
-                    .set(status.lag_events as f64);
-                metrics::gauge!("relations_projector_lag_seconds", &labels).set(status.lag_seconds);
-                metrics::gauge!("relations_projector_failing", &labels)
-                    .set(if status.state == "failing" { 1.0 } else { 0.0 });
-            }
-            Err(error) => tracing::warn!(projector = name, %error, "cannot read projector status"),
-        }
+    let view = state.horizon.view();
+    let age = state.horizon.age();
+    metrics::gauge!("relations_log_watch_age_seconds").set(age.as_secs_f64());
+    // The database counts as up while the watch's looks succeed (they run every second).
+    let database = age < WATCH_FRESH;
+    let stuck = stuck_projectors(&state, |_| true);
+    let essential_stuck = stuck_projectors(&state, |p| p.essential);
+    let ready = database && essential_stuck.is_empty() && !view.horizon.stalled;
+    metrics::gauge!("relations_ready").set(if ready { 1.0 } else { 0.0 });
+    let readers = state
+        .projectors
+        .iter()
+        .map(|p| (p.name, p.health.as_deref()))
+        .chain([(GRAPH, Some(state.graph.health()))]);
+    for (name, health) in readers {
+        let position = match name {
+            GRAPH => state.graph.position(),
+            _ => health.and_then(|h| h.position()),
+        };
+        let Some(position) = position.or(view.reader(name).map(|(at, _)| at)) else {
+            continue;
+        };
+        let lag = view.lag_at(name, position);
+        let failing = health.is_some_and(|h| h.failures() > 0);
+        let labels = [("projector", name)];
+        metrics::gauge!("relations_projector_stuck", &labels).set(flag(stuck.contains(&name)));
+        metrics::gauge!("relations_projector_held", &labels)
+            .set(flag(view.horizon.stalled && !failing));
+        metrics::gauge!("relations_projector_position", &labels)
+            .set(position.global_position as f64);
+        metrics::gauge!("relations_projector_lag_events", &labels).set(lag.events as f64);
+        metrics::gauge!("relations_projector_lag_seconds", &labels).set(lag.seconds);
+        metrics::gauge!("relations_projector_failing", &labels).set(flag(failing));
     }
     (
         [("content-type", "text/plain; version=0.0.4")],
         state.metrics.render(),
     )
+}
+
+/// How old the log watch's view may be while the database still counts as up in `/metrics`.
+const WATCH_FRESH: Duration = Duration::from_secs(3);
+
+fn flag(on: bool) -> f64 {
+    if on {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// Projectors this process runs that have failed for longer than the stuck threshold, among
+/// those `which` selects.
+fn stuck_projectors(
+    state: &AppState,
+    which: impl Fn(&crate::state::ProjectorEntry) -> bool,
+) -> Vec<&'static str> {
+    let stuck_after = Duration::from_millis(state.config.stuck_after_ms);
+    state
+        .projectors
+        .iter()
+        .filter(|p| {
+            which(p)
+                && p.health
+                    .as_ref()
+                    .and_then(|h| h.failing_for())
+                    .is_some_and(|d| d > stuck_after)
+        })
+        .map(|p| p.name)
+        .collect()
 }

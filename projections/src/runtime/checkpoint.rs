@@ -63,3 +63,24 @@ pub async fn advance(
     .await?;
     Ok(())
 }
+
+/// Every checkpoint, by name: the log watch's one look at where all readers stand.
+pub async fn read_all<'e>(
+    executor: impl PgExecutor<'e>,
+) -> Result<Vec<(String, LogPosition)>, sqlx::Error> {
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT name, transaction_id, global_position FROM projector_checkpoints ORDER BY name",
+    )
+    .fetch_all(executor)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, transaction_id, global_position)| {
+            let position = LogPosition {
+                transaction_id,
+                global_position,
+            };
+            (name, position)
+        })
+        .collect())
+}

@@ -1,9 +1,12 @@
 //! A runner's health as this process sees it: consecutive failures, the last error, and the
-//! last step, shared with the admin endpoint and `/readyz`.
+//! last step and the position it reached, shared with the admin endpoint, `/readyz` and
+//! `/metrics`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use relations_store::LogPosition;
 
 /// A runner's health, shared with the admin endpoint and `/readyz`.
 #[derive(Debug, Default)]
@@ -13,6 +16,8 @@ pub struct Health {
     failing_since: Mutex<Option<Instant>>,
     /// When the last step (of any outcome) ended, and what it was.
     last_step: Mutex<Option<(Instant, String)>>,
+    /// Where the reader last stood in the log, as it stepped: `/metrics` reads it from memory.
+    position: Mutex<Option<LogPosition>>,
 }
 
 impl Health {
@@ -46,6 +51,20 @@ impl Health {
     /// Records that a step ended with `what`.
     pub fn stepped(&self, what: String) {
         *self.last_step.lock().expect("not poisoned") = Some((Instant::now(), what));
+    }
+
+    /// Where the reader last stood, as it last published (`None` before its first step).
+    pub fn position(&self) -> Option<LogPosition> {
+        *self.position.lock().expect("not poisoned")
+    }
+
+    /// Publishes where the reader stands now (a position never moves back: a stale look
+    /// published late cannot undo a newer one).
+    pub fn at(&self, position: LogPosition) {
+        let mut at = self.position.lock().expect("not poisoned");
+        if at.is_none_or(|at| at < position) {
+            *at = Some(position);
+        }
     }
 
     /// Records a successful step: no longer failing.

@@ -14,7 +14,7 @@ pub mod wait;
 pub mod wakeup;
 
 pub use health::Health;
-pub use horizon::{Horizon, HorizonWatch};
+pub use horizon::{Horizon, HorizonWatch, LogView, MemoryReader};
 pub use projector::Projector;
 pub use runner::{Runner, Step};
 pub use status::ProjectorStatus;

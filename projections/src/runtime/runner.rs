@@ -95,6 +95,7 @@ impl Runner {
         {
             let mut conn = self.pool.acquire().await?;
             let before = checkpoint::read(&mut *conn, name).await?;
+            self.health.at(before);
             // Nor does one whose upstreams have not moved past it (a cache waits for its
             // tables): without this look it would read a batch only to drop it, on every
             // wake-up.
