@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use relations_kafka::Relay;
 use relations_projections::feed::read_marks::ReadMarks;
-use relations_projections::graph::live::LiveGraph;
+use relations_projections::replica::live::LiveGraph;
 use relations_projections::runtime::HorizonWatch;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db;

@@ -52,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 use crate::relay::KafkaSettings;
 
 /// The projectors that may consume the topic (see the module docs).
-pub const PARTITION_SAFE: &[&str] = &[relations_projections::following::NAME];
+pub const PARTITION_SAFE: &[&str] = &[relations_projections::relations::NAME];
 
 /// Why a message was not applied; it is tried again.
 #[derive(Debug, thiserror::Error)]

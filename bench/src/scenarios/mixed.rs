@@ -38,7 +38,7 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     // Both projectors fold the graph at once (as a fresh deployment would); the feed's time is
     // the catch-up row.
     let took = graph::caught_up(&pool, &[relations_projections::feed::NAME]).await?;
-    graph::caught_up(&pool, &[relations_projections::following::NAME]).await?;
+    graph::caught_up(&pool, &[relations_projections::relations::NAME]).await?;
     server.graph_caught_up(&pool).await?;
     let folded = events + users as u64;
     let catch_up = Row::new(

@@ -117,7 +117,7 @@ impl Projector for Feed {
                 | RelationEvent::FollowRequestRejected { .. }
                 | RelationEvent::FollowRequestWithdrawn { .. } => Ok(()),
                 mute @ (RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. }) => {
-                    crate::following::write_mute(conn, "feed_mutes", &mute, None).await
+                    crate::relations::write_mute(conn, "feed_mutes", &mute, None).await
                 }
             },
             Post::TYPE => match decode::<PostEvent>(event)? {

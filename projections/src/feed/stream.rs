@@ -22,8 +22,8 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ProjectionError;
-use crate::graph::live::{LiveGraph, PostSignal};
-use crate::graph::Graph;
+use crate::replica::live::{LiveGraph, PostSignal};
+use crate::replica::MemoryGraph;
 use crate::runtime::projector::decode;
 
 /// Items buffered per connection before it is told to catch up from the log instead.
@@ -109,7 +109,13 @@ impl FeedHub {
 
     /// Whether `post` by `author` belongs in `reader`'s feed now (the feed's rules 8 and 9,
     /// mutes and bans).
-    fn in_feed(&self, graph: &Graph, reader: UserId, author: UserId, now: DateTime<Utc>) -> bool {
+    fn in_feed(
+        &self,
+        graph: &MemoryGraph,
+        reader: UserId,
+        author: UserId,
+        now: DateTime<Utc>,
+    ) -> bool {
         if reader == author || graph.banned(author) || graph.muting(reader, author, now) {
             return false;
         }
@@ -126,7 +132,7 @@ impl FeedHub {
     /// What `signal` sends `reader`, if anything.
     fn item_for(
         &self,
-        graph: &Graph,
+        graph: &MemoryGraph,
         reader: UserId,
         position: LogPosition,
         event: &PostEvent,

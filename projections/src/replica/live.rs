@@ -18,13 +18,13 @@ use sqlx::{PgPool, Row};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Change, Graph};
+use super::{Change, MemoryGraph};
 use crate::error::ProjectionError;
 use crate::runtime::checkpoint;
 use crate::runtime::health::Health;
 use crate::runtime::projector::decode;
 use crate::runtime::Wakeup;
-use crate::{feed, following};
+use crate::{feed, relations};
 
 /// Events read per step.
 const BATCH: i64 = 5000;
@@ -38,7 +38,7 @@ const HELD_RETRY: Duration = Duration::from_millis(2);
 /// A shared, live replica of the graph. Cheap to clone.
 #[derive(Clone)]
 pub struct LiveGraph {
-    graph: Arc<RwLock<Option<Graph>>>,
+    graph: Arc<RwLock<Option<MemoryGraph>>>,
     health: Arc<Health>,
     /// When `relations_graph_bytes` was last measured.
     sized: Arc<std::sync::Mutex<Option<Instant>>>,
@@ -80,7 +80,7 @@ impl LiveGraph {
     }
 
     /// `read` on the replica, or `None` while it is not loaded.
-    pub fn with<R>(&self, read: impl FnOnce(&Graph) -> R) -> Option<R> {
+    pub fn with<R>(&self, read: impl FnOnce(&MemoryGraph) -> R) -> Option<R> {
         let guard = self.graph.read().unwrap_or_else(|e| e.into_inner());
         guard.as_ref().map(read)
     }
@@ -227,7 +227,7 @@ impl LiveGraph {
 /// What the tail hands the replica.
 enum Update {
     /// The graph after its replay (installed whole).
-    Loaded(Box<Graph>),
+    Loaded(Box<MemoryGraph>),
     /// Changes to apply, the position they bring it to, and the batch's post events.
     Changes(Vec<Change>, LogPosition, Vec<PostSignal>),
     /// The load's replay moved on; nothing to install yet.
@@ -239,7 +239,7 @@ enum Update {
 struct Tail {
     /// The graph being replayed, until it reaches both checkpoints; then `None` (it lives in
     /// the replica).
-    pending: Option<Box<Graph>>,
+    pending: Option<Box<MemoryGraph>>,
     position: LogPosition,
     /// Relation events up to here were in `rm_follows` and `rm_blocks`.
     relations_loaded: LogPosition,
@@ -302,13 +302,13 @@ impl Tail {
 /// Reads the read models and their checkpoints in one snapshot; the tail then replays from the
 /// lower checkpoint.
 async fn load(pool: &PgPool) -> Result<Tail, ProjectionError> {
-    let mut graph = Graph::default();
+    let mut graph = MemoryGraph::default();
     let mut tx = pool.begin().await?;
     let result = async {
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
             .await?;
-        let relations_loaded = checkpoint::read(&mut *tx, following::NAME).await?;
+        let relations_loaded = checkpoint::read(&mut *tx, relations::NAME).await?;
         let posts_loaded = checkpoint::read(&mut *tx, feed::NAME).await?;
         let mut rows =
             sqlx::query("SELECT follower, followee, since FROM rm_follows").fetch(&mut *tx);

@@ -1,4 +1,5 @@
-//! Projector `following`: who follows whom (`rm_follows`), the follow counters
+//! The relations between users, and projector `following` (its checkpoint name, kept from
+//! before the module held more than follows): who follows whom (`rm_follows`), the follow counters
 //! (`rm_follow_counts`: following, followers, friends), who blocks whom (`rm_blocks`), who
 //! mutes whom (`rm_mutes`) and the pending follow requests (`rm_follow_requests`).
 //!
@@ -27,10 +28,10 @@ pub mod verify;
 pub const NAME: &str = "following";
 
 /// See the module docs.
-pub struct Following;
+pub struct Relations;
 
 #[async_trait]
-impl Projector for Following {
+impl Projector for Relations {
     fn name(&self) -> &'static str {
         NAME
     }
@@ -67,9 +68,9 @@ impl Projector for Following {
         if decoded.is_empty() {
             return Ok(());
         }
-        let mut follow_keys: HashSet<Edge> = HashSet::new();
-        let mut block_keys: HashSet<Edge> = HashSet::new();
-        let mut request_keys: HashSet<Edge> = HashSet::new();
+        let mut follow_keys: HashSet<UserPair> = HashSet::new();
+        let mut block_keys: HashSet<UserPair> = HashSet::new();
+        let mut request_keys: HashSet<UserPair> = HashSet::new();
         for (event, _) in &decoded {
             let (a, b) = event.users();
             let (a, b) = (a.get(), b.get());
@@ -165,7 +166,7 @@ impl Projector for Following {
 }
 
 /// A directed edge `(from, to)`.
-type Edge = (i64, i64);
+type UserPair = (i64, i64);
 
 /// The rows of one edge table a batch touches: as they were, and as the batch leaves them.
 struct Edges {
@@ -173,9 +174,9 @@ struct Edges {
     from: &'static str,
     to: &'static str,
     /// Present before the batch.
-    before: HashSet<Edge>,
+    before: HashSet<UserPair>,
     /// Present now, with their `since` when (re)made by the batch (`None`: the old row stands).
-    now: HashMap<Edge, Option<DateTime<Utc>>>,
+    now: HashMap<UserPair, Option<DateTime<Utc>>>,
 }
 
 impl Edges {
@@ -184,7 +185,7 @@ impl Edges {
         table: &'static str,
         from: &'static str,
         to: &'static str,
-        keys: &HashSet<Edge>,
+        keys: &HashSet<UserPair>,
     ) -> Result<Self, sqlx::Error> {
         let (a, b): (Vec<i64>, Vec<i64>) = keys.iter().copied().unzip();
         let rows: Vec<(i64, i64)> = if keys.is_empty() {
@@ -199,7 +200,7 @@ impl Edges {
             .fetch_all(&mut *conn)
             .await?
         };
-        let before: HashSet<Edge> = rows.into_iter().collect();
+        let before: HashSet<UserPair> = rows.into_iter().collect();
         let now = before.iter().map(|&e| (e, None)).collect();
         Ok(Self {
             table,
@@ -210,12 +211,12 @@ impl Edges {
         })
     }
 
-    fn has(&self, edge: Edge) -> bool {
+    fn has(&self, edge: UserPair) -> bool {
         self.now.contains_key(&edge)
     }
 
     /// Adds the edge unless present; whether it was added.
-    fn add(&mut self, edge: Edge, since: DateTime<Utc>) -> bool {
+    fn add(&mut self, edge: UserPair, since: DateTime<Utc>) -> bool {
         if self.has(edge) {
             return false;
         }
@@ -224,7 +225,7 @@ impl Edges {
     }
 
     /// Removes the edge if present; whether it was.
-    fn remove(&mut self, edge: Edge) -> bool {
+    fn remove(&mut self, edge: UserPair) -> bool {
         self.now.remove(&edge).is_some()
     }
 
@@ -356,12 +357,12 @@ async fn write_counts(
 /// The whole log folded in memory, for a rebuild: the same rows batch application writes.
 #[derive(Default)]
 struct FollowingBulk {
-    follows: HashMap<Edge, DateTime<Utc>>,
-    blocks: HashMap<Edge, DateTime<Utc>>,
+    follows: HashMap<UserPair, DateTime<Utc>>,
+    blocks: HashMap<UserPair, DateTime<Utc>>,
     /// (requester, target) -> since
-    requests: HashMap<Edge, DateTime<Utc>>,
+    requests: HashMap<UserPair, DateTime<Utc>>,
     /// (muter, muted) -> (since, until)
-    mutes: HashMap<Edge, (DateTime<Utc>, Option<DateTime<Utc>>)>,
+    mutes: HashMap<UserPair, (DateTime<Utc>, Option<DateTime<Utc>>)>,
 }
 
 #[async_trait]
@@ -464,11 +465,11 @@ impl BulkFold for FollowingBulk {
 async fn copy_edges(
     conn: &mut PgConnection,
     target: &str,
-    edges: &HashMap<Edge, DateTime<Utc>>,
+    edges: &HashMap<UserPair, DateTime<Utc>>,
 ) -> Result<(), ProjectionError> {
     // In primary-key order: the key's index then grows at its end instead of splitting pages
     // all over (2.5x faster on 1.4M edges here).
-    let mut sorted: Vec<(&Edge, &DateTime<Utc>)> = edges.iter().collect();
+    let mut sorted: Vec<(&UserPair, &DateTime<Utc>)> = edges.iter().collect();
     sorted.sort_unstable_by_key(|(edge, _)| **edge);
     let mut rows = String::with_capacity(edges.len() * 48);
     for (&(a, b), since) in sorted {

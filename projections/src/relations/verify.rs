@@ -15,7 +15,7 @@ use crate::runtime::verify::{diff, pairs, Check};
 /// Who follows, blocks, mutes and asks to follow whom, folded from the relation events, and
 /// which accounts are locked, from the account events (other streams are skipped).
 #[derive(Debug, Default)]
-pub(crate) struct Graph {
+pub(crate) struct RelationFold {
     /// (follower, followee)
     pub follows: BTreeSet<(i64, i64)>,
     /// (blocker, blocked)
@@ -29,7 +29,7 @@ pub(crate) struct Graph {
     pub mutes: BTreeMap<(i64, i64), Option<i64>>,
 }
 
-impl Graph {
+impl RelationFold {
     /// Folds `event` if it is a relation event.
     pub fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
         if event.stream_type == Account::TYPE {
@@ -122,7 +122,7 @@ pub(crate) async fn mute_rows(
 /// guard rows against every relation event committed.
 #[derive(Debug)]
 pub struct FollowingCheck {
-    graph: Graph,
+    graph: RelationFold,
     write_side: bool,
 }
 
@@ -130,7 +130,7 @@ impl FollowingCheck {
     /// `rm_follows`, `rm_blocks` and `rm_follow_counts`.
     pub fn read_model() -> Self {
         Self {
-            graph: Graph::default(),
+            graph: RelationFold::default(),
             write_side: false,
         }
     }
@@ -140,7 +140,7 @@ impl FollowingCheck {
     /// `account_locks`.
     pub fn guards() -> Self {
         Self {
-            graph: Graph::default(),
+            graph: RelationFold::default(),
             write_side: true,
         }
     }

@@ -1,15 +1,15 @@
 //! Where one request's graph reads come from: the in-memory replica once it is loaded
-//! ([`crate::graph`]), PostgreSQL's read model before that. Both answer the same questions
+//! ([`crate::replica`]), PostgreSQL's read model before that. Both answer the same questions
 //! with the same types; the replica needs no round trip.
 
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
 use sqlx::PgPool;
 
-use super::query::{self, Counts, Edge};
-use crate::graph::live::LiveGraph;
+use super::query::{self, Counts, ListEntry};
+use crate::replica::live::LiveGraph;
 
-/// The source a request reads from, chosen once per request (see the API's `catch_up`), so that
+/// The source a request reads from, chosen once per request (see the API's `graph_source`), so that
 /// a request never mixes the replica's state with the database's.
 #[derive(Clone, Copy)]
 pub enum Source<'a> {
@@ -23,7 +23,7 @@ pub enum Source<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetSlice {
     /// The page.
-    pub edges: Vec<Edge>,
+    pub edges: Vec<ListEntry>,
     /// Every item of the list.
     pub total: i64,
 }
@@ -49,7 +49,7 @@ pub enum KeyedList {
 }
 
 /// `f` on the replica a memory source was chosen for (it is loaded: sources are chosen so).
-fn read<R>(graph: &LiveGraph, f: impl FnOnce(&crate::graph::Graph) -> R) -> R {
+fn read<R>(graph: &LiveGraph, f: impl FnOnce(&crate::replica::MemoryGraph) -> R) -> R {
     graph.with(f).expect("a memory source is loaded")
 }
 
@@ -75,7 +75,7 @@ impl Source<'_> {
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
         now: DateTime<Utc>,
-    ) -> Result<Vec<(Edge, Option<DateTime<Utc>>)>, sqlx::Error> {
+    ) -> Result<Vec<(ListEntry, Option<DateTime<Utc>>)>, sqlx::Error> {
         match self {
             Source::Memory(graph) => Ok(read(graph, |g| g.mutes(user, after, limit, now))),
             Source::Database(pool) => query::mutes(pool, user, after, limit, now).await,
@@ -90,7 +90,7 @@ impl Source<'_> {
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
-    ) -> Result<(Vec<Edge>, i64), sqlx::Error> {
+    ) -> Result<(Vec<ListEntry>, i64), sqlx::Error> {
         match self {
             Source::Memory(graph) => Ok(read(graph, |g| {
                 g.known_followers(viewer, user, after, limit)
@@ -154,7 +154,7 @@ impl Source<'_> {
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
-    ) -> Result<Vec<Edge>, sqlx::Error> {
+    ) -> Result<Vec<ListEntry>, sqlx::Error> {
         match self {
             Source::Memory(graph) => Ok(read(graph, |g| g.keyed(list, user, after, limit))),
             Source::Database(pool) => {

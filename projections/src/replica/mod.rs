@@ -5,7 +5,7 @@
 //! TAO and Bluesky's graph service serve the same reads from memory; here the replica is kept
 //! current from the log itself, not expired by TTL. [`live::LiveGraph`] loads it once from the
 //! read model at that model's checkpoint and then applies every later event in log order, so the
-//! replica is always exactly the fold of the log up to its [`Graph::position`]: one consistent
+//! replica is always exactly the fold of the log up to its [`MemoryGraph::position`]: one consistent
 //! state (never a follow beside a block: a block's unfollows share its transaction, and a batch
 //! is applied under one write lock), and never older than a state it has served before.
 //! `min_position` waits until the replica has passed the position asked.
@@ -31,8 +31,8 @@ use relations_domain::{
 };
 use relations_store::LogPosition;
 
-use crate::following::query::{Counts, Edge};
-use crate::following::reads::KeyedList;
+use crate::relations::query::{Counts, ListEntry};
+use crate::relations::reads::KeyedList;
 
 /// A time in microseconds since the epoch (the log's and PostgreSQL's precision).
 type Micros = i64;
@@ -149,9 +149,9 @@ impl Change {
     }
 }
 
-/// The graph: every follow and block, every user's counters, as of [`Graph::position`].
+/// The graph: every follow and block, every user's counters, as of [`MemoryGraph::position`].
 #[derive(Debug, Default, Clone)]
-pub struct Graph {
+pub struct MemoryGraph {
     users: HashMap<u64, Node>,
     /// Every block `(blocker, blocked)`, for checks from either side.
     blocks: HashSet<(u64, u64)>,
@@ -173,14 +173,14 @@ fn user(id: u64) -> UserId {
     UserId::try_from(id as i64).expect("the graph holds only valid user ids")
 }
 
-fn edge((since, id): (Micros, u64)) -> Edge {
-    Edge {
+fn edge((since, id): (Micros, u64)) -> ListEntry {
+    ListEntry {
         user: user(id),
         since: micros(since),
     }
 }
 
-impl Graph {
+impl MemoryGraph {
     /// The log position the graph reflects: every event up to it, none after.
     pub fn position(&self) -> LogPosition {
         self.position
@@ -327,7 +327,7 @@ impl Graph {
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
         now: DateTime<Utc>,
-    ) -> Vec<(Edge, Option<DateTime<Utc>>)> {
+    ) -> Vec<(ListEntry, Option<DateTime<Utc>>)> {
         let now = now.timestamp_micros();
         let mut live: Vec<(Micros, u64, Option<Micros>)> = self
             .mutes
@@ -454,7 +454,7 @@ impl Graph {
     }
 
     /// Whom `user` follows, newest first, `limit` after skipping `offset`.
-    pub fn following(&self, user: UserId, offset: i64, limit: i64) -> Vec<Edge> {
+    pub fn following(&self, user: UserId, offset: i64, limit: i64) -> Vec<ListEntry> {
         let all = self.node(user).map_or_else(Vec::new, |n| {
             n.following.iter().map(|&(id, since)| (since, id)).collect()
         });
@@ -463,7 +463,7 @@ impl Graph {
 
     /// `user`'s friends, newest friendship first (a friendship begins with the later of its
     /// two follows), `limit` after skipping `offset`.
-    pub fn friends(&self, user: UserId, offset: i64, limit: i64) -> Vec<Edge> {
+    pub fn friends(&self, user: UserId, offset: i64, limit: i64) -> Vec<ListEntry> {
         let a = user.get() as u64;
         let all = self.node(user).map_or_else(Vec::new, |n| {
             n.following
@@ -486,7 +486,7 @@ impl Graph {
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
-    ) -> (Vec<Edge>, i64) {
+    ) -> (Vec<ListEntry>, i64) {
         let target = user.get() as u64;
         let mut known: Vec<(Micros, u64)> = self.node(viewer).map_or_else(Vec::new, |n| {
             n.following
@@ -508,7 +508,7 @@ impl Graph {
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
-    ) -> Vec<Edge> {
+    ) -> Vec<ListEntry> {
         self.node(user).map_or_else(Vec::new, |n| {
             let entries = match list {
                 KeyedList::Followers => &n.followers,
@@ -527,7 +527,7 @@ fn insert_sorted(list: &mut Vec<(Micros, u64)>, entry: (Micros, u64)) {
 }
 
 /// The `limit` newest of `all` after skipping `offset`, by `(since, id)` descending.
-fn newest(mut all: Vec<(Micros, u64)>, offset: i64, limit: i64) -> Vec<Edge> {
+fn newest(mut all: Vec<(Micros, u64)>, offset: i64, limit: i64) -> Vec<ListEntry> {
     let (offset, limit) = (offset.max(0) as usize, limit.max(0) as usize);
     if offset >= all.len() || limit == 0 {
         return vec![];
@@ -543,7 +543,11 @@ fn newest(mut all: Vec<(Micros, u64)>, offset: i64, limit: i64) -> Vec<Edge> {
 }
 
 /// Up to `limit` entries of an ascending list, newest first, strictly below `after`.
-fn before(list: &[(Micros, u64)], after: Option<(DateTime<Utc>, i64)>, limit: i64) -> Vec<Edge> {
+fn before(
+    list: &[(Micros, u64)],
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+) -> Vec<ListEntry> {
     let end = match after {
         None => list.len(),
         Some((since, id)) => {
@@ -570,7 +574,7 @@ mod tests {
 
     #[test]
     fn follows_blocks_and_counts_fold_like_the_read_model() {
-        let mut g = Graph::default();
+        let mut g = MemoryGraph::default();
         g.apply(Change::Follow(1, 2, 10));
         g.apply(Change::Follow(2, 1, 20));
         g.apply(Change::Follow(1, 3, 30));
@@ -613,7 +617,7 @@ mod tests {
 
     #[test]
     fn followers_page_by_search_after_key() {
-        let mut g = Graph::default();
+        let mut g = MemoryGraph::default();
         for (follower, at) in [(5, 100), (6, 100), (7, 200), (8, 300)] {
             g.apply(Change::Follow(follower, 1, at));
         }
