@@ -196,7 +196,7 @@ pub fn token_check(accounts: u64) -> Vec<Row> {
             bat: 0,
         };
         let graph = graph.read().expect("not poisoned");
-        !graph.refuses(user, &stamp) && !graph.banned(user)
+        !graph.accounts().refuses(user, &stamp) && !graph.accounts().banned(user)
     });
     vec![Row::new(
         "b. token check, in process",

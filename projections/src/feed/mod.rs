@@ -26,6 +26,7 @@ use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
 use crate::error::ProjectionError;
+use crate::relations::fold::RelationChange;
 use crate::runtime::projector::{decode, Projector};
 
 mod fan_out;
@@ -117,7 +118,8 @@ impl Projector for Feed {
                 | RelationEvent::FollowRequestRejected { .. }
                 | RelationEvent::FollowRequestWithdrawn { .. } => Ok(()),
                 mute @ (RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. }) => {
-                    crate::relations::write_mute(conn, "feed_mutes", &mute, None).await
+                    let change = RelationChange::of(&mute, event.occurred_at);
+                    crate::relations::write_mute(conn, "feed_mutes", &change, false).await
                 }
             },
             Post::TYPE => match decode::<PostEvent>(event)? {

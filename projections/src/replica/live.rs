@@ -1,39 +1,35 @@
-//! The replica kept current: loaded once from the read models, then folded forward from the log.
-//!
-//! Loading reads `rm_follows`, `rm_blocks` and `feed_authors` with their projectors'
-//! checkpoints in one read-only snapshot (it takes no transaction id, so it holds back no
-//! horizon), then replays the log from the lower checkpoint, skipping for each kind of event
-//! what its read model already held. From then on the tail reads the log like any projector
-//! (`relations_store::log::read_after`: below the horizon, whole transactions), decodes outside
-//! the lock, and applies each batch under one write lock, so readers see batch boundaries only.
+//! The replica kept current: loaded once from the read models ([`super::load`]), then folded
+//! forward from the log by the one log-tail loop ([`crate::runtime::TailLoop`]). Each batch is
+//! decoded outside the lock and applied under one write lock, so readers see batch boundaries
+//! only; then the batch is offered to subscribers (the live feed stream), once the replica
+//! reflects it.
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
-use relations_domain::{Account, AccountEvent, Post, PostEvent, RelationEvent, RelationPair};
+use async_trait::async_trait;
 use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
-use sqlx::{PgPool, Row};
-use tokio::sync::watch;
+use sqlx::PgPool;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::{Change, MemoryGraph};
+use super::load::load;
+use super::tail::{ReplicaTail, Update};
+use super::MemoryGraph;
 use crate::error::ProjectionError;
-use crate::runtime::checkpoint;
 use crate::runtime::health::Health;
-use crate::runtime::projector::decode;
+use crate::runtime::tail::{AfterFailure, Backoff, LogTail, Progress, TailLoop};
 use crate::runtime::Wakeup;
-use crate::{feed, relations};
 
-/// Events read per step.
-const BATCH: i64 = 5000;
 /// How often the tail looks for events when no wake-up comes.
 const POLL: Duration = Duration::from_millis(100);
 /// How often the graph's size gauge is refreshed.
 const SIZE_EVERY: Duration = Duration::from_secs(5);
 /// How soon it looks again when committed events wait above the horizon.
 const HELD_RETRY: Duration = Duration::from_millis(2);
+/// Batches kept for slow subscribers before they lag.
+const APPLIED_BATCHES: usize = 1024;
 
 /// A shared, live replica of the graph. Cheap to clone.
 #[derive(Clone)]
@@ -44,22 +40,9 @@ pub struct LiveGraph {
     sized: Arc<std::sync::Mutex<Option<Instant>>>,
     /// The loaded replica's position; `None` until loaded.
     position: watch::Sender<Option<LogPosition>>,
-    /// The post events of each batch applied after the load, sent once the replica reflects
-    /// them (the live feed stream decides who sees them from the replica).
-    posts: tokio::sync::broadcast::Sender<Arc<[PostSignal]>>,
+    /// Each batch of the log applied after the load, sent once the replica reflects it.
+    applied: broadcast::Sender<Arc<[RecordedEvent]>>,
 }
-
-/// A post event the replica has applied, at its place in the log.
-#[derive(Debug, Clone)]
-pub struct PostSignal {
-    /// Where it sits in the log.
-    pub position: LogPosition,
-    /// The event.
-    pub event: PostEvent,
-}
-
-/// Batches of post events kept for slow subscribers before they lag.
-const POST_SIGNALS: usize = 1024;
 
 impl Default for LiveGraph {
     fn default() -> Self {
@@ -68,7 +51,7 @@ impl Default for LiveGraph {
             health: Arc::default(),
             sized: Arc::default(),
             position: watch::Sender::new(None),
-            posts: tokio::sync::broadcast::Sender::new(POST_SIGNALS),
+            applied: broadcast::Sender::new(APPLIED_BATCHES),
         }
     }
 }
@@ -85,10 +68,9 @@ impl LiveGraph {
         guard.as_ref().map(read)
     }
 
-    /// The post events of every batch applied from now on, each sent after the replica
-    /// reflects it.
-    pub fn subscribe_posts(&self) -> tokio::sync::broadcast::Receiver<Arc<[PostSignal]>> {
-        self.posts.subscribe()
+    /// Every batch of the log applied from now on, each sent after the replica reflects it.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<[RecordedEvent]>> {
+        self.applied.subscribe()
     }
 
     /// How its load and tail fare (for the admin endpoint).
@@ -118,8 +100,8 @@ impl LiveGraph {
 
     /// Loads the replica (retrying until it can) and keeps it current until `shutdown`.
     pub async fn run(self, pool: PgPool, wakeup: Wakeup, shutdown: CancellationToken) {
-        let mut backoff = Duration::from_millis(100);
-        let mut tail = loop {
+        let mut backoff = Backoff::default();
+        let tail = loop {
             let started = Instant::now();
             match load(&pool).await {
                 Ok(tail) => {
@@ -128,76 +110,35 @@ impl LiveGraph {
                 }
                 Err(error) => {
                     self.health.failed(&error);
-                    tracing::error!(%error, retry_in = ?backoff, "graph load failed");
+                    let retry_in = backoff.pause();
+                    tracing::error!(%error, ?retry_in, "graph load failed");
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
-                        _ = tokio::time::sleep(backoff) => {}
+                        _ = tokio::time::sleep(retry_in) => {}
                     }
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
                 }
             }
         };
-        let mut held = HELD_RETRY;
-        backoff = Duration::from_millis(100);
-        while !shutdown.is_cancelled() {
-            let step = tail.step(&pool).await;
-            if step.is_ok() {
-                self.health.succeeded();
-            }
-            let pause = match step {
-                Ok(Some(graph)) => {
-                    self.publish(graph);
-                    backoff = Duration::from_millis(100);
-                    held = HELD_RETRY;
-                    continue;
-                }
-                Ok(None) => match log::ahead(&pool, tail.position).await {
-                    // Committed events wait behind an older open transaction: they send no
-                    // further wake-up when it ends.
-                    Ok(ahead) if ahead.unsettled || ahead.settled => {
-                        let pause = held;
-                        held = (held * 2).min(POLL);
-                        Some(pause)
-                    }
-                    Ok(_) => {
-                        held = HELD_RETRY;
-                        None
-                    }
-                    Err(error) => Some(self.failed(&error.into(), &mut backoff)),
-                },
-                Err(error) => Some(self.failed(&error, &mut backoff)),
-            };
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = async {
-                    match pause {
-                        Some(pause) => tokio::time::sleep(pause).await,
-                        None => wakeup.wait(POLL).await,
-                    }
-                } => {}
-            }
-        }
-    }
-
-    fn failed(&self, error: &ProjectionError, backoff: &mut Duration) -> Duration {
-        self.health.failed(error);
-        metrics::counter!("relations_graph_errors_total").increment(1);
-        tracing::error!(%error, retry_in = ?*backoff, "graph tail failed");
-        let pause = *backoff;
-        *backoff = (*backoff * 2).min(Duration::from_secs(30));
-        pause
+        let mut follower = Follower {
+            replica: self,
+            tail,
+            pool,
+        };
+        TailLoop::new(POLL, HELD_RETRY)
+            .run(&mut follower, &wakeup, &shutdown)
+            .await;
     }
 
     /// Installs the tail's graph (its first load) or its advance.
     fn publish(&self, update: Update) {
-        let mut signals: Vec<PostSignal> = Vec::new();
+        let mut applied = Vec::new();
         let position = {
             let mut guard = self.graph.write().unwrap_or_else(|e| e.into_inner());
             match update {
                 Update::Replaying => return,
                 Update::Loaded(graph) => *guard = Some(*graph),
-                Update::Changes(changes, position, posts) => {
-                    signals = posts;
+                Update::Changes(changes, position, events) => {
+                    applied = events;
                     let graph = guard.as_mut().expect("changes come after the load");
                     for change in changes {
                         graph.apply(change);
@@ -206,175 +147,61 @@ impl LiveGraph {
                 }
             }
             let graph = guard.as_ref().expect("just set");
-            metrics::gauge!("relations_graph_follows").set(graph.follows() as f64);
-            metrics::gauge!("relations_graph_users").set(graph.users() as f64);
-            // Walking every node costs: the size is refreshed every few seconds, not per batch.
-            let mut sized = self.sized.lock().unwrap_or_else(|e| e.into_inner());
-            if sized.is_none_or(|at| at.elapsed() >= SIZE_EVERY) {
-                *sized = Some(Instant::now());
-                metrics::gauge!("relations_graph_bytes").set(graph.heap_bytes() as f64);
-            }
+            self.measure(graph);
             graph.position()
         };
         self.position.send_replace(Some(position));
-        if !signals.is_empty() {
-            // Nobody listening is fine.
-            let _ = self.posts.send(signals.into());
+        if !applied.is_empty() && self.applied.receiver_count() > 0 {
+            // A subscriber gone since is fine.
+            let _ = self.applied.send(applied.into());
+        }
+    }
+
+    /// Sets the graph's gauges.
+    fn measure(&self, graph: &MemoryGraph) {
+        metrics::gauge!("relations_graph_follows").set(graph.follows() as f64);
+        metrics::gauge!("relations_graph_users").set(graph.users() as f64);
+        // Walking every node costs: the size is refreshed every few seconds, not per batch.
+        let mut sized = self.sized.lock().unwrap_or_else(|e| e.into_inner());
+        if sized.is_none_or(|at| at.elapsed() >= SIZE_EVERY) {
+            *sized = Some(Instant::now());
+            metrics::gauge!("relations_graph_bytes").set(graph.heap_bytes() as f64);
         }
     }
 }
 
-/// What the tail hands the replica.
-enum Update {
-    /// The graph after its replay (installed whole).
-    Loaded(Box<MemoryGraph>),
-    /// Changes to apply, the position they bring it to, and the batch's post events.
-    Changes(Vec<Change>, LogPosition, Vec<PostSignal>),
-    /// The load's replay moved on; nothing to install yet.
-    Replaying,
+/// The replica as the tail loop steps it: its reader of the log, and where it publishes.
+struct Follower {
+    replica: LiveGraph,
+    tail: ReplicaTail,
+    pool: PgPool,
 }
 
-/// The tail's own state: where it has read to, and until where each kind of event is already in
-/// the loaded graph.
-struct Tail {
-    /// The graph being replayed, until it reaches both checkpoints; then `None` (it lives in
-    /// the replica).
-    pending: Option<Box<MemoryGraph>>,
-    position: LogPosition,
-    /// Relation events up to here were in `rm_follows` and `rm_blocks`.
-    relations_loaded: LogPosition,
-    /// Post events up to here were in `feed_authors`.
-    posts_loaded: LogPosition,
-    /// Account events up to here were folded by the load.
-    accounts_loaded: LogPosition,
-}
+#[async_trait]
+impl LogTail for Follower {
+    type Error = ProjectionError;
 
-impl Tail {
-    /// Reads and decodes the next batch. `None` when there was nothing below the horizon.
-    async fn step(&mut self, pool: &PgPool) -> Result<Option<Update>, ProjectionError> {
-        let events = {
-            let mut conn = pool.acquire().await?;
-            log::read_after(&mut conn, self.position, BATCH).await?
-        };
-        let Some(last) = events.last().map(|e| e.position) else {
-            // Caught up: a finished replay is installed now.
-            return Ok(self.pending.take().map(Update::Loaded));
-        };
-        let (changes, posts) = self.decode(&events)?;
-        self.position = last;
-        metrics::counter!("relations_graph_events_total").increment(events.len() as u64);
-        let Some(graph) = &mut self.pending else {
-            return Ok(Some(Update::Changes(changes, last, posts)));
-        };
-        for change in changes {
-            graph.apply(change);
+    async fn step(&mut self) -> Result<Progress, ProjectionError> {
+        if let Some(update) = self.tail.next(&self.pool).await? {
+            self.replica.publish(update);
+            return Ok(Progress::Moved(Duration::ZERO));
         }
-        graph.advance(last);
-        Ok(Some(Update::Replaying))
+        // Committed events waiting behind an older open transaction send no further wake-up
+        // when it ends.
+        let ahead = log::ahead(&self.pool, self.tail.position).await?;
+        Ok(match ahead.unsettled || ahead.settled {
+            true => Progress::Held,
+            false => Progress::Idle,
+        })
     }
 
-    /// The batch's changes, and its post events (for the live feed stream).
-    fn decode(
-        &self,
-        events: &[RecordedEvent],
-    ) -> Result<(Vec<Change>, Vec<PostSignal>), ProjectionError> {
-        let mut changes = Vec::with_capacity(events.len());
-        let mut posts = Vec::new();
-        for event in events {
-            if event.stream_type == RelationPair::TYPE && event.position > self.relations_loaded {
-                let decoded: RelationEvent = decode(event)?;
-                changes.push(Change::of_relation(&decoded, event.occurred_at));
-            } else if event.stream_type == Post::TYPE && event.position > self.posts_loaded {
-                let decoded: PostEvent = decode(event)?;
-                changes.push(Change::of_post(&decoded));
-                posts.push(PostSignal {
-                    position: event.position,
-                    event: decoded,
-                });
-            } else if event.stream_type == Account::TYPE && event.position > self.accounts_loaded {
-                changes.push(Change::Account(decode::<AccountEvent>(event)?));
-            }
-        }
-        Ok((changes, posts))
+    fn health(&self) -> &Health {
+        &self.replica.health
     }
-}
 
-/// Reads the read models and their checkpoints in one snapshot; the tail then replays from the
-/// lower checkpoint.
-async fn load(pool: &PgPool) -> Result<Tail, ProjectionError> {
-    let mut graph = MemoryGraph::default();
-    let mut tx = pool.begin().await?;
-    let result = async {
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            .execute(&mut *tx)
-            .await?;
-        let relations_loaded = checkpoint::read(&mut *tx, relations::NAME).await?;
-        let posts_loaded = checkpoint::read(&mut *tx, feed::NAME).await?;
-        let mut rows =
-            sqlx::query("SELECT follower, followee, since FROM rm_follows").fetch(&mut *tx);
-        let mut follows = Vec::new();
-        while let Some(row) = rows.try_next().await? {
-            follows.push(edge_row(&row)?);
-        }
-        drop(rows);
-        graph.load_follows(follows);
-        let mut rows = sqlx::query("SELECT blocker, blocked, since FROM rm_blocks").fetch(&mut *tx);
-        while let Some(row) = rows.try_next().await? {
-            let (a, b, since) = edge_row(&row)?;
-            graph.apply(Change::Block(a, b, since));
-        }
-        drop(rows);
-        let mut rows =
-            sqlx::query("SELECT requester, target, since FROM rm_follow_requests").fetch(&mut *tx);
-        while let Some(row) = rows.try_next().await? {
-            let (a, b, since) = edge_row(&row)?;
-            graph.apply(Change::Request(a, b, since));
-        }
-        drop(rows);
-        let mut rows =
-            sqlx::query("SELECT muter, muted, since, until FROM rm_mutes").fetch(&mut *tx);
-        while let Some(row) = rows.try_next().await? {
-            let (a, b, since) = edge_row(&row)?;
-            let until: Option<chrono::DateTime<chrono::Utc>> = row.try_get(3)?;
-            graph.apply(Change::Mute(
-                a,
-                b,
-                since,
-                until.map(|t| t.timestamp_micros()),
-            ));
-        }
-        drop(rows);
-        let mut rows =
-            sqlx::query("SELECT author, posts FROM feed_authors WHERE posts <> 0").fetch(&mut *tx);
-        while let Some(row) = rows.try_next().await? {
-            let (author, posts): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-            graph.apply(Change::Posts(author as u64, posts));
-        }
-        drop(rows);
-        // Accounts are few: their events up to where the tail starts, read in full.
-        let accounts_loaded = relations_loaded.min(posts_loaded);
-        for event in log::read_type_until(&mut tx, Account::TYPE, accounts_loaded).await? {
-            let event: AccountEvent = decode(&event).map_err(|e| sqlx::Error::Decode(e.into()))?;
-            graph.apply(Change::Account(event));
-        }
-        Ok::<_, sqlx::Error>((relations_loaded, posts_loaded, accounts_loaded))
+    fn failed(&mut self, error: &ProjectionError, retry_in: Duration) -> AfterFailure {
+        metrics::counter!("relations_graph_errors_total").increment(1);
+        tracing::error!(%error, ?retry_in, "graph tail failed");
+        AfterFailure::Retry
     }
-    .await;
-    let (relations_loaded, posts_loaded, accounts_loaded) =
-        relations_store::db::end_transaction(tx, result, |_| true).await?;
-    graph.advance(accounts_loaded);
-    Ok(Tail {
-        pending: Some(Box::new(graph)),
-        position: accounts_loaded,
-        relations_loaded,
-        posts_loaded,
-        accounts_loaded,
-    })
-}
-
-/// `(from, to, since)` of an edge row.
-fn edge_row(row: &sqlx::postgres::PgRow) -> Result<(u64, u64, i64), sqlx::Error> {
-    let (a, b): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-    let since: chrono::DateTime<chrono::Utc> = row.try_get(2)?;
-    Ok((a as u64, b as u64, since.timestamp_micros()))
 }
