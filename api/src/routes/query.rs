@@ -43,16 +43,16 @@ pub async fn graph_source(
 ) -> Result<Source<'_>, ApiError> {
     let wait = Duration::from_millis(state.config.catch_up_wait_ms);
     match min_position {
-        None if state.graph.position().is_some() => return Ok(Source::Memory(&state.graph)),
+        None if state.graph.position().is_some() => return Ok(&state.graph),
         None => {}
         Some(position) => match state.graph.wait_for(position, wait).await {
-            Some(true) => return Ok(Source::Memory(&state.graph)),
+            Some(true) => return Ok(&state.graph),
             Some(false) => return Err(ApiError::NotCaughtUp),
             None => {}
         },
     }
     wait_for_essential(state, min_position).await?;
-    Ok(Source::Database(&state.pool))
+    Ok(&state.pool)
 }
 
 /// Waits until the read models reflect `min_position`, when one is given.

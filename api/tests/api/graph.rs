@@ -289,16 +289,16 @@ async fn property(ops: Vec<Op>) {
     projector_reached(&app, "feed", &last).await;
     reached(&early, position(&last)).await;
     reached(&late, position(&last)).await;
-    let database = answers(Source::Database(&app.pool)).await;
+    let database = answers(&app.pool).await;
     let fold = fold(&app).await;
     assert_matches_fold(&database, &fold, "read model");
     assert_eq!(
-        answers(Source::Memory(&early)).await,
+        answers(&early).await,
         database,
         "tailed replica, ops {ops:?}"
     );
     assert_eq!(
-        answers(Source::Memory(&late)).await,
+        answers(&late).await,
         database,
         "loaded replica, ops {ops:?}"
     );
@@ -373,15 +373,11 @@ async fn replicas_loaded_while_commands_run_miss_nothing() {
         }
     }
     projector_reached(&app, "following", &last.to_string()).await;
-    let database = answers(Source::Database(&app.pool)).await;
+    let database = answers(&app.pool).await;
     assert_matches_fold(&database, &fold(&app).await, "read model");
     for (i, graph) in replicas.iter().enumerate() {
         reached(graph, last).await;
-        assert_eq!(
-            answers(Source::Memory(graph)).await,
-            database,
-            "replica {i}"
-        );
+        assert_eq!(answers(graph).await, database, "replica {i}");
     }
     shutdown.cancel();
 }

@@ -1,22 +1,70 @@
-//! Where one request's graph reads come from: the in-memory replica once it is loaded
-//! ([`crate::replica`]), PostgreSQL's read model before that. Both answer the same questions
-//! with the same types; the replica needs no round trip.
+//! The graph-read contract: one trait ([`GraphReads`]) for the relation checks, lists and
+//! counts a request asks, implemented by PostgreSQL's read model (here, on a pool) and by the
+//! in-memory replica (`crate::replica`). Both answer the same questions with the same types;
+//! the replica needs no round trip.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
 use sqlx::PgPool;
 
 use super::query::{self, Counts, ListEntry};
-use crate::replica::live::LiveGraph;
 
-/// The source a request reads from, chosen once per request (see the API's `graph_source`), so that
-/// a request never mixes the replica's state with the database's.
-#[derive(Clone, Copy)]
-pub enum Source<'a> {
-    /// The loaded replica.
-    Memory(&'a LiveGraph),
-    /// Projector `following`'s tables.
-    Database(&'a PgPool),
+/// The source a request reads the graph from, chosen once per request (see the API's
+/// `graph_source`), so that a request never mixes the replica's state with the database's.
+pub type Source<'a> = &'a dyn GraphReads;
+
+/// The graph's reads, whatever holds the graph.
+#[async_trait]
+pub trait GraphReads: Send + Sync {
+    /// `from`'s relation to each of `to`, in the order asked, from one state; `muting` only
+    /// when `mutes_at` is given (answers to `from` themselves).
+    async fn relations(
+        &self,
+        from: UserId,
+        to: &[UserId],
+        mutes_at: Option<DateTime<Utc>>,
+    ) -> Result<Vec<Relation>, sqlx::Error>;
+
+    /// `user`'s mutes in force at `now`, newest first, after the key `after`, with their ends.
+    async fn mutes(
+        &self,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(ListEntry, Option<DateTime<Utc>>)>, sqlx::Error>;
+
+    /// Followers of `user` whom `viewer` follows, newest first, after the key `after`; and how
+    /// many there are.
+    async fn known_followers(
+        &self,
+        viewer: UserId,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> Result<(Vec<ListEntry>, i64), sqlx::Error>;
+
+    /// `user`'s counters.
+    async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error>;
+
+    /// A page of `list` for `user`, and the list's length.
+    async fn offset_page(
+        &self,
+        list: OffsetList,
+        user: UserId,
+        offset: i64,
+        limit: i64,
+    ) -> Result<OffsetSlice, sqlx::Error>;
+
+    /// Up to `limit` entries of `list` for `user`, newest first, strictly after the key `after`.
+    async fn keyed_page(
+        &self,
+        list: KeyedList,
+        user: UserId,
+        after: Option<(DateTime<Utc>, i64)>,
+        limit: i64,
+    ) -> Result<Vec<ListEntry>, sqlx::Error>;
 }
 
 /// A page of an offset-paged list, with the list's length.
@@ -37,6 +85,16 @@ pub enum OffsetList {
     Friends,
 }
 
+impl OffsetList {
+    /// The list's length, from its user's counters.
+    pub fn total(self, counts: &Counts) -> i64 {
+        match self {
+            OffsetList::Following => counts.following,
+            OffsetList::Friends => counts.friends,
+        }
+    }
+}
+
 /// The cursor-paged lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyedList {
@@ -48,123 +106,73 @@ pub enum KeyedList {
     FollowRequests,
 }
 
-/// `f` on the replica a memory source was chosen for (it is loaded: sources are chosen so).
-fn read<R>(graph: &LiveGraph, f: impl FnOnce(&crate::replica::MemoryGraph) -> R) -> R {
-    graph.with(f).expect("a memory source is loaded")
-}
-
-impl Source<'_> {
-    /// `from`'s relation to each of `to`, in the order asked, from one state; `muting` only
-    /// when `mutes_at` is given (answers to `from` themselves).
-    pub async fn relations(
-        self,
+/// Projector `following`'s tables (and `feed_authors` for post counts).
+#[async_trait]
+impl GraphReads for PgPool {
+    async fn relations(
+        &self,
         from: UserId,
         to: &[UserId],
         mutes_at: Option<DateTime<Utc>>,
     ) -> Result<Vec<Relation>, sqlx::Error> {
-        match self {
-            Source::Memory(graph) => Ok(read(graph, |g| g.relations(from, to, mutes_at))),
-            Source::Database(pool) => query::relations(pool, from, to, mutes_at).await,
-        }
+        query::relations(self, from, to, mutes_at).await
     }
 
-    /// `user`'s mutes in force at `now`, newest first, after the key `after`, with their ends.
-    pub async fn mutes(
-        self,
+    async fn mutes(
+        &self,
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
         now: DateTime<Utc>,
     ) -> Result<Vec<(ListEntry, Option<DateTime<Utc>>)>, sqlx::Error> {
-        match self {
-            Source::Memory(graph) => Ok(read(graph, |g| g.mutes(user, after, limit, now))),
-            Source::Database(pool) => query::mutes(pool, user, after, limit, now).await,
-        }
+        query::mutes(self, user, after, limit, now).await
     }
 
-    /// Followers of `user` whom `viewer` follows, newest first, after the key `after`; and how
-    /// many there are.
-    pub async fn known_followers(
-        self,
+    async fn known_followers(
+        &self,
         viewer: UserId,
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
     ) -> Result<(Vec<ListEntry>, i64), sqlx::Error> {
-        match self {
-            Source::Memory(graph) => Ok(read(graph, |g| {
-                g.known_followers(viewer, user, after, limit)
-            })),
-            Source::Database(pool) => {
-                query::known_followers(pool, viewer, user, after, limit).await
-            }
-        }
+        query::known_followers(self, viewer, user, after, limit).await
     }
 
-    /// `user`'s counters.
-    pub async fn counts(self, user: UserId) -> Result<Counts, sqlx::Error> {
-        match self {
-            Source::Memory(graph) => Ok(read(graph, |g| g.counts(user))),
-            Source::Database(pool) => query::counts(pool, user).await,
-        }
+    async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error> {
+        query::counts(self, user).await
     }
 
-    /// A page of `list` for `user`, and the list's length.
-    pub async fn offset_page(
-        self,
+    async fn offset_page(
+        &self,
         list: OffsetList,
         user: UserId,
         offset: i64,
         limit: i64,
     ) -> Result<OffsetSlice, sqlx::Error> {
-        match self {
-            Source::Memory(graph) => Ok(read(graph, |g| {
-                let counts = g.counts(user);
-                match list {
-                    OffsetList::Following => OffsetSlice {
-                        edges: g.following(user, offset, limit),
-                        total: counts.following,
-                    },
-                    OffsetList::Friends => OffsetSlice {
-                        edges: g.friends(user, offset, limit),
-                        total: counts.friends,
-                    },
-                }
-            })),
-            Source::Database(pool) => {
-                let sql = match list {
-                    OffsetList::Following => query::FOLLOWING,
-                    OffsetList::Friends => query::FRIENDS,
-                };
-                let edges = sql.page(pool, user, offset, limit).await?;
-                let counts = query::counts(pool, user).await?;
-                let total = match list {
-                    OffsetList::Following => counts.following,
-                    OffsetList::Friends => counts.friends,
-                };
-                Ok(OffsetSlice { edges, total })
-            }
-        }
+        let sql = match list {
+            OffsetList::Following => query::FOLLOWING,
+            OffsetList::Friends => query::FRIENDS,
+        };
+        let edges = sql.page(self, user, offset, limit).await?;
+        let counts = query::counts(self, user).await?;
+        Ok(OffsetSlice {
+            edges,
+            total: list.total(&counts),
+        })
     }
 
-    /// Up to `limit` edges of `list` for `user`, newest first, strictly after the key `after`.
-    pub async fn keyed_page(
-        self,
+    async fn keyed_page(
+        &self,
         list: KeyedList,
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
     ) -> Result<Vec<ListEntry>, sqlx::Error> {
-        match self {
-            Source::Memory(graph) => Ok(read(graph, |g| g.keyed(list, user, after, limit))),
-            Source::Database(pool) => {
-                let sql = match list {
-                    KeyedList::Followers => query::FOLLOWERS,
-                    KeyedList::Blocking => query::BLOCKS,
-                    KeyedList::FollowRequests => query::FOLLOW_REQUESTS,
-                };
-                sql.page(pool, user, after, limit).await
-            }
-        }
+        let sql = match list {
+            KeyedList::Followers => query::FOLLOWERS,
+            KeyedList::Blocking => query::BLOCKS,
+            KeyedList::FollowRequests => query::FOLLOW_REQUESTS,
+        };
+        sql.page(self, user, after, limit).await
     }
 }

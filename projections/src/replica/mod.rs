@@ -18,6 +18,7 @@
 pub mod accounts;
 pub mod live;
 mod load;
+pub mod reads;
 mod tail;
 
 /// How the admin endpoint names the replica.
