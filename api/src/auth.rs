@@ -172,10 +172,12 @@ async fn authenticate(state: &AppState, header: &HeaderValue) -> Result<Actor, A
             "expected Authorization: Bearer <token>",
         ))?;
     let actor = state.jwt.verify(token)?;
-    let (revoked, banned) = match state
-        .graph
-        .with(|g| (g.refuses(actor.user, &actor.stamp), g.banned(actor.user)))
-    {
+    let (revoked, banned) = match state.graph.with(|g| {
+        (
+            g.accounts().refuses(actor.user, &actor.stamp),
+            g.accounts().banned(actor.user),
+        )
+    }) {
         Some(answer) => answer,
         // The graph is still loading: read the account itself (startup only).
         None => {

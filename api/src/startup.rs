@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use relations_kafka::Relay;
 use relations_projections::feed::read_marks::ReadMarks;
-use relations_projections::graph::live::LiveGraph;
+use relations_projections::replica::live::LiveGraph;
 use relations_projections::runtime::HorizonWatch;
 use relations_projections::{Runner, Wakeup};
 use relations_store::db;
@@ -165,7 +165,7 @@ impl Application {
         );
         let graph_position = self.state.graph.clone();
         let memory_readers: Vec<relations_projections::runtime::MemoryReader> = vec![(
-            relations_projections::graph::NAME,
+            relations_projections::replica::NAME,
             Arc::new(move || graph_position.position()),
         )];
         let horizon = tokio::spawn(self.state.horizon.clone().run(

@@ -6,7 +6,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use relations_projections::engagement::like_cache::LikeCache;
 use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::read_marks::ReadMarks;
-use relations_projections::graph::live::LiveGraph;
+use relations_projections::replica::live::LiveGraph;
 use relations_projections::runtime::{Health, HorizonWatch};
 use relations_store::{AccountStore, EngagementStore, PostStore, RelationStore, SettingsStore};
 use sqlx::PgPool;

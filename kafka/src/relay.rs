@@ -23,11 +23,17 @@ use rdkafka::config::ClientConfig;
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use relations_projections::runtime::{checkpoint, Health};
+use relations_projections::runtime::tail::Ended;
+use relations_projections::runtime::{
+    checkpoint, AfterFailure, Backoff, Health, LogTail, Progress, TailLoop,
+};
 use relations_projections::Wakeup;
 use relations_store::log::read_after;
 use sqlx::{PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
+
+/// How long the relay waits for a wake-up before it looks anyway.
+const POLL: Duration = Duration::from_millis(500);
 
 /// The relay's name: its checkpoint row, its line in the admin endpoint and the metrics.
 pub const NAME: &str = "kafka_relay";
@@ -182,60 +188,70 @@ impl Relay {
 
     /// Publishes until `shutdown`: straight on while there is work, else waiting for a wake-up
     /// or the poll interval; after a failure (the broker away), backing off up to 30 s and
-    /// publishing again from the checkpoint.
+    /// publishing again from the checkpoint ([`TailLoop`]).
     pub async fn run(self, wakeup: Wakeup, shutdown: CancellationToken) {
         tracing::info!(topic = %self.topic, "kafka relay started");
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff = Backoff::default();
         // The topic first, however long the broker takes to appear.
         while let Err(error) = ensure_topic(&self.settings).await {
             self.health.failed(&error);
-            tracing::error!(error = format!("{error:#}"), retry_in = ?backoff, "cannot create the topic");
+            let retry_in = backoff.pause();
+            tracing::error!(
+                error = format!("{error:#}"),
+                ?retry_in,
+                "cannot create the topic"
+            );
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(retry_in) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(30));
         }
-        'connect: while let Some(mut conn) = self.lock(&shutdown).await {
-            while !shutdown.is_cancelled() {
-                let pause = match self.step(&mut conn).await {
-                    Ok(published) => {
-                        self.health.succeeded();
-                        self.health.stepped(format!("Published({published})"));
-                        backoff = Duration::from_millis(100);
-                        if published > 0 {
-                            continue;
-                        }
-                        None
-                    }
-                    Err(error) => {
-                        self.health.failed(&error);
-                        self.health.stepped("Failed".into());
-                        metrics::counter!("relations_projector_errors_total", "projector" => NAME)
-                            .increment(1);
-                        tracing::error!(%error, retry_in = ?backoff, "relay step failed");
-                        let pause = backoff;
-                        backoff = (backoff * 2).min(Duration::from_secs(30));
-                        if matches!(error, RelayError::Database(_)) {
-                            // The lock may have gone with the connection: take it again.
-                            tokio::time::sleep(pause).await;
-                            continue 'connect;
-                        }
-                        Some(pause)
-                    }
-                };
-                tokio::select! {
-                    _ = shutdown.cancelled() => break 'connect,
-                    _ = async {
-                        match pause {
-                            Some(pause) => tokio::time::sleep(pause).await,
-                            None => wakeup.wait(Duration::from_millis(500)).await,
-                        }
-                    } => {}
-                }
+        // The relay reports no held horizon (it waits for the next wake-up instead).
+        let mut tail_loop = TailLoop::new(POLL, POLL);
+        while let Some(conn) = self.lock(&shutdown).await {
+            let mut tail = Publisher { relay: &self, conn };
+            if tail_loop.run(&mut tail, &wakeup, &shutdown).await == Ended::Shutdown {
+                break;
             }
-            break;
         }
         tracing::info!("kafka relay stopped");
+    }
+}
+
+/// The relay as the tail loop steps it: on the connection that holds its advisory lock.
+struct Publisher<'a> {
+    relay: &'a Relay,
+    conn: PgConnection,
+}
+
+#[async_trait::async_trait]
+impl LogTail for Publisher<'_> {
+    type Error = RelayError;
+
+    async fn step(&mut self) -> Result<Progress, RelayError> {
+        let step = self.relay.step(&mut self.conn).await;
+        let health = &self.relay.health;
+        match &step {
+            Ok(published) => health.stepped(format!("Published({published})")),
+            Err(_) => health.stepped("Failed".into()),
+        }
+        Ok(match step? {
+            0 => Progress::Idle,
+            _ => Progress::Moved(Duration::ZERO),
+        })
+    }
+
+    fn health(&self) -> &Health {
+        &self.relay.health
+    }
+
+    fn failed(&mut self, error: &RelayError, retry_in: Duration) -> AfterFailure {
+        metrics::counter!("relations_projector_errors_total", "projector" => NAME).increment(1);
+        tracing::error!(%error, ?retry_in, "relay step failed");
+        match error {
+            // The lock may have gone with the connection: take it again.
+            RelayError::Database(_) => AfterFailure::Restart,
+            RelayError::Kafka(_) => AfterFailure::Retry,
+        }
     }
 }

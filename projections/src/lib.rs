@@ -7,9 +7,10 @@
 //!
 //! - [`runtime`]: what every projector runs on (runner, checkpoints, wake-ups, health, status,
 //!   read-your-writes, rebuild, verify);
-//! - [`following`]: follows, blocks and counts, their queries;
-//! - [`graph`]: the same graph in memory, kept current from the log, answering without a round
-//!   trip;
+//! - [`relations`]: the relation fold (follows, blocks, requests, mutes), projector
+//!   `following`'s tables and counts, their queries, and the graph-read contract;
+//! - [`replica`]: the same graph in memory, kept current from the log, answering without a
+//!   round trip;
 //! - [`history`]: every change of a follow, block or request, for relations as of a moment
 //!   and follower changes;
 //! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
@@ -20,10 +21,10 @@
 pub mod engagement;
 pub mod error;
 pub mod feed;
-pub mod following;
-pub mod graph;
 pub mod history;
 pub mod redis;
+pub mod relations;
+pub mod replica;
 pub mod runtime;
 pub mod views;
 
@@ -59,7 +60,7 @@ impl Caches {
 /// Every projector, in the order they are reported; the cache projectors only with caches.
 pub fn all(feed: feed::Settings, caches: Option<&Caches>) -> Vec<Arc<dyn Projector>> {
     let mut projectors: Vec<Arc<dyn Projector>> = vec![
-        Arc::new(following::Following),
+        Arc::new(relations::Relations),
         Arc::new(feed::Feed { settings: feed }),
         Arc::new(history::History),
         Arc::new(engagement::Engagement),
@@ -88,9 +89,9 @@ pub async fn verify(
     scope: &Scope,
 ) -> Result<Vec<String>, ProjectionError> {
     let mut checks: Vec<Box<dyn Check>> =
-        vec![Box::new(following::verify::FollowingCheck::guards())];
-    if scope.covers(following::NAME) {
-        checks.push(Box::new(following::verify::FollowingCheck::read_model()));
+        vec![Box::new(relations::verify::FollowingCheck::guards())];
+    if scope.covers(relations::NAME) {
+        checks.push(Box::new(relations::verify::FollowingCheck::read_model()));
     }
     if scope.covers(feed::NAME) {
         checks.push(Box::new(feed::verify::FeedCheck::new(feed)));

@@ -10,7 +10,7 @@ use relations_projections::ProjectorStatus;
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
 
-use relations_projections::graph::NAME as GRAPH;
+use relations_projections::replica::NAME as GRAPH;
 use relations_store::LogPosition;
 
 use crate::auth::Admin;

@@ -201,7 +201,7 @@ async fn likers(
     let (post, _) = live_post(&state, &id).await?;
     let limit = limit(p.limit)?;
     let after = p.cursor.as_deref().map(Cursor::parse).transpose()?;
-    crate::routes::query::caught_up(&state, &[ENGAGEMENT], p.min_position).await?;
+    crate::routes::query::wait_for_projectors(&state, &[ENGAGEMENT], p.min_position).await?;
     let mut page = read::likers(
         &state.pool,
         LikeTarget::Post(post),
@@ -460,7 +460,7 @@ async fn comments(
             )))
         }
     };
-    crate::routes::query::caught_up(&state, &[ENGAGEMENT], p.min_position).await?;
+    crate::routes::query::wait_for_projectors(&state, &[ENGAGEMENT], p.min_position).await?;
     page(&state, viewer, List::Roots(post, sort), &p)
         .await
         .map(Json)
@@ -500,7 +500,7 @@ async fn replies(
         min_position: p.min_position,
     };
     live_post(&state, &comment.post.to_string()).await?;
-    crate::routes::query::caught_up(&state, &[ENGAGEMENT], p.min_position).await?;
+    crate::routes::query::wait_for_projectors(&state, &[ENGAGEMENT], p.min_position).await?;
     let known = read::comment_by_id(&state.pool, comment).await?;
     if !known.is_some_and(|c| !c.deleted || c.reply_count > 0) {
         return Err(ApiError::NotFound);

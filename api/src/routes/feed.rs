@@ -20,7 +20,7 @@ use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
 use crate::routes::engagement::with_engagement;
-use crate::routes::query::catch_up;
+use crate::routes::query::wait_for_essential;
 use crate::state::AppState;
 
 /// The feed routes.
@@ -138,7 +138,7 @@ async fn feed(
     ApiQuery(p): ApiQuery<PostPageParams>,
 ) -> Result<Json<PostPage>, ApiError> {
     let (size, start) = (p.size()?, p.start()?);
-    catch_up(&state, p.min_position).await?;
+    wait_for_essential(&state, p.min_position).await?;
     // Read-your-writes must not wait on the cache projector: read the inbox from PostgreSQL.
     let inbox: &dyn Inbox = if p.min_position.is_some() {
         &PgInbox
@@ -175,7 +175,7 @@ async fn new_count(
     actor: Actor,
     ApiQuery(p): ApiQuery<NewCountParams>,
 ) -> Result<Json<NewCount>, ApiError> {
-    catch_up(&state, p.min_position).await?;
+    wait_for_essential(&state, p.min_position).await?;
     let recommended = state.config.recommended();
     let pending = state.read_marks.pending(actor.user);
     let count = feed_read::new_count(&state.pool, actor.user, &recommended, pending).await?;
@@ -195,7 +195,7 @@ async fn timeline(
 ) -> Result<Json<PostPage>, ApiError> {
     let author: UserId = id.parse().map_err(|_| ApiError::NotFound)?;
     let (size, start) = (p.size()?, p.start()?);
-    catch_up(&state, p.min_position).await?;
+    wait_for_essential(&state, p.min_position).await?;
     let page = feed_read::timeline(&state.pool, author, start, size).await?;
     let mut page: PostPage = page.into();
     with_engagement(&state, &mut page.items, viewer.map(|a| a.user)).await?;

@@ -5,8 +5,8 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use relations_domain::UserId;
-use relations_projections::following::reads::KeyedList;
 use relations_projections::history::{self, query::ChangeKey};
+use relations_projections::relations::reads::KeyedList;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
@@ -16,7 +16,9 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::outcome::Settings;
 use crate::routes::command::CommandRequest;
-use crate::routes::query::{caught_up, graph_source, limit, Cursor, CursorPage, KeyedParams};
+use crate::routes::query::{
+    graph_source, limit, wait_for_projectors, Cursor, CursorPage, KeyedParams,
+};
 use crate::routes::users::cursor_page;
 use crate::state::AppState;
 
@@ -105,7 +107,7 @@ async fn follower_changes(
 ) -> Result<Json<FollowerChangePage>, ApiError> {
     let limit = limit(p.limit)?;
     let before = p.cursor.as_deref().map(change_cursor).transpose()?;
-    caught_up(&state, &[history::NAME], p.min_position).await?;
+    wait_for_projectors(&state, &[history::NAME], p.min_position).await?;
     let mut page =
         history::query::follower_changes(&state.pool, actor.user, p.since, before, limit + 1)
             .await?;

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use relations_projections::graph::NAME as GRAPH;
+use relations_projections::replica::NAME as GRAPH;
 use serde::Serialize;
 use utoipa::{OpenApi, ToSchema};
 

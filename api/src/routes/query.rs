@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
-use relations_projections::following::query::Edge;
-use relations_projections::following::reads::Source;
+use relations_projections::relations::query::ListEntry;
+use relations_projections::relations::reads::Source;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -43,31 +43,34 @@ pub async fn graph_source(
 ) -> Result<Source<'_>, ApiError> {
     let wait = Duration::from_millis(state.config.catch_up_wait_ms);
     match min_position {
-        None if state.graph.position().is_some() => return Ok(Source::Memory(&state.graph)),
+        None if state.graph.position().is_some() => return Ok(&state.graph),
         None => {}
         Some(position) => match state.graph.wait_for(position, wait).await {
-            Some(true) => return Ok(Source::Memory(&state.graph)),
+            Some(true) => return Ok(&state.graph),
             Some(false) => return Err(ApiError::NotCaughtUp),
             None => {}
         },
     }
-    catch_up(state, min_position).await?;
-    Ok(Source::Database(&state.pool))
+    wait_for_essential(state, min_position).await?;
+    Ok(&state.pool)
 }
 
 /// Waits until the read models reflect `min_position`, when one is given.
-pub async fn catch_up(state: &AppState, min_position: Option<LogPosition>) -> Result<(), ApiError> {
+pub async fn wait_for_essential(
+    state: &AppState,
+    min_position: Option<LogPosition>,
+) -> Result<(), ApiError> {
     let names: Vec<&str> = state
         .projectors
         .iter()
         .filter(|p| p.essential)
         .map(|p| p.name)
         .collect();
-    caught_up(state, &names, min_position).await
+    wait_for_projectors(state, &names, min_position).await
 }
 
 /// Waits until projectors `names` reflect `min_position`, when one is given.
-pub async fn caught_up(
+pub async fn wait_for_projectors(
     state: &AppState,
     names: &[&str],
     min_position: Option<LogPosition>,
@@ -110,7 +113,7 @@ pub struct Cursor {
 
 impl Cursor {
     /// The cursor after `edge`.
-    pub fn after(edge: &Edge) -> Self {
+    pub fn after(edge: &ListEntry) -> Self {
         Self {
             since: edge.since,
             id: edge.user.get(),
@@ -174,7 +177,7 @@ pub struct CursorPage {
 /// Turns a page of edges into items, annotated for `viewer` with one read for the whole page.
 pub async fn items(
     source: Source<'_>,
-    page: &[Edge],
+    page: &[ListEntry],
     viewer: Option<UserId>,
 ) -> Result<Vec<ListItem>, ApiError> {
     let relations = match viewer {

@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use relations_domain::{RelationCommand, UserId};
-use relations_projections::following::query::FOLLOWING_KEYED;
+use relations_projections::relations::query::FOLLOWING_KEYED;
 use relations_store::idempotency::{self, Prior};
 use relations_store::{Executed, LogPosition, RelationChange, StoredAnswer};
 use serde::Serialize;

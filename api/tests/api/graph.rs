@@ -1,4 +1,4 @@
-//! The in-memory graph (`relations_projections::graph`) against projector `following`'s read
+//! The in-memory graph (`relations_projections::replica`) against projector `following`'s read
 //! model and a fold of the log: equal for random histories, equal when loaded while commands
 //! run or while a transaction holds the horizon, and serving with Redis down.
 
@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use relations_projections::following::query::{Counts, Edge};
-use relations_projections::following::reads::{KeyedList, OffsetList, Source};
-use relations_projections::graph::live::LiveGraph;
+use relations_projections::relations::query::{Counts, ListEntry};
+use relations_projections::relations::reads::{KeyedList, OffsetList, Source};
+use relations_projections::replica::live::LiveGraph;
 use relations_projections::Wakeup;
 use relations_store::LogPosition;
 use reqwest::StatusCode;
@@ -24,9 +24,9 @@ const USERS: i64 = 6;
 #[derive(Debug, PartialEq, Eq)]
 struct Answers {
     relations: Vec<Value>,
-    mutes: Vec<Vec<(Edge, Option<chrono::DateTime<chrono::Utc>>)>>,
+    mutes: Vec<Vec<(ListEntry, Option<chrono::DateTime<chrono::Utc>>)>>,
     counts: Vec<Counts>,
-    lists: BTreeMap<(i64, &'static str), Vec<Edge>>,
+    lists: BTreeMap<(i64, &'static str), Vec<ListEntry>>,
 }
 
 async fn answers(source: Source<'_>) -> Answers {
@@ -69,7 +69,7 @@ async fn answers_at(source: Source<'_>, now: chrono::DateTime<chrono::Utc>) -> A
             ("blocking", KeyedList::Blocking),
             ("follow_requests", KeyedList::FollowRequests),
         ] {
-            let mut all: Vec<Edge> = Vec::new();
+            let mut all: Vec<ListEntry> = Vec::new();
             loop {
                 let after = all.last().map(|e| (e.since, e.user.get()));
                 let page = source.keyed_page(list, a, after, 2).await.unwrap();
@@ -289,16 +289,16 @@ async fn property(ops: Vec<Op>) {
     projector_reached(&app, "feed", &last).await;
     reached(&early, position(&last)).await;
     reached(&late, position(&last)).await;
-    let database = answers(Source::Database(&app.pool)).await;
+    let database = answers(&app.pool).await;
     let fold = fold(&app).await;
     assert_matches_fold(&database, &fold, "read model");
     assert_eq!(
-        answers(Source::Memory(&early)).await,
+        answers(&early).await,
         database,
         "tailed replica, ops {ops:?}"
     );
     assert_eq!(
-        answers(Source::Memory(&late)).await,
+        answers(&late).await,
         database,
         "loaded replica, ops {ops:?}"
     );
@@ -373,15 +373,11 @@ async fn replicas_loaded_while_commands_run_miss_nothing() {
         }
     }
     projector_reached(&app, "following", &last.to_string()).await;
-    let database = answers(Source::Database(&app.pool)).await;
+    let database = answers(&app.pool).await;
     assert_matches_fold(&database, &fold(&app).await, "read model");
     for (i, graph) in replicas.iter().enumerate() {
         reached(graph, last).await;
-        assert_eq!(
-            answers(Source::Memory(graph)).await,
-            database,
-            "replica {i}"
-        );
+        assert_eq!(answers(graph).await, database, "replica {i}");
     }
     shutdown.cancel();
 }

@@ -33,7 +33,7 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let edges = edges(followers, first_caller);
     let events = graph::load_follows(&pool, &edges).await?;
     let names = [
-        relations_projections::following::NAME,
+        relations_projections::relations::NAME,
         relations_projections::history::NAME,
     ];
     let server = Server::start(env, db, 18085, &[], Some(&names)).await?;
@@ -105,7 +105,7 @@ async fn known_followers(
             let pool = pool.clone();
             let caller = first_caller + (i as i64 % CALLERS);
             async move {
-                relations_projections::following::query::known_followers(
+                relations_projections::relations::query::known_followers(
                     &pool,
                     user(caller),
                     user(TARGET),

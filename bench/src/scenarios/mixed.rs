@@ -124,7 +124,7 @@ async fn catch_up(
     users: i64,
 ) -> anyhow::Result<Row> {
     let took = graph::caught_up(pool, &[relations_projections::feed::NAME]).await?;
-    graph::caught_up(pool, &[relations_projections::following::NAME]).await?;
+    graph::caught_up(pool, &[relations_projections::relations::NAME]).await?;
     server.graph_caught_up(pool).await?;
     let folded = events + users as u64;
     Ok(Row::new(

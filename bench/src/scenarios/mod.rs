@@ -96,10 +96,10 @@ pub async fn graph_scenarios(
         db,
         18081,
         &[],
-        Some(&[relations_projections::following::NAME]),
+        Some(&[relations_projections::relations::NAME]),
     )
     .await?;
-    let took = graph::caught_up(&pool, &[relations_projections::following::NAME]).await?;
+    let took = graph::caught_up(&pool, &[relations_projections::relations::NAME]).await?;
     let graph_took = server.graph_caught_up(&pool).await?;
     eprintln!(
         "graph: the server's in-memory graph caught up {:.1} s after the projector",

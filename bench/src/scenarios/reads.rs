@@ -103,7 +103,7 @@ pub fn read_path(kind: &str, users: i64) -> String {
 }
 
 async fn read_sql(pool: &PgPool, kind: &str, from: i64, to: &[i64]) -> bool {
-    use relations_projections::following::query;
+    use relations_projections::relations::query;
     let user = |id: i64| relations_domain::UserId::try_from(id).expect("positive");
     match kind {
         "following page" => query::FOLLOWING
@@ -150,10 +150,10 @@ async fn ceiling(clients: usize, scale: Scale) -> anyhow::Result<Stats> {
 /// probes), against a graph holding `accounts` accounts with revocations. In process, one core.
 pub fn token_check(accounts: u64) -> Vec<Row> {
     use relations_domain::{AccountEvent, TokenStamp, UserId};
-    use relations_projections::graph::{Change, Graph};
+    use relations_projections::replica::{Change, MemoryGraph};
 
     let secret = b"bench-check";
-    let mut graph = Graph::default();
+    let mut graph = MemoryGraph::default();
     for user in 1..=accounts {
         graph.apply(Change::Account(AccountEvent::TokensRevoked {
             user: UserId::try_from(user as i64).expect("positive"),
@@ -196,7 +196,7 @@ pub fn token_check(accounts: u64) -> Vec<Row> {
             bat: 0,
         };
         let graph = graph.read().expect("not poisoned");
-        !graph.refuses(user, &stamp) && !graph.banned(user)
+        !graph.accounts().refuses(user, &stamp) && !graph.accounts().banned(user)
     });
     vec![Row::new(
         "b. token check, in process",

@@ -22,7 +22,7 @@ pub async fn rebuild(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let copy_rate = copy_rate(&pool, &edges).await?;
     let mut rows = Vec::new();
     for (name, events) in [
-        (relations_projections::following::NAME, follows + posts),
+        (relations_projections::relations::NAME, follows + posts),
         (relations_projections::feed::NAME, follows + posts),
     ] {
         let took = run_rebuild(env, db, name)?;

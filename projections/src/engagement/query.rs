@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use relations_domain::{CommentId, LikeTarget, PostId, UserId};
 use sqlx::{PgPool, Row};
 
-use crate::following::query::Edge;
+use crate::relations::query::ListEntry;
 
 /// How a post's root comments are ordered (pinned first either way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,7 +183,7 @@ pub async fn likers(
     target: LikeTarget,
     after: Option<(DateTime<Utc>, i64)>,
     limit: i64,
-) -> Result<Vec<Edge>, sqlx::Error> {
+) -> Result<Vec<ListEntry>, sqlx::Error> {
     let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
     let rows: Vec<(i64, DateTime<Utc>)> = sqlx::query_as(
         "SELECT user_id, since FROM rm_likes WHERE target = $1 AND (since, user_id) < ($2, $3)
@@ -198,7 +198,7 @@ pub async fn likers(
     rows.into_iter()
         .map(|(id, since)| {
             let user = UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            Ok(Edge { user, since })
+            Ok(ListEntry { user, since })
         })
         .collect()
 }

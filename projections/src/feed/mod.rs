@@ -26,6 +26,7 @@ use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
 use crate::error::ProjectionError;
+use crate::relations::fold::RelationChange;
 use crate::runtime::projector::{decode, Projector};
 
 mod fan_out;
@@ -49,6 +50,39 @@ pub struct Feed {
 
 /// The projector's name.
 pub const NAME: &str = "feed";
+
+impl Feed {
+    /// A relation event's effect on the feed: follows move inboxes, mutes are kept.
+    async fn apply_relation(
+        &self,
+        conn: &mut PgConnection,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        match decode::<RelationEvent>(event)? {
+            RelationEvent::Followed { follower, followee } => {
+                self.followed(conn, event.position, follower, followee)
+                    .await
+            }
+            RelationEvent::Unfollowed {
+                follower, followee, ..
+            } => {
+                self.unfollowed(conn, event.position, follower, followee)
+                    .await
+            }
+            // Requests change no feed; an approval's `Followed` does.
+            RelationEvent::Blocked { .. }
+            | RelationEvent::Unblocked { .. }
+            | RelationEvent::FollowRequested { .. }
+            | RelationEvent::FollowRequestApproved { .. }
+            | RelationEvent::FollowRequestRejected { .. }
+            | RelationEvent::FollowRequestWithdrawn { .. } => Ok(()),
+            mute @ (RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. }) => {
+                let change = RelationChange::of(&mute, event.occurred_at);
+                crate::relations::write_mute(conn, "feed_mutes", &change, false).await
+            }
+        }
+    }
+}
 
 #[async_trait]
 impl Projector for Feed {
@@ -98,28 +132,7 @@ impl Projector for Feed {
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
         match event.stream_type.as_str() {
-            RelationPair::TYPE => match decode::<RelationEvent>(event)? {
-                RelationEvent::Followed { follower, followee } => {
-                    self.followed(conn, event.position, follower, followee)
-                        .await
-                }
-                RelationEvent::Unfollowed {
-                    follower, followee, ..
-                } => {
-                    self.unfollowed(conn, event.position, follower, followee)
-                        .await
-                }
-                // Requests change no feed; an approval's `Followed` does.
-                RelationEvent::Blocked { .. }
-                | RelationEvent::Unblocked { .. }
-                | RelationEvent::FollowRequested { .. }
-                | RelationEvent::FollowRequestApproved { .. }
-                | RelationEvent::FollowRequestRejected { .. }
-                | RelationEvent::FollowRequestWithdrawn { .. } => Ok(()),
-                mute @ (RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. }) => {
-                    crate::following::write_mute(conn, "feed_mutes", &mute, None).await
-                }
-            },
+            RelationPair::TYPE => self.apply_relation(conn, event).await,
             Post::TYPE => match decode::<PostEvent>(event)? {
                 PostEvent::PostPublished {
                     post_id,

@@ -2,8 +2,8 @@
 //! and every deletion, as the instance's graph replica applies them (Mastodon's streaming API,
 //! on this service's log).
 //!
-//! The replica sends the post events of each batch it applies, after it reflects them
-//! ([`LiveGraph::subscribe_posts`]); the hub decides, for each connected reader, with the
+//! The replica sends each batch of the log it applies, after it reflects it
+//! ([`LiveGraph::subscribe`]); the hub picks out the post events and decides, for each connected reader, with the
 //! replica in that same state, whether the post is in their feed: its author is followed (or,
 //! for a reader who follows nobody, recommended, with no block either way), not muted by the
 //! reader, not banned. Every item carries its log position; a reader who reconnects with it
@@ -22,8 +22,8 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ProjectionError;
-use crate::graph::live::{LiveGraph, PostSignal};
-use crate::graph::Graph;
+use crate::replica::live::LiveGraph;
+use crate::replica::MemoryGraph;
 use crate::runtime::projector::decode;
 use crate::views::PostView;
 
@@ -45,6 +45,15 @@ pub enum StreamItem {
     Resync,
     /// More happened than a reconnection reads back: reload the feed.
     Reset,
+}
+
+/// A post event the replica has applied, at its place in the log.
+#[derive(Debug, Clone)]
+struct PostSignal {
+    /// Where it sits in the log.
+    position: LogPosition,
+    /// The event.
+    event: PostEvent,
 }
 
 type Connections = HashMap<UserId, Vec<(u64, mpsc::Sender<StreamItem>)>>;
@@ -110,8 +119,15 @@ impl FeedHub {
 
     /// Whether `post` by `author` belongs in `reader`'s feed now (the feed's rules 8 and 9,
     /// mutes and bans).
-    fn in_feed(&self, graph: &Graph, reader: UserId, author: UserId, now: DateTime<Utc>) -> bool {
-        if reader == author || graph.banned(author) || graph.muting(reader, author, now) {
+    fn in_feed(
+        &self,
+        graph: &MemoryGraph,
+        reader: UserId,
+        author: UserId,
+        now: DateTime<Utc>,
+    ) -> bool {
+        if reader == author || graph.accounts().banned(author) || graph.muting(reader, author, now)
+        {
             return false;
         }
         let facts = graph.facts(reader, author);
@@ -127,7 +143,7 @@ impl FeedHub {
     /// What `signal` sends `reader`, if anything.
     fn item_for(
         &self,
-        graph: &Graph,
+        graph: &MemoryGraph,
         reader: UserId,
         position: LogPosition,
         event: &PostEvent,
@@ -164,7 +180,7 @@ impl FeedHub {
     /// Pushes every post event the replica applies to the connected readers whose feed it
     /// concerns, until `shutdown`.
     pub async fn run(self, graph: LiveGraph, shutdown: CancellationToken) {
-        let mut signals = graph.subscribe_posts();
+        let mut signals = graph.subscribe();
         loop {
             let batch = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -184,11 +200,35 @@ impl FeedHub {
         }
     }
 
-    fn deliver(&self, graph: &LiveGraph, batch: &[PostSignal]) {
-        let now = Utc::now();
+    /// The post events of an applied batch (the replica decoded them already, so they decode).
+    fn posts(batch: &[RecordedEvent]) -> Vec<PostSignal> {
+        let posts = batch.iter().filter(|e| e.stream_type == Post::TYPE);
+        posts
+            .filter_map(|event| match decode::<PostEvent>(event) {
+                Ok(decoded) => Some(PostSignal {
+                    position: event.position,
+                    event: decoded,
+                }),
+                Err(error) => {
+                    tracing::warn!(%error, "feed stream skips a post event it cannot read");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn deliver(&self, graph: &LiveGraph, batch: &[RecordedEvent]) {
         let mut connections = self.connections.lock().expect("not poisoned");
+        if connections.is_empty() {
+            return;
+        }
+        let batch = Self::posts(batch);
+        if batch.is_empty() {
+            return;
+        }
+        let now = Utc::now();
         graph.with(|g| {
-            for signal in batch {
+            for signal in &batch {
                 for (reader, list) in connections.iter_mut() {
                     let Some(item) = self.item_for(g, *reader, signal.position, &signal.event, now)
                     else {

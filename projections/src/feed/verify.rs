@@ -10,7 +10,7 @@ use sqlx::{PgConnection, Row};
 
 use super::Settings;
 use crate::error::ProjectionError;
-use crate::following::verify::Graph;
+use crate::relations::verify::RelationFold;
 use crate::runtime::projector::decode;
 use crate::runtime::verify::{diff, pairs, Check};
 
@@ -18,7 +18,7 @@ use crate::runtime::verify::{diff, pairs, Check};
 #[derive(Debug)]
 pub struct FeedCheck {
     settings: Settings,
-    graph: Graph,
+    graph: RelationFold,
     /// post id -> (seq, author, live); seqs numbered in log order, as projector `feed` does.
     posts: BTreeMap<uuid::Uuid, (i64, i64, bool)>,
     /// Banned authors.
@@ -30,7 +30,7 @@ impl FeedCheck {
     pub fn new(settings: Settings) -> Self {
         Self {
             settings,
-            graph: Graph::default(),
+            graph: RelationFold::default(),
             posts: BTreeMap::new(),
             banned: BTreeSet::new(),
         }
@@ -130,7 +130,7 @@ impl FeedRows {
             .await?
             .into_iter()
             .collect();
-        let mutes = crate::following::verify::mute_rows(&mut *conn, "feed_mutes").await?;
+        let mutes = crate::relations::verify::mute_rows(&mut *conn, "feed_mutes").await?;
         Ok(Self {
             follows,
             posts,

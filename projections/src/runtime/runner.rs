@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use relations_store::db::end_transaction;
 use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
@@ -17,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::checkpoint;
 use super::health::Health;
 use super::projector::Projector;
+use super::tail::{AfterFailure, LogTail, Progress, TailLoop};
 use super::wakeup::Wakeup;
 use crate::error::ProjectionError;
 
@@ -154,62 +156,46 @@ impl Runner {
     }
 
     /// Steps until `shutdown`: straight on while there is work, otherwise waiting for a
-    /// wake-up or the poll interval; after a failure, backing off up to 30 s.
-    pub async fn run(self, wakeup: Wakeup, shutdown: CancellationToken) {
+    /// wake-up or the poll interval; after a failure, backing off up to 30 s ([`TailLoop`]).
+    pub async fn run(mut self, wakeup: Wakeup, shutdown: CancellationToken) {
         let name = self.projector.name();
         tracing::info!(projector = name, "projector started");
-        let mut backoff = Duration::from_millis(100);
-        let mut held = HELD_RETRY;
-        while !shutdown.is_cancelled() {
-            let step = self.step().await;
-            if !matches!(step, Ok(Step::Held)) {
-                held = HELD_RETRY;
-            }
-            self.health.stepped(format!("{step:?}"));
-            let pause = match step {
-                Ok(Step::Applied(applied)) => {
-                    self.health.succeeded();
-                    backoff = Duration::from_millis(100);
-                    // A full batch: more is waiting. A partial one: let a few more commits
-                    // land first, so a steady write rate is folded in batches, not one
-                    // transaction per commit (that costs the database more than the commits).
-                    if (applied as i64) < self.batch_size && !self.coalesce.is_zero() {
-                        tokio::time::sleep(self.coalesce).await;
-                    }
-                    continue;
-                }
-                Ok(Step::CaughtUp | Step::Elsewhere) => {
-                    self.health.succeeded();
-                    None
-                }
-                Ok(Step::Held) => {
-                    self.health.succeeded();
-                    // Soon at first, then less often while a long transaction holds on.
-                    let pause = held;
-                    held = (held * 2).min(self.poll_interval);
-                    Some(pause)
-                }
-                Err(error) => {
-                    self.health.failed(&error);
-                    metrics::counter!("relations_projector_errors_total", "projector" => name)
-                        .increment(1);
-                    tracing::error!(projector = name, %error, retry_in = ?backoff, "projector step failed");
-                    let pause = backoff;
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
-                    Some(pause)
-                }
-            };
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = async {
-                    match pause {
-                        Some(pause) => tokio::time::sleep(pause).await,
-                        None => wakeup.wait(self.poll_interval).await,
-                    }
-                } => {}
-            }
-        }
+        TailLoop::new(self.poll_interval, HELD_RETRY)
+            .run(&mut self, &wakeup, &shutdown)
+            .await;
         tracing::info!(projector = name, "projector stopped");
+    }
+}
+
+#[async_trait]
+impl LogTail for Runner {
+    type Error = ProjectionError;
+
+    async fn step(&mut self) -> Result<Progress, ProjectionError> {
+        let step = Runner::step(self).await;
+        self.health.stepped(format!("{step:?}"));
+        Ok(match step? {
+            // A full batch: more is waiting. A partial one: let a few more commits land first,
+            // so a steady write rate is folded in batches, not one transaction per commit
+            // (that costs the database more than the commits).
+            Step::Applied(applied) if (applied as i64) < self.batch_size => {
+                Progress::Moved(self.coalesce)
+            }
+            Step::Applied(_) => Progress::Moved(Duration::ZERO),
+            Step::CaughtUp | Step::Elsewhere => Progress::Idle,
+            Step::Held => Progress::Held,
+        })
+    }
+
+    fn health(&self) -> &Health {
+        &self.health
+    }
+
+    fn failed(&mut self, error: &ProjectionError, retry_in: Duration) -> AfterFailure {
+        let name = self.projector.name();
+        metrics::counter!("relations_projector_errors_total", "projector" => name).increment(1);
+        tracing::error!(projector = name, %error, ?retry_in, "projector step failed");
+        AfterFailure::Retry
     }
 }
 

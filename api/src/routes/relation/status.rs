@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiQuery;
-use crate::routes::query::{caught_up, graph_source};
+use crate::routes::query::{graph_source, wait_for_projectors};
 use crate::state::AppState;
 
 /// Mutes are private: shown (as of now) only when the bearer is `from`.
@@ -31,7 +31,7 @@ async fn relations(
     as_of: Option<DateTime<Utc>>,
 ) -> Result<Vec<Relation>, ApiError> {
     if let Some(at) = as_of {
-        caught_up(state, &[history::NAME], min_position).await?;
+        wait_for_projectors(state, &[history::NAME], min_position).await?;
         return Ok(history::query::relations_as_of(&state.pool, from, to, at).await?);
     }
     let source = graph_source(state, min_position).await?;

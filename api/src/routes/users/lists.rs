@@ -4,8 +4,8 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use relations_domain::UserId;
-use relations_projections::following::query::{Counts, Edge};
-use relations_projections::following::reads::{KeyedList, OffsetList, Source};
+use relations_projections::relations::query::{Counts, ListEntry};
+use relations_projections::relations::reads::{KeyedList, OffsetList, Source};
 use relations_store::LogPosition;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -170,7 +170,7 @@ pub async fn known_followers(
 /// Turns `limit + 1` rows into a page and the cursor after it.
 pub async fn cursor_page(
     source: Source<'_>,
-    page: &mut Vec<Edge>,
+    page: &mut Vec<ListEntry>,
     viewer: Option<UserId>,
     limit: i64,
 ) -> Result<CursorPage, ApiError> {

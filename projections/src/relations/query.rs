@@ -57,7 +57,7 @@ pub async fn mutes(
     after: Option<(DateTime<Utc>, i64)>,
     limit: i64,
     now: DateTime<Utc>,
-) -> Result<Vec<(Edge, Option<DateTime<Utc>>)>, sqlx::Error> {
+) -> Result<Vec<(ListEntry, Option<DateTime<Utc>>)>, sqlx::Error> {
     let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
     let rows: Vec<(i64, DateTime<Utc>, Option<DateTime<Utc>>)> = sqlx::query_as(
         "SELECT muted, since, until FROM rm_mutes
@@ -74,25 +74,25 @@ pub async fn mutes(
     rows.into_iter()
         .map(|(id, since, until)| {
             let user = UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            Ok((Edge { user, since }, until))
+            Ok((ListEntry { user, since }, until))
         })
         .collect()
 }
 
 /// One edge of a list: the other user and since when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Edge {
+pub struct ListEntry {
     /// The listed user.
     pub user: UserId,
     /// When the edge appeared.
     pub since: DateTime<Utc>,
 }
 
-fn edges(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<Edge>, sqlx::Error> {
+fn edges(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<ListEntry>, sqlx::Error> {
     rows.iter()
         .map(|row| {
             let id: i64 = row.try_get("id")?;
-            Ok(Edge {
+            Ok(ListEntry {
                 user: UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
                 since: row.try_get("since")?,
             })
@@ -103,16 +103,16 @@ fn edges(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<Edge>, sqlx::Error> {
 /// A list of one user's edges, newest first, paged by offset: `$1` the user, `$2` the
 /// offset, `$3` the limit.
 #[derive(Debug, Clone, Copy)]
-pub struct OffsetList(&'static str);
+pub struct OffsetQuery(&'static str);
 
 /// Whom a user follows.
-pub const FOLLOWING: OffsetList = OffsetList(
+pub const FOLLOWING: OffsetQuery = OffsetQuery(
     "SELECT followee AS id, since FROM rm_follows WHERE follower = $1
       ORDER BY since DESC, followee DESC OFFSET $2 LIMIT $3",
 );
 
 /// A user's friends (both follow each other), newest friendship first.
-pub const FRIENDS: OffsetList = OffsetList(
+pub const FRIENDS: OffsetQuery = OffsetQuery(
     "SELECT f.followee AS id, greatest(f.since, b.since) AS since
        FROM rm_follows f
        JOIN rm_follows b ON b.follower = f.followee AND b.followee = f.follower
@@ -120,7 +120,7 @@ pub const FRIENDS: OffsetList = OffsetList(
       ORDER BY 2 DESC, 1 DESC OFFSET $2 LIMIT $3",
 );
 
-impl OffsetList {
+impl OffsetQuery {
     /// `limit` edges of `user` after skipping `offset`.
     pub async fn page(
         self,
@@ -128,7 +128,7 @@ impl OffsetList {
         user: UserId,
         offset: i64,
         limit: i64,
-    ) -> Result<Vec<Edge>, sqlx::Error> {
+    ) -> Result<Vec<ListEntry>, sqlx::Error> {
         let rows = sqlx::query(self.0)
             .bind(user.get())
             .bind(offset)
@@ -142,37 +142,37 @@ impl OffsetList {
 /// A list of one user's edges, newest first, paged by search-after key `(since, id)`: `$1`
 /// the user, `($2, $3)` the key to start after, `$4` the limit.
 #[derive(Debug, Clone, Copy)]
-pub struct KeyedList(&'static str);
+pub struct KeyedQuery(&'static str);
 
 /// Who follows a user.
-pub const FOLLOWERS: KeyedList = KeyedList(
+pub const FOLLOWERS: KeyedQuery = KeyedQuery(
     "SELECT follower AS id, since FROM rm_follows
       WHERE followee = $1 AND (since, follower) < ($2, $3)
       ORDER BY since DESC, follower DESC LIMIT $4",
 );
 
 /// Whom a user follows, by search-after key (the following list's order, for streaming it).
-pub const FOLLOWING_KEYED: KeyedList = KeyedList(
+pub const FOLLOWING_KEYED: KeyedQuery = KeyedQuery(
     "SELECT followee AS id, since FROM rm_follows
       WHERE follower = $1 AND (since, followee) < ($2, $3)
       ORDER BY since DESC, followee DESC LIMIT $4",
 );
 
 /// Who asks to follow a user (pending requests).
-pub const FOLLOW_REQUESTS: KeyedList = KeyedList(
+pub const FOLLOW_REQUESTS: KeyedQuery = KeyedQuery(
     "SELECT requester AS id, since FROM rm_follow_requests
       WHERE target = $1 AND (since, requester) < ($2, $3)
       ORDER BY since DESC, requester DESC LIMIT $4",
 );
 
 /// Whom a user blocks.
-pub const BLOCKS: KeyedList = KeyedList(
+pub const BLOCKS: KeyedQuery = KeyedQuery(
     "SELECT blocked AS id, since FROM rm_blocks
       WHERE blocker = $1 AND (since, blocked) < ($2, $3)
       ORDER BY since DESC, blocked DESC LIMIT $4",
 );
 
-impl KeyedList {
+impl KeyedQuery {
     /// `limit` edges of `user` strictly after the key `after` (from the newest when none).
     pub async fn page(
         self,
@@ -180,7 +180,7 @@ impl KeyedList {
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
-    ) -> Result<Vec<Edge>, sqlx::Error> {
+    ) -> Result<Vec<ListEntry>, sqlx::Error> {
         let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
         let rows = sqlx::query(self.0)
             .bind(user.get())
@@ -201,7 +201,7 @@ pub async fn known_followers(
     user: UserId,
     after: Option<(DateTime<Utc>, i64)>,
     limit: i64,
-) -> Result<(Vec<Edge>, i64), sqlx::Error> {
+) -> Result<(Vec<ListEntry>, i64), sqlx::Error> {
     let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
     let rows = sqlx::query(
         "SELECT b.follower AS id, b.since, count(*) OVER () AS total

@@ -1,4 +1,5 @@
-//! Projector `following`: who follows whom (`rm_follows`), the follow counters
+//! The relations between users, and projector `following` (its checkpoint name, kept from
+//! before the module held more than follows): who follows whom (`rm_follows`), the follow counters
 //! (`rm_follow_counts`: following, followers, friends), who blocks whom (`rm_blocks`), who
 //! mutes whom (`rm_mutes`) and the pending follow requests (`rm_follow_requests`).
 //!
@@ -7,6 +8,7 @@
 //! Two projectors at different positions could show exactly that. Requests are here for the
 //! same reason: a block ends them in its transaction.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
@@ -18,7 +20,9 @@ use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::{decode, BulkFold, Projector};
+use fold::{EdgeKind, FollowCounts, RelationChange, RelationTables, UserPair};
 
+pub mod fold;
 pub mod query;
 pub mod reads;
 pub mod verify;
@@ -27,10 +31,10 @@ pub mod verify;
 pub const NAME: &str = "following";
 
 /// See the module docs.
-pub struct Following;
+pub struct Relations;
 
 #[async_trait]
-impl Projector for Following {
+impl Projector for Relations {
     fn name(&self) -> &'static str {
         NAME
     }
@@ -46,7 +50,7 @@ impl Projector for Following {
     }
 
     fn bulk(&self) -> Option<Box<dyn BulkFold>> {
-        Some(Box::<FollowingBulk>::default())
+        Some(Box::<RelationsBulk>::default())
     }
 
     /// The batch's net effect in a handful of statements: the touched edges' rows are read
@@ -57,100 +61,25 @@ impl Projector for Following {
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let mut decoded = Vec::with_capacity(events.len());
+        let mut changes = Vec::with_capacity(events.len());
         for event in events
             .iter()
             .filter(|e| e.stream_type == RelationPair::TYPE)
         {
-            decoded.push((decode::<RelationEvent>(event)?, event.occurred_at));
+            let decoded = decode::<RelationEvent>(event)?;
+            changes.push(RelationChange::of(&decoded, event.occurred_at));
         }
-        if decoded.is_empty() {
+        if changes.is_empty() {
             return Ok(());
         }
-        let mut follow_keys: HashSet<Edge> = HashSet::new();
-        let mut block_keys: HashSet<Edge> = HashSet::new();
-        let mut request_keys: HashSet<Edge> = HashSet::new();
-        for (event, _) in &decoded {
-            let (a, b) = event.users();
-            let (a, b) = (a.get(), b.get());
-            match event {
-                RelationEvent::Followed { .. } | RelationEvent::Unfollowed { .. } => {
-                    follow_keys.insert((a, b));
-                    follow_keys.insert((b, a));
-                }
-                RelationEvent::Blocked { .. } | RelationEvent::Unblocked { .. } => {
-                    block_keys.insert((a, b));
-                }
-                RelationEvent::FollowRequested { .. }
-                | RelationEvent::FollowRequestApproved { .. }
-                | RelationEvent::FollowRequestRejected { .. }
-                | RelationEvent::FollowRequestWithdrawn { .. } => {
-                    request_keys.insert((a, b));
-                }
-                RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => {}
+        let mut tables = BatchTables::load(conn, &changes).await?;
+        let mut deltas = BTreeMap::new();
+        for change in changes {
+            if let Some(count) = fold::fold(&mut tables, change) {
+                count.add_to(&mut deltas);
             }
         }
-        let mut follows =
-            Edges::load(conn, "rm_follows", "follower", "followee", &follow_keys).await?;
-        let mut blocks = Edges::load(conn, "rm_blocks", "blocker", "blocked", &block_keys).await?;
-        let mut requests = Edges::load(
-            conn,
-            "rm_follow_requests",
-            "requester",
-            "target",
-            &request_keys,
-        )
-        .await?;
-        // user -> (following, followers, friends)
-        let mut deltas: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
-        // Mutes are rare: written one statement each, in log order, after the rest.
-        let mut mutes = Vec::new();
-        for (event, at) in decoded {
-            let (a, b) = event.users();
-            let (a, b) = (a.get(), b.get());
-            let sign = match event {
-                RelationEvent::Followed { .. } if follows.add((a, b), at) => 1,
-                RelationEvent::Unfollowed { .. } if follows.remove((a, b)) => -1,
-                RelationEvent::Blocked { .. } => {
-                    blocks.add((a, b), at);
-                    continue;
-                }
-                RelationEvent::Unblocked { .. } => {
-                    blocks.remove((a, b));
-                    continue;
-                }
-                RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => {
-                    mutes.push((event, at));
-                    continue;
-                }
-                RelationEvent::FollowRequested { .. } => {
-                    requests.add((a, b), at);
-                    continue;
-                }
-                RelationEvent::FollowRequestApproved { .. }
-                | RelationEvent::FollowRequestRejected { .. }
-                | RelationEvent::FollowRequestWithdrawn { .. } => {
-                    requests.remove((a, b));
-                    continue;
-                }
-                RelationEvent::Followed { .. } | RelationEvent::Unfollowed { .. } => continue,
-            };
-            let friends = if follows.has((b, a)) { sign } else { 0 };
-            let d = deltas.entry(a).or_default();
-            d.0 += sign;
-            d.2 += friends;
-            let d = deltas.entry(b).or_default();
-            d.1 += sign;
-            d.2 += friends;
-        }
-        follows.write(conn).await?;
-        blocks.write(conn).await?;
-        requests.write(conn).await?;
-        write_counts(conn, deltas).await?;
-        for (event, at) in mutes {
-            write_mute(conn, "rm_mutes", &event, Some(at)).await?;
-        }
-        Ok(())
+        tables.write(conn, deltas).await
     }
 
     /// One event is a batch of one: a single fold, whoever calls (the Kafka consumer applies
@@ -164,18 +93,15 @@ impl Projector for Following {
     }
 }
 
-/// A directed edge `(from, to)`.
-type Edge = (i64, i64);
-
 /// The rows of one edge table a batch touches: as they were, and as the batch leaves them.
 struct Edges {
     table: &'static str,
     from: &'static str,
     to: &'static str,
     /// Present before the batch.
-    before: HashSet<Edge>,
+    before: HashSet<UserPair>,
     /// Present now, with their `since` when (re)made by the batch (`None`: the old row stands).
-    now: HashMap<Edge, Option<DateTime<Utc>>>,
+    now: HashMap<UserPair, Option<DateTime<Utc>>>,
 }
 
 impl Edges {
@@ -184,7 +110,7 @@ impl Edges {
         table: &'static str,
         from: &'static str,
         to: &'static str,
-        keys: &HashSet<Edge>,
+        keys: &HashSet<UserPair>,
     ) -> Result<Self, sqlx::Error> {
         let (a, b): (Vec<i64>, Vec<i64>) = keys.iter().copied().unzip();
         let rows: Vec<(i64, i64)> = if keys.is_empty() {
@@ -199,7 +125,7 @@ impl Edges {
             .fetch_all(&mut *conn)
             .await?
         };
-        let before: HashSet<Edge> = rows.into_iter().collect();
+        let before: HashSet<UserPair> = rows.into_iter().collect();
         let now = before.iter().map(|&e| (e, None)).collect();
         Ok(Self {
             table,
@@ -210,12 +136,12 @@ impl Edges {
         })
     }
 
-    fn has(&self, edge: Edge) -> bool {
+    fn has(&self, edge: UserPair) -> bool {
         self.now.contains_key(&edge)
     }
 
     /// Adds the edge unless present; whether it was added.
-    fn add(&mut self, edge: Edge, since: DateTime<Utc>) -> bool {
+    fn add(&mut self, edge: UserPair, since: DateTime<Utc>) -> bool {
         if self.has(edge) {
             return false;
         }
@@ -224,7 +150,7 @@ impl Edges {
     }
 
     /// Removes the edge if present; whether it was.
-    fn remove(&mut self, edge: Edge) -> bool {
+    fn remove(&mut self, edge: UserPair) -> bool {
         self.now.remove(&edge).is_some()
     }
 
@@ -271,49 +197,128 @@ impl Edges {
     }
 }
 
-/// Writes a mute event into a mutes table (`rm_mutes` with `since`, `feed_mutes` without).
+/// The rows a batch touches, in every table the fold writes: the edges as loaded and as the
+/// batch leaves them, and the batch's mute changes in log order (mutes are rare: written one
+/// statement each, after the rest).
+struct BatchTables {
+    follows: Edges,
+    blocks: Edges,
+    requests: Edges,
+    mutes: Vec<RelationChange>,
+}
+
+impl BatchTables {
+    /// Loads the rows `changes` touch (a follow's reverse too: it decides friendships).
+    async fn load(
+        conn: &mut PgConnection,
+        changes: &[RelationChange],
+    ) -> Result<Self, sqlx::Error> {
+        let mut keys: [HashSet<UserPair>; 3] = Default::default();
+        for change in changes {
+            let (RelationChange::Begin(kind, (a, b), _) | RelationChange::End(kind, (a, b))) =
+                *change
+            else {
+                continue;
+            };
+            keys[kind as usize].insert((a, b));
+            if kind == EdgeKind::Follow {
+                keys[kind as usize].insert((b, a));
+            }
+        }
+        let [follows, blocks, requests] = keys;
+        Ok(Self {
+            follows: Edges::load(conn, "rm_follows", "follower", "followee", &follows).await?,
+            blocks: Edges::load(conn, "rm_blocks", "blocker", "blocked", &blocks).await?,
+            requests: Edges::load(conn, "rm_follow_requests", "requester", "target", &requests)
+                .await?,
+            mutes: Vec::new(),
+        })
+    }
+
+    fn edges(&mut self, kind: EdgeKind) -> &mut Edges {
+        match kind {
+            EdgeKind::Follow => &mut self.follows,
+            EdgeKind::Block => &mut self.blocks,
+            EdgeKind::Request => &mut self.requests,
+        }
+    }
+
+    /// Writes what the batch changed, and the counters' net changes.
+    async fn write(
+        self,
+        conn: &mut PgConnection,
+        deltas: BTreeMap<i64, FollowCounts>,
+    ) -> Result<(), ProjectionError> {
+        self.follows.write(conn).await?;
+        self.blocks.write(conn).await?;
+        self.requests.write(conn).await?;
+        write_counts(conn, deltas).await?;
+        for mute in &self.mutes {
+            write_mute(conn, "rm_mutes", mute, true).await?;
+        }
+        Ok(())
+    }
+}
+
+impl RelationTables for BatchTables {
+    fn begin(&mut self, kind: EdgeKind, pair: UserPair, since: DateTime<Utc>) -> bool {
+        self.edges(kind).add(pair, since)
+    }
+
+    fn end(&mut self, kind: EdgeKind, pair: UserPair) -> bool {
+        self.edges(kind).remove(pair)
+    }
+
+    fn follows(&self, pair: UserPair) -> bool {
+        self.follows.has(pair)
+    }
+
+    fn mute(&mut self, pair: UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>) {
+        self.mutes.push(RelationChange::Mute(pair, since, until));
+    }
+
+    fn unmute(&mut self, pair: UserPair) {
+        self.mutes.push(RelationChange::Unmute(pair));
+    }
+}
+
+/// Writes a mute change into a mutes table: `rm_mutes` keeps the mute's `since`
+/// (`with_since`), `feed_mutes` does not. Other changes write nothing.
 pub(crate) async fn write_mute(
     conn: &mut PgConnection,
     table: &str,
-    event: &RelationEvent,
-    since: Option<DateTime<Utc>>,
+    change: &RelationChange,
+    with_since: bool,
 ) -> Result<(), ProjectionError> {
-    match *event {
-        RelationEvent::Muted {
-            muter,
-            muted,
-            until,
-        } => {
-            let sql = match since {
-                Some(_) => format!(
+    match *change {
+        RelationChange::Mute((muter, muted), since, until) => {
+            let sql = match with_since {
+                true => format!(
                     "INSERT INTO {table} (muter, muted, until, since) VALUES ($1, $2, $3, $4)
                      ON CONFLICT (muter, muted) DO UPDATE
                         SET until = excluded.until, since = excluded.since"
                 ),
-                None => format!(
+                false => format!(
                     "INSERT INTO {table} (muter, muted, until) VALUES ($1, $2, $3)
                      ON CONFLICT (muter, muted) DO UPDATE SET until = excluded.until"
                 ),
             };
-            let mut query = sqlx::query(&sql)
-                .bind(muter.get())
-                .bind(muted.get())
-                .bind(until);
-            if let Some(since) = since {
+            let mut query = sqlx::query(&sql).bind(muter).bind(muted).bind(until);
+            if with_since {
                 query = query.bind(since);
             }
             query.execute(&mut *conn).await?;
         }
-        RelationEvent::Unmuted { muter, muted } => {
+        RelationChange::Unmute((muter, muted)) => {
             sqlx::query(&format!(
                 "DELETE FROM {table} WHERE muter = $1 AND muted = $2"
             ))
-            .bind(muter.get())
-            .bind(muted.get())
+            .bind(muter)
+            .bind(muted)
             .execute(&mut *conn)
             .await?;
         }
-        _ => {}
+        RelationChange::Begin(..) | RelationChange::End(..) => {}
     }
     Ok(())
 }
@@ -322,7 +327,7 @@ pub(crate) async fn write_mute(
 /// statement.
 async fn write_counts(
     conn: &mut PgConnection,
-    mut deltas: BTreeMap<i64, (i64, i64, i64)>,
+    mut deltas: BTreeMap<i64, FollowCounts>,
 ) -> Result<(), ProjectionError> {
     deltas.retain(|_, d| *d != (0, 0, 0));
     if !deltas.is_empty() {
@@ -355,77 +360,68 @@ async fn write_counts(
 
 /// The whole log folded in memory, for a rebuild: the same rows batch application writes.
 #[derive(Default)]
-struct FollowingBulk {
-    follows: HashMap<Edge, DateTime<Utc>>,
-    blocks: HashMap<Edge, DateTime<Utc>>,
+struct RelationsBulk {
+    follows: HashMap<UserPair, DateTime<Utc>>,
+    blocks: HashMap<UserPair, DateTime<Utc>>,
     /// (requester, target) -> since
-    requests: HashMap<Edge, DateTime<Utc>>,
+    requests: HashMap<UserPair, DateTime<Utc>>,
     /// (muter, muted) -> (since, until)
-    mutes: HashMap<Edge, (DateTime<Utc>, Option<DateTime<Utc>>)>,
+    mutes: HashMap<UserPair, (DateTime<Utc>, Option<DateTime<Utc>>)>,
+    counts: BTreeMap<i64, FollowCounts>,
+}
+
+impl RelationsBulk {
+    fn edges(&mut self, kind: EdgeKind) -> &mut HashMap<UserPair, DateTime<Utc>> {
+        match kind {
+            EdgeKind::Follow => &mut self.follows,
+            EdgeKind::Block => &mut self.blocks,
+            EdgeKind::Request => &mut self.requests,
+        }
+    }
+}
+
+impl RelationTables for RelationsBulk {
+    fn begin(&mut self, kind: EdgeKind, pair: UserPair, since: DateTime<Utc>) -> bool {
+        match self.edges(kind).entry(pair) {
+            Entry::Vacant(entry) => {
+                entry.insert(since);
+                true
+            }
+            Entry::Occupied(_) => false,
+        }
+    }
+
+    fn end(&mut self, kind: EdgeKind, pair: UserPair) -> bool {
+        self.edges(kind).remove(&pair).is_some()
+    }
+
+    fn follows(&self, pair: UserPair) -> bool {
+        self.follows.contains_key(&pair)
+    }
+
+    fn mute(&mut self, pair: UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>) {
+        self.mutes.insert(pair, (since, until));
+    }
+
+    fn unmute(&mut self, pair: UserPair) {
+        self.mutes.remove(&pair);
+    }
 }
 
 #[async_trait]
-impl BulkFold for FollowingBulk {
+impl BulkFold for RelationsBulk {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
         if event.stream_type != RelationPair::TYPE {
             return Ok(());
         }
-        let at = event.occurred_at;
-        match decode::<RelationEvent>(event)? {
-            RelationEvent::Followed { follower, followee } => {
-                self.follows
-                    .entry((follower.get(), followee.get()))
-                    .or_insert(at);
-            }
-            RelationEvent::Unfollowed {
-                follower, followee, ..
-            } => {
-                self.follows.remove(&(follower.get(), followee.get()));
-            }
-            RelationEvent::Blocked { blocker, blocked } => {
-                self.blocks
-                    .entry((blocker.get(), blocked.get()))
-                    .or_insert(at);
-            }
-            RelationEvent::Unblocked { blocker, blocked } => {
-                self.blocks.remove(&(blocker.get(), blocked.get()));
-            }
-            RelationEvent::Muted {
-                muter,
-                muted,
-                until,
-            } => {
-                self.mutes.insert((muter.get(), muted.get()), (at, until));
-            }
-            RelationEvent::Unmuted { muter, muted } => {
-                self.mutes.remove(&(muter.get(), muted.get()));
-            }
-            request @ (RelationEvent::FollowRequested { .. }
-            | RelationEvent::FollowRequestApproved { .. }
-            | RelationEvent::FollowRequestRejected { .. }
-            | RelationEvent::FollowRequestWithdrawn { .. }) => {
-                if let Some(((a, b), pending)) = request.request() {
-                    let edge = (a.get(), b.get());
-                    if pending {
-                        self.requests.entry(edge).or_insert(at);
-                    } else {
-                        self.requests.remove(&edge);
-                    }
-                }
-            }
+        let change = RelationChange::of(&decode(event)?, event.occurred_at);
+        if let Some(count) = fold::fold(self, change) {
+            count.add_to(&mut self.counts);
         }
         Ok(())
     }
 
     async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
-        let mut counts: HashMap<i64, (i64, i64, i64)> = HashMap::new();
-        for &(a, b) in self.follows.keys() {
-            counts.entry(a).or_default().0 += 1;
-            counts.entry(b).or_default().1 += 1;
-            if self.follows.contains_key(&(b, a)) {
-                counts.entry(a).or_default().2 += 1;
-            }
-        }
         copy_edges(
             conn,
             "rm_follows (follower, followee, since)",
@@ -445,11 +441,12 @@ impl BulkFold for FollowingBulk {
             writeln!(mutes, "{a}\t{b}\t{}\t{until}", since.to_rfc3339()).expect("a String");
         }
         copy_in(conn, "rm_mutes (muter, muted, since, until)", mutes).await?;
-        let mut counts: Vec<_> = counts.into_iter().collect();
-        counts.sort_unstable();
-        let mut rows = String::with_capacity(counts.len() * 24);
-        for (user, (following, followers, friends)) in counts {
-            writeln!(rows, "{user}\t{following}\t{followers}\t{friends}").expect("a String");
+        // In user order (a BTreeMap); users whose follows all ended have no row.
+        let mut rows = String::with_capacity(self.counts.len() * 24);
+        for (user, (following, followers, friends)) in self.counts {
+            if (following, followers, friends) != (0, 0, 0) {
+                writeln!(rows, "{user}\t{following}\t{followers}\t{friends}").expect("a String");
+            }
         }
         copy_in(
             conn,
@@ -464,11 +461,11 @@ impl BulkFold for FollowingBulk {
 async fn copy_edges(
     conn: &mut PgConnection,
     target: &str,
-    edges: &HashMap<Edge, DateTime<Utc>>,
+    edges: &HashMap<UserPair, DateTime<Utc>>,
 ) -> Result<(), ProjectionError> {
     // In primary-key order: the key's index then grows at its end instead of splitting pages
     // all over (2.5x faster on 1.4M edges here).
-    let mut sorted: Vec<(&Edge, &DateTime<Utc>)> = edges.iter().collect();
+    let mut sorted: Vec<(&UserPair, &DateTime<Utc>)> = edges.iter().collect();
     sorted.sort_unstable_by_key(|(edge, _)| **edge);
     let mut rows = String::with_capacity(edges.len() * 48);
     for (&(a, b), since) in sorted {

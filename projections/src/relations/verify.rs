@@ -4,10 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use relations_domain::{Account, AccountEvent, RelationEvent, RelationPair};
+use chrono::{DateTime, Utc};
+use relations_domain::{Account, AccountEvent, RelationPair};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
+use super::fold::{self, EdgeKind, FollowCounts, RelationChange, RelationTables, UserPair};
 use crate::error::ProjectionError;
 use crate::runtime::projector::decode;
 use crate::runtime::verify::{diff, pairs, Check};
@@ -15,22 +17,54 @@ use crate::runtime::verify::{diff, pairs, Check};
 /// Who follows, blocks, mutes and asks to follow whom, folded from the relation events, and
 /// which accounts are locked, from the account events (other streams are skipped).
 #[derive(Debug, Default)]
-pub(crate) struct Graph {
+pub(crate) struct RelationFold {
     /// (follower, followee)
-    pub follows: BTreeSet<(i64, i64)>,
+    pub follows: BTreeSet<UserPair>,
     /// (blocker, blocked)
-    pub blocks: BTreeSet<(i64, i64)>,
+    pub blocks: BTreeSet<UserPair>,
     /// Pending follow requests (requester, target).
-    pub requests: BTreeSet<(i64, i64)>,
+    pub requests: BTreeSet<UserPair>,
     /// Locked accounts.
     pub locked: BTreeSet<i64>,
     /// (muter, muted) -> until, in microseconds (`None`: for good); ended mutes included
     /// (the read models keep them until replaced or lifted).
-    pub mutes: BTreeMap<(i64, i64), Option<i64>>,
+    pub mutes: BTreeMap<UserPair, Option<i64>>,
+    /// user -> (following, followers, friends), as the fold counts them.
+    counts: BTreeMap<i64, FollowCounts>,
 }
 
-impl Graph {
-    /// Folds `event` if it is a relation event.
+impl RelationTables for RelationFold {
+    fn begin(&mut self, kind: EdgeKind, pair: UserPair, _: DateTime<Utc>) -> bool {
+        self.edges(kind).insert(pair)
+    }
+
+    fn end(&mut self, kind: EdgeKind, pair: UserPair) -> bool {
+        self.edges(kind).remove(&pair)
+    }
+
+    fn follows(&self, pair: UserPair) -> bool {
+        self.follows.contains(&pair)
+    }
+
+    fn mute(&mut self, pair: UserPair, _: DateTime<Utc>, until: Option<DateTime<Utc>>) {
+        self.mutes.insert(pair, until.map(|t| t.timestamp_micros()));
+    }
+
+    fn unmute(&mut self, pair: UserPair) {
+        self.mutes.remove(&pair);
+    }
+}
+
+impl RelationFold {
+    fn edges(&mut self, kind: EdgeKind) -> &mut BTreeSet<UserPair> {
+        match kind {
+            EdgeKind::Follow => &mut self.follows,
+            EdgeKind::Block => &mut self.blocks,
+            EdgeKind::Request => &mut self.requests,
+        }
+    }
+
+    /// Folds `event` if it is a relation or account event.
     pub fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
         if event.stream_type == Account::TYPE {
             match decode(event)? {
@@ -43,43 +77,9 @@ impl Graph {
         if event.stream_type != RelationPair::TYPE {
             return Ok(());
         }
-        match decode(event)? {
-            RelationEvent::Followed { follower, followee } => {
-                self.follows.insert((follower.get(), followee.get()));
-            }
-            RelationEvent::Unfollowed {
-                follower, followee, ..
-            } => {
-                self.follows.remove(&(follower.get(), followee.get()));
-            }
-            RelationEvent::Blocked { blocker, blocked } => {
-                self.blocks.insert((blocker.get(), blocked.get()));
-            }
-            RelationEvent::Unblocked { blocker, blocked } => {
-                self.blocks.remove(&(blocker.get(), blocked.get()));
-            }
-            RelationEvent::Muted {
-                muter,
-                muted,
-                until,
-            } => {
-                let until = until.map(|t| t.timestamp_micros());
-                self.mutes.insert((muter.get(), muted.get()), until);
-            }
-            RelationEvent::Unmuted { muter, muted } => {
-                self.mutes.remove(&(muter.get(), muted.get()));
-            }
-            request @ (RelationEvent::FollowRequested { .. }
-            | RelationEvent::FollowRequestApproved { .. }
-            | RelationEvent::FollowRequestRejected { .. }
-            | RelationEvent::FollowRequestWithdrawn { .. }) => {
-                if let Some(((a, b), pending)) = request.request() {
-                    match pending {
-                        true => self.requests.insert((a.get(), b.get())),
-                        false => self.requests.remove(&(a.get(), b.get())),
-                    };
-                }
-            }
+        let change = RelationChange::of(&decode(event)?, event.occurred_at);
+        if let Some(count) = fold::fold(self, change) {
+            count.add_to(&mut self.counts);
         }
         Ok(())
     }
@@ -90,16 +90,9 @@ impl Graph {
     }
 
     /// user -> (following, followers, friends), zero rows left out.
-    fn counts(&self) -> BTreeMap<i64, (i64, i64, i64)> {
-        let mut counts: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
-        for &(a, b) in &self.follows {
-            counts.entry(a).or_default().0 += 1;
-            counts.entry(b).or_default().1 += 1;
-            if self.follows.contains(&(b, a)) {
-                counts.entry(a).or_default().2 += 1;
-            }
-        }
-        counts
+    fn counts(&self) -> BTreeSet<(i64, FollowCounts)> {
+        let counts = self.counts.iter().filter(|(_, c)| **c != (0, 0, 0));
+        counts.map(|(&user, &c)| (user, c)).collect()
     }
 }
 
@@ -122,7 +115,7 @@ pub(crate) async fn mute_rows(
 /// guard rows against every relation event committed.
 #[derive(Debug)]
 pub struct FollowingCheck {
-    graph: Graph,
+    graph: RelationFold,
     write_side: bool,
 }
 
@@ -130,7 +123,7 @@ impl FollowingCheck {
     /// `rm_follows`, `rm_blocks` and `rm_follow_counts`.
     pub fn read_model() -> Self {
         Self {
-            graph: Graph::default(),
+            graph: RelationFold::default(),
             write_side: false,
         }
     }
@@ -140,7 +133,7 @@ impl FollowingCheck {
     /// `account_locks`.
     pub fn guards() -> Self {
         Self {
-            graph: Graph::default(),
+            graph: RelationFold::default(),
             write_side: true,
         }
     }
@@ -187,7 +180,7 @@ impl FollowingCheck {
             &mutes,
             out,
         );
-        let expected: BTreeSet<_> = graph.counts().into_iter().collect();
+        let expected = graph.counts();
         diff(
             "rm_follow_counts (user, (following, followers, friends))",
             &expected,

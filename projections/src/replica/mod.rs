@@ -5,7 +5,7 @@
 //! TAO and Bluesky's graph service serve the same reads from memory; here the replica is kept
 //! current from the log itself, not expired by TTL. [`live::LiveGraph`] loads it once from the
 //! read model at that model's checkpoint and then applies every later event in log order, so the
-//! replica is always exactly the fold of the log up to its [`Graph::position`]: one consistent
+//! replica is always exactly the fold of the log up to its [`MemoryGraph::position`]: one consistent
 //! state (never a follow beside a block: a block's unfollows share its transaction, and a batch
 //! is applied under one write lock), and never older than a state it has served before.
 //! `min_position` waits until the replica has passed the position asked.
@@ -15,7 +15,11 @@
 //! follow limit bounds `following`, so a relation check is two binary searches of at most
 //! `follow_limit` entries.
 
+pub mod accounts;
 pub mod live;
+mod load;
+pub mod reads;
+mod tail;
 
 /// How the admin endpoint names the replica.
 pub const NAME: &str = "graph";
@@ -26,13 +30,13 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use chrono::{DateTime, Utc};
-use relations_domain::{
-    Account, AccountEvent, Facts, PostEvent, Relation, RelationEvent, TokenStamp, UserId,
-};
+use relations_domain::{AccountEvent, Facts, PostEvent, Relation, RelationEvent, UserId};
 use relations_store::LogPosition;
 
-use crate::following::query::{Counts, Edge};
-use crate::following::reads::KeyedList;
+use crate::relations::fold::{self, EdgeKind, RelationChange, RelationTables, UserPair};
+use crate::relations::query::{Counts, ListEntry};
+use crate::relations::reads::KeyedList;
+use accounts::Accounts;
 
 /// A time in microseconds since the epoch (the log's and PostgreSQL's precision).
 type Micros = i64;
@@ -75,69 +79,18 @@ impl Node {
 /// One change the graph folds, decoded from an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// follows(a, b) began at the time.
-    Follow(u64, u64, Micros),
-    /// follows(a, b) ended.
-    Unfollow(u64, u64),
-    /// blocks(a, b) began at the time.
-    Block(u64, u64, Micros),
-    /// blocks(a, b) ended.
-    Unblock(u64, u64),
-    /// a asked to follow b at the time.
-    Request(u64, u64, Micros),
-    /// a's request to follow b ended (approved, rejected or withdrawn).
-    EndRequest(u64, u64),
+    /// What a relation event changes (the relation fold's input).
+    Relation(RelationChange),
     /// The user's live post count moved by the amount.
     Posts(u64, i64),
     /// An account event (token revocations, bans).
     Account(AccountEvent),
-    /// a mutes b since the time, until the time (`None`: for good), replacing any mute.
-    Mute(u64, u64, Micros, Option<Micros>),
-    /// a's mute on b was lifted.
-    Unmute(u64, u64),
 }
 
 impl Change {
     /// What a relation event changes.
     pub fn of_relation(event: &RelationEvent, at: DateTime<Utc>) -> Self {
-        let at = at.timestamp_micros();
-        match *event {
-            RelationEvent::Followed { follower, followee } => {
-                Self::Follow(follower.get() as u64, followee.get() as u64, at)
-            }
-            RelationEvent::Unfollowed {
-                follower, followee, ..
-            } => Self::Unfollow(follower.get() as u64, followee.get() as u64),
-            RelationEvent::Blocked { blocker, blocked } => {
-                Self::Block(blocker.get() as u64, blocked.get() as u64, at)
-            }
-            RelationEvent::Unblocked { blocker, blocked } => {
-                Self::Unblock(blocker.get() as u64, blocked.get() as u64)
-            }
-            RelationEvent::Muted {
-                muter,
-                muted,
-                until,
-            } => Self::Mute(
-                muter.get() as u64,
-                muted.get() as u64,
-                at,
-                until.map(|t| t.timestamp_micros()),
-            ),
-            RelationEvent::Unmuted { muter, muted } => {
-                Self::Unmute(muter.get() as u64, muted.get() as u64)
-            }
-            RelationEvent::FollowRequested { requester, target } => {
-                Self::Request(requester.get() as u64, target.get() as u64, at)
-            }
-            RelationEvent::FollowRequestApproved { requester, target }
-            | RelationEvent::FollowRequestRejected {
-                requester, target, ..
-            }
-            | RelationEvent::FollowRequestWithdrawn {
-                requester, target, ..
-            } => Self::EndRequest(requester.get() as u64, target.get() as u64),
-        }
+        Self::Relation(RelationChange::of(event, at))
     }
 
     /// What a post event changes.
@@ -149,16 +102,16 @@ impl Change {
     }
 }
 
-/// The graph: every follow and block, every user's counters, as of [`Graph::position`].
+/// The graph: every follow and block, every user's counters, as of [`MemoryGraph::position`].
 #[derive(Debug, Default, Clone)]
-pub struct Graph {
+pub struct MemoryGraph {
     users: HashMap<u64, Node>,
     /// Every block `(blocker, blocked)`, for checks from either side.
     blocks: HashSet<(u64, u64)>,
     /// Every pending follow request `(requester, target)`.
     requests: HashSet<(u64, u64)>,
     /// Accounts with a revocation or a ban (the check every request makes).
-    accounts: HashMap<u64, Account>,
+    accounts: Accounts,
     /// muter -> (muted, since, until), ended mutes included until replaced or lifted.
     mutes: HashMap<u64, Vec<(u64, Micros, Option<Micros>)>>,
     follows: u64,
@@ -173,14 +126,14 @@ fn user(id: u64) -> UserId {
     UserId::try_from(id as i64).expect("the graph holds only valid user ids")
 }
 
-fn edge((since, id): (Micros, u64)) -> Edge {
-    Edge {
+fn edge((since, id): (Micros, u64)) -> ListEntry {
+    ListEntry {
         user: user(id),
         since: micros(since),
     }
 }
 
-impl Graph {
+impl MemoryGraph {
     /// The log position the graph reflects: every event up to it, none after.
     pub fn position(&self) -> LogPosition {
         self.position
@@ -255,57 +208,21 @@ impl Graph {
     /// followed) change nothing, as in the read model.
     pub fn apply(&mut self, change: Change) {
         match change {
-            Change::Follow(a, b, at) => self.follow(a, b, at),
-            Change::Unfollow(a, b) => self.unfollow(a, b),
-            Change::Block(a, b, at) => {
-                if self.blocks.insert((a, b)) {
-                    let blocking = &mut self.users.entry(a).or_default().blocking;
-                    insert_sorted(blocking, (at, b));
-                }
-            }
-            Change::Unblock(a, b) => {
-                if self.blocks.remove(&(a, b)) {
-                    if let Some(node) = self.users.get_mut(&a) {
-                        node.blocking.retain(|&(_, id)| id != b);
+            Change::Relation(change) => {
+                if let Some(count) = fold::fold(self, change) {
+                    self.follows = self.follows.wrapping_add_signed(count.by);
+                    if count.mutual {
+                        for user in [count.follower, count.followee] {
+                            self.users.entry(user as u64).or_default().friends += count.by;
+                        }
                     }
-                    self.forget_if_empty(a);
-                }
-            }
-            Change::Request(a, b, at) => {
-                if self.requests.insert((a, b)) {
-                    let requested_by = &mut self.users.entry(b).or_default().requested_by;
-                    insert_sorted(requested_by, (at, a));
-                }
-            }
-            Change::EndRequest(a, b) => {
-                if self.requests.remove(&(a, b)) {
-                    if let Some(node) = self.users.get_mut(&b) {
-                        node.requested_by.retain(|&(_, id)| id != a);
-                    }
-                    self.forget_if_empty(b);
                 }
             }
             Change::Posts(author, delta) => {
                 self.users.entry(author).or_default().posts += delta;
                 self.forget_if_empty(author);
             }
-            Change::Account(event) => {
-                let user = event.user().get() as u64;
-                self.accounts.entry(user).or_default().apply(event);
-            }
-            Change::Mute(a, b, since, until) => {
-                let mutes = self.mutes.entry(a).or_default();
-                mutes.retain(|m| m.0 != b);
-                mutes.push((b, since, until));
-            }
-            Change::Unmute(a, b) => {
-                if let Some(mutes) = self.mutes.get_mut(&a) {
-                    mutes.retain(|m| m.0 != b);
-                    if mutes.is_empty() {
-                        self.mutes.remove(&a);
-                    }
-                }
-            }
+            Change::Account(event) => self.accounts.apply(event),
         }
     }
 
@@ -327,7 +244,7 @@ impl Graph {
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
         now: DateTime<Utc>,
-    ) -> Vec<(Edge, Option<DateTime<Utc>>)> {
+    ) -> Vec<(ListEntry, Option<DateTime<Utc>>)> {
         let now = now.timestamp_micros();
         let mut live: Vec<(Micros, u64, Option<Micros>)> = self
             .mutes
@@ -349,40 +266,29 @@ impl Graph {
             .collect()
     }
 
-    /// Whether `user`'s token with `stamp` is refused (revoked).
-    pub fn refuses(&self, user: UserId, stamp: &TokenStamp) -> bool {
-        self.accounts
-            .get(&(user.get() as u64))
-            .is_some_and(|a| a.refuses(stamp))
+    /// The accounts with a revocation or a ban: the token check's table.
+    pub fn accounts(&self) -> &Accounts {
+        &self.accounts
     }
 
-    /// Whether `user` is banned.
-    pub fn banned(&self, user: UserId) -> bool {
-        self.accounts
-            .get(&(user.get() as u64))
-            .is_some_and(|a| a.banned)
-    }
-
-    fn follow(&mut self, a: u64, b: u64, at: Micros) {
+    /// Adds follows(a, b) unless it holds; whether it was added.
+    fn follow(&mut self, a: u64, b: u64, at: Micros) -> bool {
         let node = self.users.entry(a).or_default();
         let Err(i) = node.following.binary_search_by_key(&b, |&(id, _)| id) else {
-            return;
+            return false;
         };
         node.following.insert(i, (b, at));
-        let mutual = self.users.get(&b).and_then(|n| n.follows(a)).is_some();
         insert_sorted(&mut self.users.entry(b).or_default().followers, (at, a));
-        self.follows += 1;
-        if mutual {
-            self.add_friends(a, b, 1);
-        }
+        true
     }
 
-    fn unfollow(&mut self, a: u64, b: u64) {
+    /// Removes follows(a, b) if it holds; whether it did.
+    fn unfollow(&mut self, a: u64, b: u64) -> bool {
         let Some(node) = self.users.get_mut(&a) else {
-            return;
+            return false;
         };
         let Ok(i) = node.following.binary_search_by_key(&b, |&(id, _)| id) else {
-            return;
+            return false;
         };
         let (_, since) = node.following.remove(i);
         if let Some(node) = self.users.get_mut(&b) {
@@ -390,18 +296,45 @@ impl Graph {
                 node.followers.remove(i);
             }
         }
-        self.follows -= 1;
-        if self.users.get(&b).and_then(|n| n.follows(a)).is_some() {
-            self.add_friends(a, b, -1);
-        }
-        self.forget_if_empty(a);
-        self.forget_if_empty(b);
+        true
     }
 
-    fn add_friends(&mut self, a: u64, b: u64, delta: i64) {
-        for user in [a, b] {
-            self.users.entry(user).or_default().friends += delta;
+    /// Adds `(since, other)` to `user`'s list `list` unless `pair` is in `set`.
+    fn list_insert(&mut self, kind: EdgeKind, (a, b): (u64, u64), since: Micros) -> bool {
+        let (set, owner, other) = match kind {
+            EdgeKind::Block => (&mut self.blocks, a, b),
+            _ => (&mut self.requests, b, a),
+        };
+        if !set.insert((a, b)) {
+            return false;
         }
+        let node = self.users.entry(owner).or_default();
+        let list = match kind {
+            EdgeKind::Block => &mut node.blocking,
+            _ => &mut node.requested_by,
+        };
+        insert_sorted(list, (since, other));
+        true
+    }
+
+    /// Removes `pair` from `set` and `other` from its owner's list; whether it was there.
+    fn list_remove(&mut self, kind: EdgeKind, (a, b): (u64, u64)) -> bool {
+        let (set, owner, other) = match kind {
+            EdgeKind::Block => (&mut self.blocks, a, b),
+            _ => (&mut self.requests, b, a),
+        };
+        if !set.remove(&(a, b)) {
+            return false;
+        }
+        if let Some(node) = self.users.get_mut(&owner) {
+            let list = match kind {
+                EdgeKind::Block => &mut node.blocking,
+                _ => &mut node.requested_by,
+            };
+            list.retain(|&(_, id)| id != other);
+        }
+        self.forget_if_empty(owner);
+        true
     }
 
     fn forget_if_empty(&mut self, user: u64) {
@@ -454,7 +387,7 @@ impl Graph {
     }
 
     /// Whom `user` follows, newest first, `limit` after skipping `offset`.
-    pub fn following(&self, user: UserId, offset: i64, limit: i64) -> Vec<Edge> {
+    pub fn following(&self, user: UserId, offset: i64, limit: i64) -> Vec<ListEntry> {
         let all = self.node(user).map_or_else(Vec::new, |n| {
             n.following.iter().map(|&(id, since)| (since, id)).collect()
         });
@@ -463,7 +396,7 @@ impl Graph {
 
     /// `user`'s friends, newest friendship first (a friendship begins with the later of its
     /// two follows), `limit` after skipping `offset`.
-    pub fn friends(&self, user: UserId, offset: i64, limit: i64) -> Vec<Edge> {
+    pub fn friends(&self, user: UserId, offset: i64, limit: i64) -> Vec<ListEntry> {
         let a = user.get() as u64;
         let all = self.node(user).map_or_else(Vec::new, |n| {
             n.following
@@ -486,7 +419,7 @@ impl Graph {
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
-    ) -> (Vec<Edge>, i64) {
+    ) -> (Vec<ListEntry>, i64) {
         let target = user.get() as u64;
         let mut known: Vec<(Micros, u64)> = self.node(viewer).map_or_else(Vec::new, |n| {
             n.following
@@ -508,7 +441,7 @@ impl Graph {
         user: UserId,
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
-    ) -> Vec<Edge> {
+    ) -> Vec<ListEntry> {
         self.node(user).map_or_else(Vec::new, |n| {
             let entries = match list {
                 KeyedList::Followers => &n.followers,
@@ -520,6 +453,50 @@ impl Graph {
     }
 }
 
+impl RelationTables for MemoryGraph {
+    fn begin(&mut self, kind: EdgeKind, (a, b): UserPair, since: DateTime<Utc>) -> bool {
+        let (pair, at) = ((a as u64, b as u64), since.timestamp_micros());
+        match kind {
+            EdgeKind::Follow => self.follow(pair.0, pair.1, at),
+            EdgeKind::Block | EdgeKind::Request => self.list_insert(kind, pair, at),
+        }
+    }
+
+    fn end(&mut self, kind: EdgeKind, (a, b): UserPair) -> bool {
+        let pair = (a as u64, b as u64);
+        match kind {
+            EdgeKind::Follow => {
+                let ended = self.unfollow(pair.0, pair.1);
+                self.forget_if_empty(pair.0);
+                self.forget_if_empty(pair.1);
+                ended
+            }
+            EdgeKind::Block | EdgeKind::Request => self.list_remove(kind, pair),
+        }
+    }
+
+    fn follows(&self, (a, b): UserPair) -> bool {
+        let node = self.users.get(&(a as u64));
+        node.and_then(|n| n.follows(b as u64)).is_some()
+    }
+
+    fn mute(&mut self, (a, b): UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>) {
+        let mutes = self.mutes.entry(a as u64).or_default();
+        mutes.retain(|m| m.0 != b as u64);
+        let until = until.map(|t| t.timestamp_micros());
+        mutes.push((b as u64, since.timestamp_micros(), until));
+    }
+
+    fn unmute(&mut self, (a, b): UserPair) {
+        if let Some(mutes) = self.mutes.get_mut(&(a as u64)) {
+            mutes.retain(|m| m.0 != b as u64);
+            if mutes.is_empty() {
+                self.mutes.remove(&(a as u64));
+            }
+        }
+    }
+}
+
 /// Inserts `entry` into an ascending list at its place.
 fn insert_sorted(list: &mut Vec<(Micros, u64)>, entry: (Micros, u64)) {
     let i = list.partition_point(|&e| e < entry);
@@ -527,7 +504,7 @@ fn insert_sorted(list: &mut Vec<(Micros, u64)>, entry: (Micros, u64)) {
 }
 
 /// The `limit` newest of `all` after skipping `offset`, by `(since, id)` descending.
-fn newest(mut all: Vec<(Micros, u64)>, offset: i64, limit: i64) -> Vec<Edge> {
+fn newest(mut all: Vec<(Micros, u64)>, offset: i64, limit: i64) -> Vec<ListEntry> {
     let (offset, limit) = (offset.max(0) as usize, limit.max(0) as usize);
     if offset >= all.len() || limit == 0 {
         return vec![];
@@ -543,7 +520,11 @@ fn newest(mut all: Vec<(Micros, u64)>, offset: i64, limit: i64) -> Vec<Edge> {
 }
 
 /// Up to `limit` entries of an ascending list, newest first, strictly below `after`.
-fn before(list: &[(Micros, u64)], after: Option<(DateTime<Utc>, i64)>, limit: i64) -> Vec<Edge> {
+fn before(
+    list: &[(Micros, u64)],
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+) -> Vec<ListEntry> {
     let end = match after {
         None => list.len(),
         Some((since, id)) => {
@@ -568,13 +549,36 @@ mod tests {
         UserId::try_from(id).unwrap()
     }
 
+    fn edge(kind: EdgeKind, a: i64, b: i64, at: Option<Micros>) -> Change {
+        Change::Relation(match at {
+            Some(at) => RelationChange::Begin(kind, (a, b), micros(at)),
+            None => RelationChange::End(kind, (a, b)),
+        })
+    }
+
+    fn follow(a: i64, b: i64, at: Micros) -> Change {
+        edge(EdgeKind::Follow, a, b, Some(at))
+    }
+
+    fn unfollow(a: i64, b: i64) -> Change {
+        edge(EdgeKind::Follow, a, b, None)
+    }
+
+    fn block(a: i64, b: i64, at: Micros) -> Change {
+        edge(EdgeKind::Block, a, b, Some(at))
+    }
+
+    fn unblock(a: i64, b: i64) -> Change {
+        edge(EdgeKind::Block, a, b, None)
+    }
+
     #[test]
     fn follows_blocks_and_counts_fold_like_the_read_model() {
-        let mut g = Graph::default();
-        g.apply(Change::Follow(1, 2, 10));
-        g.apply(Change::Follow(2, 1, 20));
-        g.apply(Change::Follow(1, 3, 30));
-        g.apply(Change::Follow(1, 3, 40)); // already following: nothing
+        let mut g = MemoryGraph::default();
+        g.apply(follow(1, 2, 10));
+        g.apply(follow(2, 1, 20));
+        g.apply(follow(1, 3, 30));
+        g.apply(follow(1, 3, 40)); // already following: nothing
         assert_eq!(g.counts(u(1)).following, 2);
         assert_eq!(g.counts(u(1)).friends, 1);
         assert_eq!(g.counts(u(2)).friends, 1);
@@ -595,27 +599,27 @@ mod tests {
         assert_eq!(g.following(u(1), 1, 10).len(), 1);
         assert!(g.following(u(1), 2, 10).is_empty());
 
-        g.apply(Change::Unfollow(2, 1));
-        g.apply(Change::Unfollow(1, 2));
-        g.apply(Change::Block(1, 2, 50));
+        g.apply(unfollow(2, 1));
+        g.apply(unfollow(1, 2));
+        g.apply(block(1, 2, 50));
         assert_eq!(g.counts(u(1)).friends, 0);
         assert_eq!(g.counts(u(2)), Counts::default());
         let f = g.facts(u(2), u(1));
         assert!(!f.following && !f.followed_by && !f.blocking && f.blocked_by);
         assert_eq!(g.keyed(KeyedList::Blocking, u(1), None, 10).len(), 1);
-        g.apply(Change::Unblock(1, 2));
+        g.apply(unblock(1, 2));
         assert_eq!(g.blocks(), 0);
         g.apply(Change::Posts(7, 1));
         g.apply(Change::Posts(7, -1));
-        g.apply(Change::Unfollow(1, 3));
+        g.apply(unfollow(1, 3));
         assert_eq!(g.users(), 0, "empty nodes are dropped");
     }
 
     #[test]
     fn followers_page_by_search_after_key() {
-        let mut g = Graph::default();
+        let mut g = MemoryGraph::default();
         for (follower, at) in [(5, 100), (6, 100), (7, 200), (8, 300)] {
-            g.apply(Change::Follow(follower, 1, at));
+            g.apply(follow(follower, 1, at));
         }
         let page = g.keyed(KeyedList::Followers, u(1), None, 2);
         let ids: Vec<i64> = page.iter().map(|e| e.user.get()).collect();

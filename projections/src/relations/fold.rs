@@ -1,0 +1,240 @@
+//! The relation fold, written once: what each relation event does to the relations between two
+//! users. Projector `following`'s batches, its bulk rebuild, `verify` and the in-memory replica
+//! all fold with [`fold`], each into its own tables ([`RelationTables`]: SQL rows touched by a
+//! batch, maps in memory, the replica's nodes).
+//!
+//! The rules it keeps: a follow, block or follow request begins at its event's time unless it
+//! holds already (the first `since` stands), and ends when its ending event comes, if it holds;
+//! a mute replaces any mute of the same pair (its own `since` and `until`), and an unmute lifts
+//! it; a follow moves the counters only when it changed the follows, and moves both users'
+//! friends when the other way holds too.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use relations_domain::RelationEvent;
+
+/// A directed pair of users `(from, to)`, by id.
+pub type UserPair = (i64, i64);
+
+/// A user's follow counters: `(following, followers, friends)`.
+pub type FollowCounts = (i64, i64, i64);
+
+/// The kinds of directed edge between two users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EdgeKind {
+    /// `from` follows `to`.
+    Follow,
+    /// `from` blocks `to`.
+    Block,
+    /// `from` asks to follow `to` (pending).
+    Request,
+}
+
+/// What one relation event changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelationChange {
+    /// The edge begins at the time, unless it holds already.
+    Begin(EdgeKind, UserPair, DateTime<Utc>),
+    /// The edge ends, if it holds.
+    End(EdgeKind, UserPair),
+    /// `from` mutes `to` since the time, until the time (`None`: for good), replacing any mute.
+    Mute(UserPair, DateTime<Utc>, Option<DateTime<Utc>>),
+    /// `from`'s mute on `to` is lifted.
+    Unmute(UserPair),
+}
+
+impl RelationChange {
+    /// What `event`, which happened `at`, changes.
+    pub fn of(event: &RelationEvent, at: DateTime<Utc>) -> Self {
+        use EdgeKind::{Block, Follow, Request};
+        let pair = |a: relations_domain::UserId, b: relations_domain::UserId| (a.get(), b.get());
+        match *event {
+            RelationEvent::Followed { follower, followee } => {
+                Self::Begin(Follow, pair(follower, followee), at)
+            }
+            RelationEvent::Unfollowed {
+                follower, followee, ..
+            } => Self::End(Follow, pair(follower, followee)),
+            RelationEvent::Blocked { blocker, blocked } => {
+                Self::Begin(Block, pair(blocker, blocked), at)
+            }
+            RelationEvent::Unblocked { blocker, blocked } => {
+                Self::End(Block, pair(blocker, blocked))
+            }
+            RelationEvent::Muted {
+                muter,
+                muted,
+                until,
+            } => Self::Mute(pair(muter, muted), at, until),
+            RelationEvent::Unmuted { muter, muted } => Self::Unmute(pair(muter, muted)),
+            RelationEvent::FollowRequested { requester, target } => {
+                Self::Begin(Request, pair(requester, target), at)
+            }
+            RelationEvent::FollowRequestApproved { requester, target }
+            | RelationEvent::FollowRequestRejected {
+                requester, target, ..
+            }
+            | RelationEvent::FollowRequestWithdrawn {
+                requester, target, ..
+            } => Self::End(Request, pair(requester, target)),
+        }
+    }
+}
+
+/// A follow that began or ended, as the counters see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowCount {
+    /// Who follows.
+    pub follower: i64,
+    /// Whom.
+    pub followee: i64,
+    /// `1` when the follow began, `-1` when it ended.
+    pub by: i64,
+    /// Whether the followee follows back: a friendship began or ended with it.
+    pub mutual: bool,
+}
+
+impl FollowCount {
+    /// Adds this change to per-user counters.
+    pub fn add_to(self, counts: &mut BTreeMap<i64, FollowCounts>) {
+        let friends = if self.mutual { self.by } else { 0 };
+        let follower = counts.entry(self.follower).or_default();
+        follower.0 += self.by;
+        follower.2 += friends;
+        let followee = counts.entry(self.followee).or_default();
+        followee.1 += self.by;
+        followee.2 += friends;
+    }
+}
+
+/// The tables a relation fold writes to; each reader of the log keeps its own.
+pub trait RelationTables {
+    /// Adds the edge unless it is there; whether it was added.
+    fn begin(&mut self, kind: EdgeKind, pair: UserPair, since: DateTime<Utc>) -> bool;
+    /// Removes the edge if it is there; whether it was.
+    fn end(&mut self, kind: EdgeKind, pair: UserPair) -> bool;
+    /// Whether `pair.0` follows `pair.1`.
+    fn follows(&self, pair: UserPair) -> bool;
+    /// Sets the mute of `pair`, replacing any.
+    fn mute(&mut self, pair: UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>);
+    /// Lifts the mute of `pair`, if any.
+    fn unmute(&mut self, pair: UserPair);
+}
+
+/// Folds `change` into `tables`; the follow it began or ended, for the counters.
+pub fn fold(tables: &mut impl RelationTables, change: RelationChange) -> Option<FollowCount> {
+    let (pair, by) = match change {
+        RelationChange::Begin(kind, pair, since) => {
+            let began = tables.begin(kind, pair, since);
+            (pair, (began && kind == EdgeKind::Follow).then_some(1)?)
+        }
+        RelationChange::End(kind, pair) => {
+            let ended = tables.end(kind, pair);
+            (pair, (ended && kind == EdgeKind::Follow).then_some(-1)?)
+        }
+        RelationChange::Mute(pair, since, until) => {
+            tables.mute(pair, since, until);
+            return None;
+        }
+        RelationChange::Unmute(pair) => {
+            tables.unmute(pair);
+            return None;
+        }
+    };
+    Some(FollowCount {
+        follower: pair.0,
+        followee: pair.1,
+        by,
+        mutual: tables.follows((pair.1, pair.0)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashMap};
+
+    use super::*;
+
+    /// Tables as plain maps, to state the rules against.
+    #[derive(Default)]
+    struct Maps {
+        edges: HashMap<(EdgeKind, UserPair), DateTime<Utc>>,
+        mutes: HashMap<UserPair, (DateTime<Utc>, Option<DateTime<Utc>>)>,
+    }
+
+    impl RelationTables for Maps {
+        fn begin(&mut self, kind: EdgeKind, pair: UserPair, since: DateTime<Utc>) -> bool {
+            let new = !self.edges.contains_key(&(kind, pair));
+            self.edges.entry((kind, pair)).or_insert(since);
+            new
+        }
+        fn end(&mut self, kind: EdgeKind, pair: UserPair) -> bool {
+            self.edges.remove(&(kind, pair)).is_some()
+        }
+        fn follows(&self, pair: UserPair) -> bool {
+            self.edges.contains_key(&(EdgeKind::Follow, pair))
+        }
+        fn mute(&mut self, pair: UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>) {
+            self.mutes.insert(pair, (since, until));
+        }
+        fn unmute(&mut self, pair: UserPair) {
+            self.mutes.remove(&pair);
+        }
+    }
+
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(s, 0).unwrap()
+    }
+
+    #[test]
+    fn a_follow_counts_once_and_friends_count_both_ways() {
+        let mut t = Maps::default();
+        let mut counts = BTreeMap::new();
+        let changes = [
+            RelationChange::Begin(EdgeKind::Follow, (1, 2), at(1)),
+            RelationChange::Begin(EdgeKind::Follow, (1, 2), at(2)),
+            RelationChange::Begin(EdgeKind::Follow, (2, 1), at(3)),
+            RelationChange::End(EdgeKind::Follow, (3, 1)),
+        ];
+        for change in changes {
+            if let Some(count) = fold(&mut t, change) {
+                count.add_to(&mut counts);
+            }
+        }
+        assert_eq!(counts[&1], (1, 1, 1));
+        assert_eq!(counts[&2], (1, 1, 1));
+        assert_eq!(
+            t.edges[&(EdgeKind::Follow, (1, 2))],
+            at(1),
+            "the first since stands"
+        );
+        let ended = fold(&mut t, RelationChange::End(EdgeKind::Follow, (1, 2)));
+        assert_eq!(
+            ended,
+            Some(FollowCount {
+                follower: 1,
+                followee: 2,
+                by: -1,
+                mutual: true
+            })
+        );
+    }
+
+    #[test]
+    fn blocks_requests_and_mutes_move_no_counter() {
+        let mut t = Maps::default();
+        for change in [
+            RelationChange::Begin(EdgeKind::Block, (1, 2), at(1)),
+            RelationChange::Begin(EdgeKind::Request, (3, 1), at(1)),
+            RelationChange::Mute((1, 4), at(1), None),
+            RelationChange::Mute((1, 4), at(2), Some(at(9))),
+            RelationChange::End(EdgeKind::Request, (3, 1)),
+        ] {
+            assert_eq!(fold(&mut t, change), None);
+        }
+        let kinds: BTreeSet<_> = t.edges.keys().map(|k| format!("{k:?}")).collect();
+        assert_eq!(kinds.len(), 1, "only the block is left");
+        assert_eq!(t.mutes[&(1, 4)], (at(2), Some(at(9))), "a mute replaces");
+    }
+}

@@ -1,0 +1,31 @@
+//! The token check's table: every account with a token revocation or a ban, folded from the
+//! account events, so that each request's check is two hash probes under the replica's read
+//! lock ([`super::live::LiveGraph::with`]).
+
+use relations_domain::{Account, AccountEvent, TokenStamp, UserId};
+
+use super::HashMap;
+
+/// Accounts with a revocation or a ban (the check every request makes).
+#[derive(Debug, Default, Clone)]
+pub struct Accounts(HashMap<u64, Account>);
+
+impl Accounts {
+    /// Folds one account event.
+    pub fn apply(&mut self, event: AccountEvent) {
+        let user = event.user().get() as u64;
+        self.0.entry(user).or_default().apply(event);
+    }
+
+    /// Whether `user`'s token with `stamp` is refused (revoked).
+    pub fn refuses(&self, user: UserId, stamp: &TokenStamp) -> bool {
+        self.0
+            .get(&(user.get() as u64))
+            .is_some_and(|a| a.refuses(stamp))
+    }
+
+    /// Whether `user` is banned.
+    pub fn banned(&self, user: UserId) -> bool {
+        self.0.get(&(user.get() as u64)).is_some_and(|a| a.banned)
+    }
+}

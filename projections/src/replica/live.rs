@@ -1,0 +1,207 @@
+//! The replica kept current: loaded once from the read models ([`super::load`]), then folded
+//! forward from the log by the one log-tail loop ([`crate::runtime::TailLoop`]). Each batch is
+//! decoded outside the lock and applied under one write lock, so readers see batch boundaries
+//! only; then the batch is offered to subscribers (the live feed stream), once the replica
+//! reflects it.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use relations_store::log::{self, RecordedEvent};
+use relations_store::LogPosition;
+use sqlx::PgPool;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::load::load;
+use super::tail::{ReplicaTail, Update};
+use super::MemoryGraph;
+use crate::error::ProjectionError;
+use crate::runtime::health::Health;
+use crate::runtime::tail::{AfterFailure, Backoff, LogTail, Progress, TailLoop};
+use crate::runtime::Wakeup;
+
+/// How often the tail looks for events when no wake-up comes.
+const POLL: Duration = Duration::from_millis(100);
+/// How often the graph's size gauge is refreshed.
+const SIZE_EVERY: Duration = Duration::from_secs(5);
+/// How soon it looks again when committed events wait above the horizon.
+const HELD_RETRY: Duration = Duration::from_millis(2);
+/// Batches kept for slow subscribers before they lag.
+const APPLIED_BATCHES: usize = 1024;
+
+/// A shared, live replica of the graph. Cheap to clone.
+#[derive(Clone)]
+pub struct LiveGraph {
+    graph: Arc<RwLock<Option<MemoryGraph>>>,
+    health: Arc<Health>,
+    /// When `relations_graph_bytes` was last measured.
+    sized: Arc<std::sync::Mutex<Option<Instant>>>,
+    /// The loaded replica's position; `None` until loaded.
+    position: watch::Sender<Option<LogPosition>>,
+    /// Each batch of the log applied after the load, sent once the replica reflects it.
+    applied: broadcast::Sender<Arc<[RecordedEvent]>>,
+}
+
+impl Default for LiveGraph {
+    fn default() -> Self {
+        Self {
+            graph: Arc::default(),
+            health: Arc::default(),
+            sized: Arc::default(),
+            position: watch::Sender::new(None),
+            applied: broadcast::Sender::new(APPLIED_BATCHES),
+        }
+    }
+}
+
+impl LiveGraph {
+    /// An empty, unloaded replica: nothing is answered from it until [`LiveGraph::run`] loads it.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `read` on the replica, or `None` while it is not loaded.
+    pub fn with<R>(&self, read: impl FnOnce(&MemoryGraph) -> R) -> Option<R> {
+        let guard = self.graph.read().unwrap_or_else(|e| e.into_inner());
+        guard.as_ref().map(read)
+    }
+
+    /// Every batch of the log applied from now on, each sent after the replica reflects it.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<[RecordedEvent]>> {
+        self.applied.subscribe()
+    }
+
+    /// How its load and tail fare (for the admin endpoint).
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// The replica's position, or `None` while it is not loaded.
+    pub fn position(&self) -> Option<LogPosition> {
+        *self.position.borrow()
+    }
+
+    /// Waits until the replica reflects `position`, for at most `timeout`. `None` when it is
+    /// not loaded (the caller reads elsewhere); otherwise whether it got there.
+    pub async fn wait_for(&self, position: LogPosition, timeout: Duration) -> Option<bool> {
+        let mut watch = self.position.subscribe();
+        if watch.borrow().is_none() {
+            return None;
+        }
+        let reached = tokio::time::timeout(
+            timeout,
+            watch.wait_for(|at| at.is_some_and(|at| at >= position)),
+        )
+        .await;
+        Some(matches!(reached, Ok(Ok(_))))
+    }
+
+    /// Loads the replica (retrying until it can) and keeps it current until `shutdown`.
+    pub async fn run(self, pool: PgPool, wakeup: Wakeup, shutdown: CancellationToken) {
+        let mut backoff = Backoff::default();
+        let tail = loop {
+            let started = Instant::now();
+            match load(&pool).await {
+                Ok(tail) => {
+                    tracing::info!(elapsed = ?started.elapsed(), "graph loaded from the read models");
+                    break tail;
+                }
+                Err(error) => {
+                    self.health.failed(&error);
+                    let retry_in = backoff.pause();
+                    tracing::error!(%error, ?retry_in, "graph load failed");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(retry_in) => {}
+                    }
+                }
+            }
+        };
+        let mut follower = Follower {
+            replica: self,
+            tail,
+            pool,
+        };
+        TailLoop::new(POLL, HELD_RETRY)
+            .run(&mut follower, &wakeup, &shutdown)
+            .await;
+    }
+
+    /// Installs the tail's graph (its first load) or its advance.
+    fn publish(&self, update: Update) {
+        let mut applied = Vec::new();
+        let position = {
+            let mut guard = self.graph.write().unwrap_or_else(|e| e.into_inner());
+            match update {
+                Update::Replaying => return,
+                Update::Loaded(graph) => *guard = Some(*graph),
+                Update::Changes(changes, position, events) => {
+                    applied = events;
+                    let graph = guard.as_mut().expect("changes come after the load");
+                    for change in changes {
+                        graph.apply(change);
+                    }
+                    graph.advance(position);
+                }
+            }
+            let graph = guard.as_ref().expect("just set");
+            self.measure(graph);
+            graph.position()
+        };
+        self.position.send_replace(Some(position));
+        if !applied.is_empty() && self.applied.receiver_count() > 0 {
+            // A subscriber gone since is fine.
+            let _ = self.applied.send(applied.into());
+        }
+    }
+
+    /// Sets the graph's gauges.
+    fn measure(&self, graph: &MemoryGraph) {
+        metrics::gauge!("relations_graph_follows").set(graph.follows() as f64);
+        metrics::gauge!("relations_graph_users").set(graph.users() as f64);
+        // Walking every node costs: the size is refreshed every few seconds, not per batch.
+        let mut sized = self.sized.lock().unwrap_or_else(|e| e.into_inner());
+        if sized.is_none_or(|at| at.elapsed() >= SIZE_EVERY) {
+            *sized = Some(Instant::now());
+            metrics::gauge!("relations_graph_bytes").set(graph.heap_bytes() as f64);
+        }
+    }
+}
+
+/// The replica as the tail loop steps it: its reader of the log, and where it publishes.
+struct Follower {
+    replica: LiveGraph,
+    tail: ReplicaTail,
+    pool: PgPool,
+}
+
+#[async_trait]
+impl LogTail for Follower {
+    type Error = ProjectionError;
+
+    async fn step(&mut self) -> Result<Progress, ProjectionError> {
+        if let Some(update) = self.tail.next(&self.pool).await? {
+            self.replica.publish(update);
+            return Ok(Progress::Moved(Duration::ZERO));
+        }
+        // Committed events waiting behind an older open transaction send no further wake-up
+        // when it ends.
+        let ahead = log::ahead(&self.pool, self.tail.position).await?;
+        Ok(match ahead.unsettled || ahead.settled {
+            true => Progress::Held,
+            false => Progress::Idle,
+        })
+    }
+
+    fn health(&self) -> &Health {
+        &self.replica.health
+    }
+
+    fn failed(&mut self, error: &ProjectionError, retry_in: Duration) -> AfterFailure {
+        metrics::counter!("relations_graph_errors_total").increment(1);
+        tracing::error!(%error, ?retry_in, "graph tail failed");
+        AfterFailure::Retry
+    }
+}

@@ -1,0 +1,102 @@
+//! Loading the replica: the read models and their projectors' checkpoints, read in one
+//! read-only snapshot (it takes no transaction id, so it holds back no horizon). The tail then
+//! replays the log from the lower checkpoint, skipping for each kind of event what its read
+//! model already held.
+
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use relations_domain::{Account, AccountEvent};
+use relations_store::log;
+use sqlx::{PgPool, Row};
+
+use super::tail::ReplicaTail;
+use super::{Change, MemoryGraph};
+use crate::error::ProjectionError;
+use crate::relations::fold::{EdgeKind, RelationChange};
+use crate::runtime::checkpoint;
+use crate::runtime::projector::decode;
+use crate::{feed, relations};
+
+/// Reads the read models and their checkpoints in one snapshot; the tail then replays from the
+/// lower checkpoint.
+pub(super) async fn load(pool: &PgPool) -> Result<ReplicaTail, ProjectionError> {
+    let mut graph = MemoryGraph::default();
+    let mut tx = pool.begin().await?;
+    let result = async {
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let relations_loaded = checkpoint::read(&mut *tx, relations::NAME).await?;
+        let posts_loaded = checkpoint::read(&mut *tx, feed::NAME).await?;
+        read_models(&mut tx, &mut graph).await?;
+        // Accounts are few: their events up to where the tail starts, read in full.
+        let accounts_loaded = relations_loaded.min(posts_loaded);
+        for event in log::read_type_until(&mut tx, Account::TYPE, accounts_loaded).await? {
+            let event: AccountEvent = decode(&event).map_err(|e| sqlx::Error::Decode(e.into()))?;
+            graph.apply(Change::Account(event));
+        }
+        Ok::<_, sqlx::Error>((relations_loaded, posts_loaded, accounts_loaded))
+    }
+    .await;
+    let (relations_loaded, posts_loaded, accounts_loaded) =
+        relations_store::db::end_transaction(tx, result, |_| true).await?;
+    graph.advance(accounts_loaded);
+    Ok(ReplicaTail {
+        pending: Some(Box::new(graph)),
+        position: accounts_loaded,
+        relations_loaded,
+        posts_loaded,
+        accounts_loaded,
+    })
+}
+
+/// The graph's read models, as of the snapshot: follows, blocks, requests, mutes, post counts.
+async fn read_models(
+    tx: &mut sqlx::PgConnection,
+    graph: &mut MemoryGraph,
+) -> Result<(), sqlx::Error> {
+    let mut rows = sqlx::query("SELECT follower, followee, since FROM rm_follows").fetch(&mut *tx);
+    let mut follows = Vec::new();
+    while let Some(row) = rows.try_next().await? {
+        let (a, b, since) = edge_row(&row)?;
+        follows.push((a as u64, b as u64, since.timestamp_micros()));
+    }
+    drop(rows);
+    graph.load_follows(follows);
+    let edges = [
+        (
+            EdgeKind::Block,
+            "SELECT blocker, blocked, since FROM rm_blocks",
+        ),
+        (
+            EdgeKind::Request,
+            "SELECT requester, target, since FROM rm_follow_requests",
+        ),
+    ];
+    for (kind, sql) in edges {
+        let mut rows = sqlx::query(sql).fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let (a, b, since) = edge_row(&row)?;
+            graph.apply(Change::Relation(RelationChange::Begin(kind, (a, b), since)));
+        }
+    }
+    let mut rows = sqlx::query("SELECT muter, muted, since, until FROM rm_mutes").fetch(&mut *tx);
+    while let Some(row) = rows.try_next().await? {
+        let (a, b, since) = edge_row(&row)?;
+        let until: Option<DateTime<Utc>> = row.try_get(3)?;
+        graph.apply(Change::Relation(RelationChange::Mute((a, b), since, until)));
+    }
+    drop(rows);
+    let mut rows =
+        sqlx::query("SELECT author, posts FROM feed_authors WHERE posts <> 0").fetch(&mut *tx);
+    while let Some(row) = rows.try_next().await? {
+        let (author, posts): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+        graph.apply(Change::Posts(author as u64, posts));
+    }
+    Ok(())
+}
+
+/// `(from, to, since)` of an edge row.
+fn edge_row(row: &sqlx::postgres::PgRow) -> Result<(i64, i64, DateTime<Utc>), sqlx::Error> {
+    Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+}

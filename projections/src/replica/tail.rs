@@ -1,0 +1,81 @@
+//! The replica's reader of the log: it replays the log from the load's lower checkpoint, then
+//! follows it like any projector (`relations_store::log::read_after`: below the horizon, whole
+//! transactions), decoding each batch outside the replica's lock.
+
+use relations_domain::{Account, AccountEvent, Post, PostEvent, RelationEvent, RelationPair};
+use relations_store::log::{self, RecordedEvent};
+use relations_store::LogPosition;
+use sqlx::PgPool;
+
+use super::{Change, MemoryGraph};
+use crate::error::ProjectionError;
+use crate::runtime::projector::decode;
+
+/// Events read per step.
+const BATCH: i64 = 5000;
+
+/// What a step hands the replica.
+pub(super) enum Update {
+    /// The graph after its replay (installed whole).
+    Loaded(Box<MemoryGraph>),
+    /// Changes to apply, the position they bring it to, and the batch they come from.
+    Changes(Vec<Change>, LogPosition, Vec<RecordedEvent>),
+    /// The load's replay moved on; nothing to install yet.
+    Replaying,
+}
+
+/// Where the replica's reader has read to, and until where each kind of event is already in
+/// the loaded graph.
+pub(super) struct ReplicaTail {
+    /// The graph being replayed, until it reaches both checkpoints; then `None` (it lives in
+    /// the replica).
+    pub(super) pending: Option<Box<MemoryGraph>>,
+    pub(super) position: LogPosition,
+    /// Relation events up to here were in `rm_follows` and `rm_blocks`.
+    pub(super) relations_loaded: LogPosition,
+    /// Post events up to here were in `feed_authors`.
+    pub(super) posts_loaded: LogPosition,
+    /// Account events up to here were folded by the load.
+    pub(super) accounts_loaded: LogPosition,
+}
+
+impl ReplicaTail {
+    /// Reads and decodes the next batch. `None` when there was nothing below the horizon.
+    pub(super) async fn next(&mut self, pool: &PgPool) -> Result<Option<Update>, ProjectionError> {
+        let events = {
+            let mut conn = pool.acquire().await?;
+            log::read_after(&mut conn, self.position, BATCH).await?
+        };
+        let Some(last) = events.last().map(|e| e.position) else {
+            // Caught up: a finished replay is installed now.
+            return Ok(self.pending.take().map(Update::Loaded));
+        };
+        let changes = self.decode(&events)?;
+        self.position = last;
+        metrics::counter!("relations_graph_events_total").increment(events.len() as u64);
+        let Some(graph) = &mut self.pending else {
+            return Ok(Some(Update::Changes(changes, last, events)));
+        };
+        for change in changes {
+            graph.apply(change);
+        }
+        graph.advance(last);
+        Ok(Some(Update::Replaying))
+    }
+
+    /// The batch's changes, skipping what the load already held.
+    fn decode(&self, events: &[RecordedEvent]) -> Result<Vec<Change>, ProjectionError> {
+        let mut changes = Vec::with_capacity(events.len());
+        for event in events {
+            if event.stream_type == RelationPair::TYPE && event.position > self.relations_loaded {
+                let decoded: RelationEvent = decode(event)?;
+                changes.push(Change::of_relation(&decoded, event.occurred_at));
+            } else if event.stream_type == Post::TYPE && event.position > self.posts_loaded {
+                changes.push(Change::of_post(&decode::<PostEvent>(event)?));
+            } else if event.stream_type == Account::TYPE && event.position > self.accounts_loaded {
+                changes.push(Change::Account(decode::<AccountEvent>(event)?));
+            }
+        }
+        Ok(changes)
+    }
+}
