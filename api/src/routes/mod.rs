@@ -4,11 +4,14 @@
 //! written once; [`router`] merges them under the document's head, and [`app`] serves them
 //! with `/openapi.json` and the cross-cutting layers.
 
+mod account;
 mod admin;
 mod command;
 mod comments;
 mod contract;
 mod feed;
+mod liking;
+mod live;
 mod me;
 mod ops;
 pub mod page;
@@ -43,6 +46,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(me::router())
         .merge(admin::router())
         .merge(ops::router())
+}
+
+/// The whole contract, without a server.
+pub fn document() -> utoipa::openapi::OpenApi {
+    router().into_openapi()
 }
 
 /// The whole application, ready to serve (tests call it without a socket).

@@ -4,10 +4,11 @@ use axum::extract::State;
 use relations_domain::{CommentId, ThreadCommand};
 use relations_store::{Deleted, ThreadAnswer};
 
-use super::{live_comment, run_thread};
+use super::thread::run_thread;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::live::live_comment;
 use crate::state::AppState;
 
 /// Deletes a comment: its author or the post's author. `200 {position}`.

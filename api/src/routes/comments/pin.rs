@@ -4,7 +4,7 @@ use axum::extract::State;
 use relations_domain::CommentId;
 use relations_store::{Pinned, ThreadAnswer};
 
-use super::run_pin;
+use super::thread::run_pin;
 use crate::error::ApiError;
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};

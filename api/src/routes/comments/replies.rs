@@ -10,8 +10,8 @@ use super::visible::{visible_page, CommentList, CommentPage};
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
+use crate::routes::live::live_post;
 use crate::routes::page::Page;
-use crate::routes::posts::live_post;
 use crate::routes::query::caught_up;
 use crate::state::AppState;
 

@@ -4,12 +4,12 @@ use axum::extract::State;
 use relations_domain::{CommentId, LikeTarget};
 use relations_store::Liking;
 
-use super::live_comment;
 use crate::error::ApiError;
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::LikeErrors;
-use crate::routes::posts::run_like;
+use crate::routes::liking::run_like;
+use crate::routes::live::live_comment;
 use crate::state::AppState;
 
 /// Take back a like of a comment.

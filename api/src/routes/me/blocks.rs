@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::Json;
 use relations_projections::following::reads::KeyedList;
 
-use super::own_list;
+use super::own_list::own_list;
 use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::routes::contract::BearerQueryErrors;

@@ -6,7 +6,7 @@ use relations_store::AccountChange;
 
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
-use crate::routes::admin::users::run;
+use crate::routes::account::run;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 

@@ -8,18 +8,13 @@ mod following;
 mod liked;
 mod logout;
 mod mutes;
+mod own_list;
 mod settings;
 
-use axum::Json;
-use relations_projections::following::reads::KeyedList;
-
-use crate::auth::Actor;
-use crate::error::ApiError;
-use crate::routes::page::{Page, SinceKey};
-use crate::routes::query::{cursor_page, graph_source, CursorPage};
-use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+
+use crate::state::AppState;
 
 /// The caller's routes, each with its contract.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -33,18 +28,4 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(logout::logout))
         .routes(routes!(following::export::export))
         .routes(routes!(following::import::import))
-}
-
-/// A page of one of the caller's keyed lists.
-async fn own_list(
-    state: AppState,
-    actor: Actor,
-    page: Page<SinceKey>,
-    list: KeyedList,
-) -> Result<Json<CursorPage>, ApiError> {
-    let source = graph_source(&state, page.min_position).await?;
-    let rows = source
-        .keyed_page(list, actor.user, page.after, page.probe())
-        .await?;
-    cursor_page(source, &page, rows, None).await.map(Json)
 }

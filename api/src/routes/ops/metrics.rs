@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::response::IntoResponse;
 use relations_projections::ProjectorStatus;
 
-use super::readiness;
+use super::readiness::readiness;
 use crate::state::AppState;
 
 /// Prometheus text format. Projector positions and lags are read at scrape time, so they are

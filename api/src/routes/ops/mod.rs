@@ -2,12 +2,9 @@
 
 mod healthz;
 mod metrics;
+mod readiness;
 mod readyz;
 
-use std::time::Duration;
-
-use serde::Serialize;
-use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -19,62 +16,4 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(healthz::healthz))
         .routes(routes!(readyz::readyz))
         .routes(routes!(metrics::metrics))
-}
-
-/// `/readyz`'s answer.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Readiness {
-    /// Whether this process can do its work.
-    pub ready: bool,
-    /// What was checked.
-    pub checks: ReadinessChecks,
-}
-
-/// What `/readyz` checks.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ReadinessChecks {
-    /// PostgreSQL answered within a second.
-    pub database: bool,
-    /// Redis answered (reported, not required).
-    pub redis: bool,
-    /// Essential projectors failing for longer than the stuck threshold.
-    pub stuck_projectors: Vec<&'static str>,
-    /// Committed events have waited behind an open transaction (the log's horizon) for longer
-    /// than `RELATIONS_HELD_AFTER_MS`: no projector can advance (the admin endpoint names the
-    /// session holding it).
-    pub horizon_held: bool,
-}
-
-/// What `/readyz` answers (and `/metrics` exports as `relations_ready` and
-/// `relations_projector_stuck`).
-async fn readiness(state: &AppState) -> Readiness {
-    let database = tokio::time::timeout(
-        Duration::from_secs(1),
-        sqlx::query("SELECT 1").execute(&state.pool),
-    )
-    .await
-    .is_ok_and(|r| r.is_ok());
-    let redis = state.redis.ping().await;
-    let stuck_after = Duration::from_millis(state.config.stuck_after_ms);
-    let stuck: Vec<&'static str> = state
-        .projectors
-        .iter()
-        .filter(|p| {
-            p.essential
-                && p.health
-                    .as_ref()
-                    .and_then(|h| h.failing_for())
-                    .is_some_and(|d| d > stuck_after)
-        })
-        .map(|p| p.name)
-        .collect();
-    let horizon_held = state.horizon.last().stalled;
-    let ready = database && stuck.is_empty() && !horizon_held;
-    let checks = ReadinessChecks {
-        database,
-        redis,
-        stuck_projectors: stuck,
-        horizon_held,
-    };
-    Readiness { ready, checks }
 }

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 
-use super::{readiness, Readiness};
+use super::readiness::{readiness, Readiness};
 use crate::state::AppState;
 
 /// The process can do its work: PostgreSQL answers, no projector it runs is stuck, and the

@@ -7,11 +7,11 @@ use relations_store::{Commented, ThreadAnswer};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::live_post;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, PathId};
 use crate::routes::command::{CommandAnswer, CommandRequest};
-use crate::routes::comments::live_comment;
+use crate::routes::live::live_comment;
+use crate::routes::live::live_post;
 use crate::state::AppState;
 
 /// A new comment's body.

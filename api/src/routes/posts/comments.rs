@@ -8,11 +8,11 @@ use relations_projections::engagement::NAME as ENGAGEMENT;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::live_post;
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiQuery, PathId};
 use crate::routes::comments::visible::{visible_page, CommentList, CommentPage};
+use crate::routes::live::live_post;
 use crate::routes::page::Page;
 use crate::routes::query::caught_up;
 use crate::state::AppState;

@@ -4,11 +4,12 @@ use axum::extract::State;
 use relations_domain::{LikeTarget, PostId};
 use relations_store::Liking;
 
-use super::{live_post, run_like};
 use crate::error::ApiError;
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::LikeErrors;
+use crate::routes::liking::run_like;
+use crate::routes::live::live_post;
 use crate::state::AppState;
 
 /// Like a post: `{changed, liked, position}`.

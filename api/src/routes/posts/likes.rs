@@ -6,9 +6,9 @@ use relations_domain::{LikeTarget, PostId};
 use relations_projections::engagement::query as read;
 use relations_projections::engagement::NAME as ENGAGEMENT;
 
-use super::live_post;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
+use crate::routes::live::live_post;
 use crate::routes::page::{Page, SinceKey};
 use crate::routes::query::{caught_up, cursor_page, graph_source, CursorPage};
 use crate::state::AppState;

@@ -8,7 +8,7 @@ use relations_store::RelationOutcome;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{run, Answer};
+use super::run::{run, Answer};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
 use crate::routes::command::CommandRequest;

@@ -4,7 +4,7 @@ use axum::extract::State;
 use relations_domain::RelationCommand;
 use relations_store::RelationOutcome;
 
-use super::{on_target, Answer, TargetBody};
+use super::run::{on_target, Answer, TargetBody};
 use crate::extract::ApiJson;
 use crate::routes::command::CommandRequest;
 use crate::routes::contract::RelationCommandErrors;

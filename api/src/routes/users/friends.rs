@@ -5,7 +5,7 @@ use axum::Json;
 use relations_domain::UserId;
 use relations_projections::following::reads::OffsetList;
 
-use super::{offset_list, OffsetParams};
+use super::offset_list::{offset_list, OffsetParams};
 use crate::error::ApiError;
 use crate::extract::{ApiQuery, PathId};
 use crate::routes::contract::UserQueryErrors;

@@ -9,7 +9,7 @@ use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::{ApiQuery, PathId};
 use crate::routes::contract::UserQueryErrors;
-use crate::routes::feed::{with_engagement, PostPage, PostPageParams};
+use crate::routes::feed::post_page::{with_engagement, PostPage, PostPageParams};
 use crate::routes::query::catch_up;
 use crate::state::AppState;
 

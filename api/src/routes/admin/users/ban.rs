@@ -4,10 +4,10 @@ use axum::extract::State;
 use relations_domain::{AccountCommand, UserId};
 use relations_store::AccountChange;
 
-use super::run;
 use crate::auth::Admin;
 use crate::error::ApiError;
 use crate::extract::PathId;
+use crate::routes::account::run;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::BanErrors;
 use crate::state::AppState;

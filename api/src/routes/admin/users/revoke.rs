@@ -6,10 +6,10 @@ use relations_store::AccountChange;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::run;
 use crate::auth::Admin;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, PathId};
+use crate::routes::account::run;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 

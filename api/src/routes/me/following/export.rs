@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use relations_projections::following::query::FOLLOWING_KEYED;
 
-use super::{csv_line, HEADER};
+use super::csv::{csv_line, HEADER};
 use crate::auth::Actor;
 use crate::error::ErrorBody;
 use crate::state::AppState;

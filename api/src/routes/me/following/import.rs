@@ -11,7 +11,7 @@ use relations_store::{Executed, Idempotency, LogPosition, RelationOutcome, Store
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::parse;
+use super::csv::parse;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiCsv;
 use crate::routes::command::{CommandAnswer, CommandRequest};

@@ -7,7 +7,7 @@ use relations_store::RelationOutcome;
 use crate::extract::ApiJson;
 use crate::routes::command::CommandRequest;
 use crate::routes::contract::RelationCommandErrors;
-use crate::routes::relation::{on_target, Answer, TargetBody};
+use crate::routes::relation::run::{on_target, Answer, TargetBody};
 use crate::state::AppState;
 
 /// Refuse the target's pending request (no request: `changed: false`).

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::Json;
 use relations_projections::feed::query::{self as feed_read, Inbox, PgInbox};
 
-use super::{with_engagement, PostPage, PostPageParams};
+use super::post_page::{with_engagement, PostPage, PostPageParams};
 use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
