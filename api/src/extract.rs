@@ -1,13 +1,18 @@
 //! Extractors whose rejections speak SPEC.md's error format.
 
+use std::str::FromStr;
+
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use relations_store::{Idempotency, IdempotencyKey};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tower_http::request_id::RequestId;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::Required;
 
 use crate::error::ApiError;
 
@@ -80,6 +85,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
+/// A path's `{id}`, parsed: an id that does not parse names nothing, so it is 404 `NOT_FOUND`
+/// (SPEC.md: "an unknown or malformed id is 404"), whatever the id's type.
+pub struct PathId<T>(pub T);
+
+impl<S: Send + Sync, T: FromStr> FromRequestParts<S> for PathId<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::NotFound)?;
+        raw.parse().map(Self).map_err(|_| ApiError::NotFound)
+    }
+}
+
 /// The request's id, as set by the request-id layer (a client's `x-request-id`, or a new UUID).
 pub struct ReqId(pub String);
 
@@ -104,6 +124,21 @@ impl IdempotencyHeader {
     /// Binds the key to the request it came with.
     pub fn bind(self, operation: &str, request: &impl Serialize) -> Option<Idempotency> {
         self.0.map(|key| Idempotency::new(key, operation, request))
+    }
+}
+
+impl utoipa::IntoParams for IdempotencyHeader {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let schema = ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+            .pattern(Some(r"^[!-~]{1,255}$"));
+        vec![ParameterBuilder::new()
+            .name("Idempotency-Key")
+            .parameter_in(ParameterIn::Header)
+            .description(Some("Replays the first answer for a retry"))
+            .required(Required::False)
+            .schema(Some(schema))
+            .build()]
     }
 }
 

@@ -8,7 +8,7 @@ use relations_kafka::Relay;
 use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::replica::live::LiveGraph;
 use relations_projections::runtime::HorizonWatch;
-use relations_projections::{Runner, Wakeup};
+use relations_projections::{Projector, Runner, Wakeup};
 use relations_store::db;
 use relations_store::{
     AccountStore, CommitSignal, EngagementStore, PostStore, RelationStore, SettingsStore,
@@ -30,6 +30,35 @@ pub struct Application {
     state: AppState,
     runners: Vec<Runner>,
     relay: Option<Relay>,
+}
+
+/// Every projector by name, with its runner's health when this process runs it; the Kafka
+/// relay among them when one is configured.
+fn projector_entries(
+    projectors: &[Arc<dyn Projector>],
+    runners: &[Runner],
+    relay_configured: bool,
+    relay: &Option<Relay>,
+) -> Vec<ProjectorEntry> {
+    let mut entries: Vec<ProjectorEntry> = projectors
+        .iter()
+        .map(|p| ProjectorEntry {
+            name: p.name(),
+            essential: p.essential(),
+            health: runners
+                .iter()
+                .find(|r| r.name() == p.name())
+                .map(Runner::health),
+        })
+        .collect();
+    if relay_configured {
+        entries.push(ProjectorEntry {
+            name: relations_kafka::relay::NAME,
+            essential: false,
+            health: relay.as_ref().map(Relay::health),
+        });
+    }
+    entries
 }
 
 impl Application {
@@ -58,24 +87,8 @@ impl Application {
             (true, Some(settings)) => Some(Relay::new(pool.clone(), &settings)?),
             _ => None,
         };
-        let mut projectors: Vec<ProjectorEntry> = projectors
-            .iter()
-            .map(|p| ProjectorEntry {
-                name: p.name(),
-                essential: p.essential(),
-                health: runners
-                    .iter()
-                    .find(|r| r.name() == p.name())
-                    .map(Runner::health),
-            })
-            .collect();
-        if config.kafka.kafka_brokers.is_some() {
-            projectors.push(ProjectorEntry {
-                name: relations_kafka::relay::NAME,
-                essential: false,
-                health: relay.as_ref().map(Relay::health),
-            });
-        }
+        let relay_configured = config.kafka.kafka_brokers.is_some();
+        let projectors = projector_entries(&projectors, &runners, relay_configured, &relay);
         let state = AppState {
             projectors: Arc::new(projectors),
             graph: LiveGraph::new(),

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use relations_domain::UserId;
-use relations_store::{EventMetadata, Executed, Idempotency};
+use relations_store::{EventMetadata, Executed, Idempotency, StoredAnswer};
 use serde::Serialize;
 
 use crate::auth::Actor;
@@ -41,6 +41,15 @@ impl FromRequestParts<AppState> for CommandRequest {
             },
             key,
         })
+    }
+}
+
+/// A command's documented parameter: its optional `Idempotency-Key` header.
+impl utoipa::IntoParams for CommandRequest {
+    fn into_params(
+        parameter_in: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+    ) -> Vec<utoipa::openapi::path::Parameter> {
+        IdempotencyHeader::into_params(parameter_in)
     }
 }
 
@@ -82,6 +91,14 @@ impl<T> CommandAnswer<T> {
         Self {
             executed: executed.map(Into::into),
             status,
+        }
+    }
+
+    /// A first answer given again before anything was decided (not counted: nothing ran).
+    pub fn replay(first: StoredAnswer) -> Self {
+        Self {
+            executed: Executed::Replayed(first),
+            status: StatusCode::OK,
         }
     }
 }

@@ -1,17 +1,23 @@
-//! The HTTP API: each resource's module owns its `router()`; [`app`] merges them and adds the
-//! cross-cutting layers.
+//! The HTTP API, laid out by URL: one folder per resource, one file per endpoint. Each
+//! resource's `router()` registers every route together with its contract (utoipa-axum's
+//! `routes!` reads the handler's own `#[utoipa::path]`), so a route and its OpenAPI path are
+//! written once; [`router`] merges them under the document's head, and [`app`] serves them
+//! with `/openapi.json` and the cross-cutting layers.
 
-mod accounts;
+mod account;
 mod admin;
 mod command;
-pub mod engagement;
+mod comments;
+mod contract;
 mod feed;
+mod liking;
+mod live;
 mod me;
 mod ops;
+pub mod page;
 mod posts;
 pub mod query;
 mod relation;
-mod transfer;
 mod users;
 
 use axum::error_handling::HandleErrorLayer;
@@ -21,7 +27,7 @@ use axum::{middleware, BoxError, Router};
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
-use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
 use crate::extract::MAX_BODY_BYTES;
@@ -29,21 +35,30 @@ use crate::state::AppState;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The whole application, ready to serve (tests call it without a socket).
-pub fn app(state: AppState) -> Router {
-    let timeout = state.config.request_timeout();
-    Router::new()
+/// Every route, each with its contract, under the document's head.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(crate::openapi::head())
         .merge(relation::router())
         .merge(users::router())
         .merge(posts::router())
+        .merge(comments::router())
         .merge(feed::router())
         .merge(me::router())
         .merge(admin::router())
-        .merge(accounts::router())
-        .merge(transfer::router())
-        .merge(engagement::router())
-        .merge(crate::openapi::router())
         .merge(ops::router())
+}
+
+/// The whole contract, without a server.
+pub fn document() -> utoipa::openapi::OpenApi {
+    router().into_openapi()
+}
+
+/// The whole application, ready to serve (tests call it without a socket).
+pub fn app(state: AppState) -> Router {
+    let timeout = state.config.request_timeout();
+    let (routes, contract) = router().split_for_parts();
+    routes
+        .merge(crate::openapi::router(&contract))
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -83,23 +98,4 @@ async fn on_middleware_error(error: BoxError) -> ApiError {
     } else {
         ApiError::Internal(anyhow::anyhow!("middleware: {error}"))
     }
-}
-
-/// Every route's contract, from the handlers' own `#[utoipa::path]` annotations.
-pub fn described() -> utoipa::openapi::OpenApi {
-    let mut doc = relation::Doc::openapi();
-    for module in [
-        users::Doc::openapi(),
-        posts::Doc::openapi(),
-        feed::Doc::openapi(),
-        me::Doc::openapi(),
-        admin::Doc::openapi(),
-        accounts::Doc::openapi(),
-        transfer::Doc::openapi(),
-        engagement::Doc::openapi(),
-        ops::Doc::openapi(),
-    ] {
-        doc.merge(module);
-    }
-    doc
 }

@@ -1,4 +1,5 @@
-//! What every query shares: paging limits, cursors, `min_position`, viewer annotation.
+//! What every query shares: where graph reads come from, waiting for `min_position`, the
+//! user-list answers and their viewer annotation (paging is in [`super::page`]).
 
 use std::time::Duration;
 
@@ -11,29 +12,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
+use crate::routes::page::{Page, SinceKey};
 use crate::state::AppState;
-
-/// `limit`: default 20, 1 to 100.
-pub fn limit(limit: Option<i64>) -> Result<i64, ApiError> {
-    match limit {
-        None => Ok(20),
-        Some(n) if (1..=100).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::InvalidInput(format!(
-            "limit must be 1 to 100, got {n}"
-        ))),
-    }
-}
-
-/// `offset`: default 0, not negative, at most 100 000 (deeper pages use cursors).
-pub fn offset(offset: Option<i64>) -> Result<i64, ApiError> {
-    match offset {
-        None => Ok(0),
-        Some(n) if (0..=100_000).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::InvalidInput(format!(
-            "offset must be 0 to 100000, got {n}"
-        ))),
-    }
-}
 
 /// Where a graph read (relations, lists, counts) comes from: the in-memory replica once it is
 /// loaded, else the read model; in either case after it reflects `min_position`, when given.
@@ -83,62 +63,6 @@ pub async fn wait_for_projectors(
         Ok(())
     } else {
         Err(ApiError::NotCaughtUp)
-    }
-}
-
-/// The parameters of a cursor-paged list with no viewer (the caller's own lists, known
-/// followers).
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct KeyedParams {
-    /// The previous page's `next_cursor`.
-    #[param(pattern = r"^-?[0-9]{1,18}\.[0-9]{1,18}$")]
-    pub cursor: Option<String>,
-    /// Items per page: default 20, at most 100.
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
-    pub min_position: Option<LogPosition>,
-}
-
-/// A search-after cursor over `(since, id)`, newest first: `"{since µs}.{id}"`, opaque to clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cursor {
-    /// The last item's time.
-    pub since: DateTime<Utc>,
-    /// The last item's id.
-    pub id: i64,
-}
-
-impl Cursor {
-    /// The cursor after `edge`.
-    pub fn after(edge: &ListEntry) -> Self {
-        Self {
-            since: edge.since,
-            id: edge.user.get(),
-        }
-    }
-
-    /// Parses a client's cursor.
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
-        let bad = || ApiError::InvalidInput("malformed cursor".into());
-        let (micros, id) = raw.split_once('.').ok_or_else(bad)?;
-        let micros: i64 = micros.parse().map_err(|_| bad())?;
-        let id: i64 = id.parse().map_err(|_| bad())?;
-        let since = DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(bad)?;
-        Ok(Self { since, id })
-    }
-
-    /// The key the read model pages on.
-    pub fn key(self) -> (DateTime<Utc>, i64) {
-        (self.since, self.id)
-    }
-}
-
-impl std::fmt::Display for Cursor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.since.timestamp_micros(), self.id)
     }
 }
 
@@ -202,4 +126,24 @@ pub async fn items(
             relation,
         })
         .collect())
+}
+
+/// The key a user list pages on after `edge`.
+pub fn edge_key(edge: &ListEntry) -> SinceKey {
+    (edge.since, edge.user.get())
+}
+
+/// Turns `page.probe()` rows into a page of items (annotated for `viewer`) and the cursor
+/// after it.
+pub async fn cursor_page(
+    source: Source<'_>,
+    page: &Page<SinceKey>,
+    mut rows: Vec<ListEntry>,
+    viewer: Option<UserId>,
+) -> Result<CursorPage, ApiError> {
+    let next_cursor = page.cut(&mut rows, edge_key);
+    Ok(CursorPage {
+        items: items(source, &rows, viewer).await?,
+        next_cursor,
+    })
 }

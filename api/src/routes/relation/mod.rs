@@ -1,40 +1,35 @@
-//! `/api/v1/relation/*`: the relation commands, and the status and batch queries.
+//! `/api/v1/relation/*`: the relation commands (one file each), and the status and batch
+//! queries.
 
-mod command;
+mod batch;
+mod block;
+mod follow;
+mod follow_requests;
 mod mute;
+mod remove_follower;
+pub mod run;
 mod status;
+mod unblock;
+mod unfollow;
+mod unmute;
 
-use axum::routing::{get, post};
-use axum::Router;
-use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::state::AppState;
-use command::Verb;
 
-/// The relation routes.
-pub fn router() -> Router<AppState> {
-    let commands = Verb::ALL.into_iter().fold(Router::new(), |router, verb| {
-        router.route(verb.path(), command::route(verb))
-    });
-    commands
-        .route("/api/v1/relation/mute", post(mute::mute))
-        .route("/api/v1/relation/status", get(status::status))
-        .route("/api/v1/relation/batch", get(status::batch))
+/// The relation routes, each with its contract.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(follow::follow))
+        .routes(routes!(unfollow::unfollow))
+        .routes(routes!(block::block))
+        .routes(routes!(unblock::unblock))
+        .routes(routes!(remove_follower::remove_follower))
+        .routes(routes!(mute::mute))
+        .routes(routes!(unmute::unmute))
+        .routes(routes!(follow_requests::approve::approve))
+        .routes(routes!(follow_requests::reject::reject))
+        .routes(routes!(status::status))
+        .routes(routes!(batch::batch))
 }
-
-/// The relation routes' contract.
-#[derive(OpenApi)]
-#[openapi(paths(
-    command::follow,
-    command::unfollow,
-    command::block,
-    command::unblock,
-    command::remove_follower,
-    command::unmute,
-    command::approve,
-    command::reject,
-    mute::mute,
-    status::status,
-    status::batch
-))]
-pub struct Doc;

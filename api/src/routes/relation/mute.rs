@@ -1,17 +1,17 @@
 //! `POST /api/v1/relation/mute` `{"target", "duration_secs": n|null}`: the caller mutes the
 //! target, for good or for a while; the mute ends by itself at its end.
 
+use crate::outcome::RelationOutcome;
 use axum::extract::State;
 use chrono::{Duration, Utc};
 use relations_domain::{RelationCommand, UserId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::command::run;
+use super::run::{run, Answer};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
-use crate::outcome::RelationOutcome;
-use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::command::CommandRequest;
 use crate::state::AppState;
 
 /// The longest mute with an end: ten years (a longer one is a mute for good).
@@ -39,8 +39,7 @@ fn optional_integral<'de, D: serde::Deserializer<'de>>(
 /// Mutes the target: their posts leave the caller's feed and new-post count until the mute
 /// ends (`duration_secs`) or is lifted. Follows are untouched; `muting` is private.
 #[utoipa::path(post, path = "/api/v1/relation/mute", tag = "commands", request_body = MuteBody,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for a retry", pattern = r"^[!-~]{1,255}$")),
-    security(("bearer" = [])),
+    params(CommandRequest), security(("bearer" = [])),
     responses(
         (status = 200, body = RelationOutcome),
         (status = 400, body = ErrorBody, description = "INVALID_INPUT, SELF_RELATION"),
@@ -52,7 +51,7 @@ pub async fn mute(
     State(state): State<AppState>,
     request: CommandRequest,
     ApiJson(body): ApiJson<MuteBody>,
-) -> Result<CommandAnswer<RelationOutcome>, ApiError> {
+) -> Answer {
     let now = Utc::now();
     let until = match body.duration_secs {
         None => None,

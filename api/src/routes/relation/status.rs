@@ -1,4 +1,5 @@
-//! `GET /api/v1/relation/status?from=A&to=B` and `GET /api/v1/relation/batch?from=C&to=1,2,3`.
+//! `GET /api/v1/relation/status?from=A&to=B`, and what it shares with `batch`: relations now
+//! or as they stood.
 
 use axum::extract::State;
 use axum::Json;
@@ -6,12 +7,13 @@ use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
 use relations_projections::history;
 use relations_store::LogPosition;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::auth::Actor;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::ApiError;
 use crate::extract::ApiQuery;
+use crate::routes::contract::QueryErrors;
 use crate::routes::query::{graph_source, wait_for_projectors};
 use crate::state::AppState;
 
@@ -22,14 +24,17 @@ fn mutes_at(bearer: Option<&Actor>, from: UserId) -> Option<DateTime<Utc>> {
 
 /// `from`'s relations to `to`: now (from the graph, `muting` for `from` themselves), or as
 /// they stood at `as_of` (from projector `history`, `muting` false).
-async fn relations(
+pub(super) async fn relations(
     state: &AppState,
     bearer: Option<&Actor>,
     from: UserId,
     to: &[UserId],
-    min_position: Option<LogPosition>,
-    as_of: Option<DateTime<Utc>>,
+    when: AsOfParams,
 ) -> Result<Vec<Relation>, ApiError> {
+    let AsOfParams {
+        min_position,
+        as_of,
+    } = when;
     if let Some(at) = as_of {
         wait_for_projectors(state, &[history::NAME], min_position).await?;
         return Ok(history::query::relations_as_of(&state.pool, from, to, at).await?);
@@ -37,9 +42,6 @@ async fn relations(
     let source = graph_source(state, min_position).await?;
     Ok(source.relations(from, to, mutes_at(bearer, from)).await?)
 }
-
-/// Most ids one batch may ask about.
-pub const MAX_BATCH: usize = 200;
 
 /// `status` parameters.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -51,6 +53,12 @@ pub struct StatusParams {
     /// The other user.
     #[param(value_type = i64, minimum = 1)]
     to: UserId,
+}
+
+/// When the relations are read: after `min_position` now, or as they stood at `as_of`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AsOfParams {
     /// Read-your-writes: a command answer's `position`.
     #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
@@ -61,79 +69,14 @@ pub struct StatusParams {
 }
 
 /// A's relation to B.
-#[utoipa::path(get, path = "/api/v1/relation/status", tag = "queries", params(StatusParams),
-    responses((status = 200, body = Relation), (status = 400, body = ErrorBody),
-              (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
+#[utoipa::path(get, path = "/api/v1/relation/status", tag = "queries", params(StatusParams, AsOfParams),
+    responses((status = 200, body = Relation), QueryErrors))]
 pub async fn status(
     State(state): State<AppState>,
     bearer: Option<Actor>,
     ApiQuery(p): ApiQuery<StatusParams>,
+    ApiQuery(when): ApiQuery<AsOfParams>,
 ) -> Result<Json<Relation>, ApiError> {
-    let mut relations = relations(
-        &state,
-        bearer.as_ref(),
-        p.from,
-        &[p.to],
-        p.min_position,
-        p.as_of,
-    )
-    .await?;
+    let mut relations = relations(&state, bearer.as_ref(), p.from, &[p.to], when).await?;
     Ok(Json(relations.remove(0)))
-}
-
-/// `batch` parameters.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct BatchParams {
-    /// The user whose side the answers take.
-    #[param(value_type = i64, minimum = 1)]
-    from: UserId,
-    /// Comma-separated user ids, at most 200.
-    #[param(pattern = r"^[1-9][0-9]{0,17}(,[1-9][0-9]{0,17}){0,199}$")]
-    to: String,
-    /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
-    min_position: Option<LogPosition>,
-    /// The relation as it stood at this moment (RFC 3339), folded from the log: follows,
-    /// blocks and requests as they were; `muting` false.
-    #[param(value_type = Option<String>, format = DateTime)]
-    as_of: Option<DateTime<Utc>>,
-}
-
-/// `batch`'s answer: `{relations}`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RelationBatch {
-    /// One per id asked, in the order asked.
-    pub relations: Vec<Relation>,
-}
-
-/// C's relation to each of up to 200 users, in the order asked.
-#[utoipa::path(get, path = "/api/v1/relation/batch", tag = "queries", params(BatchParams),
-    responses((status = 200, body = RelationBatch), (status = 400, body = ErrorBody),
-              (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
-pub async fn batch(
-    State(state): State<AppState>,
-    bearer: Option<Actor>,
-    ApiQuery(p): ApiQuery<BatchParams>,
-) -> Result<Json<RelationBatch>, ApiError> {
-    let to =
-        p.to.split(',')
-            .map(|id| id.trim().parse::<UserId>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ApiError::InvalidInput(format!("to: {e}")))?;
-    if to.len() > MAX_BATCH {
-        return Err(ApiError::InvalidInput(format!(
-            "to: at most {MAX_BATCH} ids"
-        )));
-    }
-    let relations = relations(
-        &state,
-        bearer.as_ref(),
-        p.from,
-        &to,
-        p.min_position,
-        p.as_of,
-    )
-    .await?;
-    Ok(Json(RelationBatch { relations }))
 }

@@ -1,35 +1,25 @@
-//! `/api/v1/users/{id}/*`: following, followers, friends, counts, known followers.
+//! `/api/v1/users/{id}/*`: a user's lists, counters and posts, one file each.
 
-mod lists;
+mod counts;
+mod followers;
+mod following;
+mod friends;
+mod known_followers;
+mod offset_list;
+mod posts;
 
-pub use lists::cursor_page;
-
-use axum::routing::get;
-use axum::Router;
-use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::state::AppState;
 
-/// The user routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/users/{id}/following", get(lists::following))
-        .route("/api/v1/users/{id}/followers", get(lists::followers))
-        .route("/api/v1/users/{id}/friends", get(lists::friends))
-        .route("/api/v1/users/{id}/counts", get(lists::counts))
-        .route(
-            "/api/v1/users/{id}/known_followers",
-            get(lists::known_followers),
-        )
+/// The user routes, each with its contract.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(following::following))
+        .routes(routes!(followers::followers))
+        .routes(routes!(friends::friends))
+        .routes(routes!(counts::counts))
+        .routes(routes!(known_followers::known_followers))
+        .routes(routes!(posts::timeline))
 }
-
-/// The user routes' contract.
-#[derive(OpenApi)]
-#[openapi(paths(
-    lists::following,
-    lists::followers,
-    lists::friends,
-    lists::counts,
-    lists::known_followers
-))]
-pub struct Doc;

@@ -1,0 +1,38 @@
+//! `GET /api/v1/comments/{id}/replies`: a comment's replies.
+
+use axum::extract::State;
+use axum::Json;
+use relations_domain::CommentId;
+use relations_projections::engagement::query::{self as read, CommentKey};
+use relations_projections::engagement::NAME as ENGAGEMENT;
+
+use super::visible::{visible_page, CommentList, CommentPage};
+use crate::auth::Actor;
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::PathId;
+use crate::routes::live::live_post;
+use crate::routes::page::Page;
+use crate::routes::query::wait_for_projectors;
+use crate::state::AppState;
+
+/// A comment's replies, oldest first, filtered like the root comments.
+#[utoipa::path(get, path = "/api/v1/comments/{id}/replies", tag = "queries",
+    params(("id" = String, Path), Page<CommentKey>),
+    responses((status = 200, body = CommentPage), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn replies(
+    State(state): State<AppState>,
+    viewer: Option<Actor>,
+    PathId(comment): PathId<CommentId>,
+    page: Page<CommentKey>,
+) -> Result<Json<CommentPage>, ApiError> {
+    live_post(&state, comment.post).await?;
+    wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
+    let known = read::comment_by_id(&state.pool, comment).await?;
+    // A deleted comment shows (as deleted) while it has replies.
+    if !known.is_some_and(|c| !c.deleted || c.reply_count > 0) {
+        return Err(ApiError::NotFound);
+    }
+    let list = CommentList::Replies(comment);
+    visible_page(&state, viewer, list, &page).await.map(Json)
+}

@@ -1,0 +1,88 @@
+//! Error answers that groups of routes share, documented once: each set is a type a route's
+//! `#[utoipa::path(responses(...))]` names beside its own success answer. Every error body is
+//! [`ErrorBody`].
+
+use std::collections::BTreeMap;
+
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
+use utoipa::IntoResponses;
+
+/// `(status, description)` answers, each with an [`ErrorBody`](crate::error::ErrorBody).
+fn errors(answers: &[(u16, &str)]) -> BTreeMap<String, RefOr<Response>> {
+    answers
+        .iter()
+        .map(|&(status, description)| {
+            let content = ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build();
+            let response = ResponseBuilder::new()
+                .description(description)
+                .content("application/json", content)
+                .build();
+            (status.to_string(), RefOr::T(response))
+        })
+        .collect()
+}
+
+macro_rules! error_sets {
+    ($($(#[$doc:meta])* $name:ident = [$(($status:literal, $description:literal)),* $(,)?];)*) => {$(
+        $(#[$doc])*
+        pub struct $name;
+
+        impl IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                errors(&[$(($status, $description)),*])
+            }
+        }
+    )*};
+}
+
+error_sets! {
+    /// A query's errors when it needs no token and names no resource.
+    QueryErrors = [(400, ""), (503, "NOT_CAUGHT_UP")];
+    /// A query's errors when it needs a bearer token.
+    BearerQueryErrors = [(400, ""), (401, ""), (503, "NOT_CAUGHT_UP")];
+    /// A query's errors about a user (`/users/{id}/...`).
+    UserQueryErrors = [(400, ""), (404, ""), (503, "NOT_CAUGHT_UP")];
+    /// A relation command's errors (`{"target"}` commands).
+    RelationCommandErrors = [
+        (400, "INVALID_INPUT, SELF_RELATION"),
+        (401, "UNAUTHENTICATED"),
+        (403, "BLOCKED"),
+        (409, "BLOCKING_TARGET, FOLLOW_LIMIT_REACHED"),
+        (413, ""),
+        (415, ""),
+        (422, "IDEMPOTENCY_KEY_REUSED"),
+        (429, "RATE_LIMITED, with Retry-After"),
+        (503, "UNAVAILABLE, with Retry-After"),
+    ];
+    /// A like's or an unlike's errors (posts and comments).
+    LikeErrors = [
+        (400, ""),
+        (401, ""),
+        (403, "BLOCKED: a block either way"),
+        (404, "unknown, deleted or malformed id"),
+        (422, ""),
+        (429, ""),
+        (503, ""),
+    ];
+    /// A pin's or an unpin's errors.
+    PinErrors = [
+        (400, ""),
+        (401, ""),
+        (403, "NOT_ALLOWED: not the post's author"),
+        (404, ""),
+        (422, ""),
+        (429, ""),
+        (503, ""),
+    ];
+    /// A ban's or an unban's errors.
+    BanErrors = [
+        (401, ""),
+        (403, "not an admin"),
+        (404, ""),
+        (422, ""),
+        (429, ""),
+        (503, ""),
+    ];
+}

@@ -1,0 +1,43 @@
+//! `GET /api/v1/feed`: the caller's follow feed, a page at a time.
+
+use axum::extract::State;
+use axum::Json;
+use relations_projections::feed::query::{self as feed_read, Inbox, PgInbox};
+
+use super::post_page::{with_engagement, PostPage, PostPageParams};
+use crate::auth::Actor;
+use crate::error::ApiError;
+use crate::extract::ApiQuery;
+use crate::routes::contract::BearerQueryErrors;
+use crate::routes::query::wait_for_essential;
+use crate::state::AppState;
+
+/// The caller's feed, newest first: `{items, next_cursor}`. Followed authors' posts (pushed
+/// into the caller's inbox, or pulled from big authors' timelines), or the recommended feed
+/// when the caller follows nobody. A first page (no cursor, no max_time) moves the read mark.
+#[utoipa::path(get, path = "/api/v1/feed", tag = "queries", security(("bearer" = [])),
+    params(PostPageParams),
+    responses((status = 200, body = PostPage), BearerQueryErrors))]
+pub async fn feed(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiQuery(p): ApiQuery<PostPageParams>,
+) -> Result<Json<PostPage>, ApiError> {
+    let (size, start) = (p.size()?, p.start()?);
+    wait_for_essential(&state, p.min_position).await?;
+    // Read-your-writes must not wait on the cache projector: read the inbox from PostgreSQL.
+    let inbox: &dyn Inbox = if p.min_position.is_some() {
+        &PgInbox
+    } else {
+        &state.inboxes
+    };
+    let recommended = state.config.recommended();
+    let (page, head) =
+        feed_read::feed(&state.pool, inbox, actor.user, &recommended, start, size).await?;
+    if p.is_first() {
+        state.read_marks.mark(actor.user, head);
+    }
+    let mut page: PostPage = page.into();
+    with_engagement(&state, &mut page.items, Some(actor.user)).await?;
+    Ok(Json(page))
+}

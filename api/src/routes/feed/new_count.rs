@@ -1,0 +1,47 @@
+//! `GET /api/v1/feed/new_count`: feed posts newer than the caller's read mark.
+
+use axum::extract::State;
+use axum::Json;
+use relations_projections::feed::query as feed_read;
+use relations_store::LogPosition;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Actor;
+use crate::error::ApiError;
+use crate::extract::ApiQuery;
+use crate::routes::contract::BearerQueryErrors;
+use crate::routes::query::wait_for_essential;
+use crate::state::AppState;
+
+/// `new_count`'s answer: `{count}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewCount {
+    /// Feed posts newer than the caller's read mark.
+    pub count: i64,
+}
+
+/// `new_count` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NewCountParams {
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
+    min_position: Option<LogPosition>,
+}
+
+/// How many feed posts are newer than the caller's read mark: `{count}`.
+#[utoipa::path(get, path = "/api/v1/feed/new_count", tag = "queries", security(("bearer" = [])),
+    params(NewCountParams),
+    responses((status = 200, body = NewCount), BearerQueryErrors))]
+pub async fn new_count(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiQuery(p): ApiQuery<NewCountParams>,
+) -> Result<Json<NewCount>, ApiError> {
+    wait_for_essential(&state, p.min_position).await?;
+    let recommended = state.config.recommended();
+    let pending = state.read_marks.pending(actor.user);
+    let count = feed_read::new_count(&state.pool, actor.user, &recommended, pending).await?;
+    Ok(Json(NewCount { count }))
+}

@@ -1,0 +1,31 @@
+//! `/api/v1/me/*`: the caller's own lists, settings, likes, follows as CSV and logout, one file
+//! each.
+
+mod blocks;
+mod follow_requests;
+mod follower_changes;
+mod following;
+mod liked;
+mod logout;
+mod mutes;
+mod own_list;
+mod settings;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+/// The caller's routes, each with its contract.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(blocks::blocks))
+        .routes(routes!(mutes::mutes))
+        .routes(routes!(follow_requests::follow_requests))
+        .routes(routes!(settings::settings))
+        .routes(routes!(follower_changes::follower_changes))
+        .routes(routes!(liked::liked))
+        .routes(routes!(logout::logout))
+        .routes(routes!(following::export::export))
+        .routes(routes!(following::import::import))
+}

@@ -1,0 +1,76 @@
+//! `POST /api/v1/posts/{id}/comments`: comments on a post, or replies to one of its comments.
+
+use crate::outcome::{Commented, ThreadAnswer};
+use axum::extract::State;
+use axum::http::StatusCode;
+use relations_domain::{CommentId, PostContent, PostId};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{ApiJson, PathId};
+use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::live::live_comment;
+use crate::routes::live::live_post;
+use crate::state::AppState;
+
+/// A new comment's body.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommentBody {
+    /// 1 to 2000 characters.
+    #[schema(value_type = String, min_length = 1, max_length = 2000, pattern = r"^[^\x00]*$")]
+    pub content: PostContent,
+    /// The comment replied to (a live comment of the same post), or null for a root comment.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub parent: Option<String>,
+}
+
+/// Comments on a post (a reply with `parent`): `201 {comment, position}`.
+#[utoipa::path(post, path = "/api/v1/posts/{id}/comments", tag = "commands",
+    request_body = CommentBody,
+    params(("id" = String, Path), CommandRequest),
+    security(("bearer" = [])),
+    responses((status = 201, body = Commented), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "BLOCKED: a block with the post's author, or with the author of the comment replied to"),
+              (status = 404, body = ErrorBody, description = "unknown post, or a parent that is not a live comment of it"),
+              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+              (status = 422, body = ErrorBody), (status = 429, body = ErrorBody),
+              (status = 503, body = ErrorBody)))]
+pub async fn comment(
+    State(state): State<AppState>,
+    mut request: CommandRequest,
+    PathId(post): PathId<PostId>,
+    ApiJson(body): ApiJson<CommentBody>,
+) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
+    let post_author = live_post(&state, post).await?;
+    let parent = match &body.parent {
+        None => None,
+        Some(raw) => {
+            let parent: CommentId = raw.parse().map_err(|_| ApiError::NotFound)?;
+            let (_, author) = live_comment(&state, parent).await?;
+            if parent.post != post {
+                return Err(ApiError::NotFound);
+            }
+            Some((parent.n, author))
+        }
+    };
+    let idempotency = request
+        .admit(&state, "comment", &(post.to_string(), &body))
+        .await?;
+    let executed = state
+        .engagement
+        .comment(
+            post,
+            request.actor(),
+            post_author,
+            parent,
+            body.content,
+            &request.metadata,
+            idempotency.as_ref(),
+        )
+        .await?;
+    Ok(CommandAnswer::new("comment", executed, StatusCode::CREATED))
+}

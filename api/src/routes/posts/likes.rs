@@ -1,0 +1,32 @@
+//! `GET /api/v1/posts/{id}/likes`: who likes a post.
+
+use axum::extract::State;
+use axum::Json;
+use relations_domain::{LikeTarget, PostId};
+use relations_projections::engagement::query as read;
+use relations_projections::engagement::NAME as ENGAGEMENT;
+
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::PathId;
+use crate::routes::live::live_post;
+use crate::routes::page::{Page, SinceKey};
+use crate::routes::query::{cursor_page, graph_source, wait_for_projectors, CursorPage};
+use crate::state::AppState;
+
+/// Who likes the post, newest first: `{items: [{user, since}], next_cursor}`.
+#[utoipa::path(get, path = "/api/v1/posts/{id}/likes", tag = "queries",
+    params(("id" = String, Path), Page<SinceKey>),
+    responses((status = 200, body = CursorPage), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn likers(
+    State(state): State<AppState>,
+    PathId(post): PathId<PostId>,
+    page: Page<SinceKey>,
+) -> Result<Json<CursorPage>, ApiError> {
+    live_post(&state, post).await?;
+    wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
+    let target = LikeTarget::Post(post);
+    let rows = read::likers(&state.pool, target, page.after, page.probe()).await?;
+    let source = graph_source(&state, None).await?;
+    cursor_page(source, &page, rows, None).await.map(Json)
+}

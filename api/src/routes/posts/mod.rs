@@ -1,0 +1,26 @@
+//! `/api/v1/posts[/{id}/*]`: publishing and deleting posts (rule 8), their likes and their
+//! comments (seed 002), one file each.
+
+mod comment;
+mod comments;
+mod delete;
+mod like;
+mod likes;
+mod publish;
+mod unlike;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+/// The post routes, each with its contract.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(publish::publish))
+        .routes(routes!(delete::remove))
+        .routes(routes!(like::like_post))
+        .routes(routes!(unlike::unlike_post))
+        .routes(routes!(likes::likers))
+        .routes(routes!(comment::comment, comments::comments))
+}
