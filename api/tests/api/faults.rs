@@ -169,15 +169,21 @@ async fn a_transaction_holding_the_horizon_is_reported() {
     let (status, ready) = app.get("/readyz").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
     assert_eq!(ready["checks"]["horizon_held"], json!(true));
-    let metrics = app.metrics().await;
-    let held_metric = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("relations_log_held_events "))
-        .expect("relations_log_held_events is exported");
-    assert!(
-        held_metric.trim().parse::<f64>().unwrap() >= 1.0,
-        "{metrics}"
-    );
+    // `/metrics` answers from the log watch's last look (once a second): it shows the held
+    // events by the next one.
+    let started = Instant::now();
+    loop {
+        let metrics = app.metrics().await;
+        let held_metric = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("relations_log_held_events "))
+            .expect("relations_log_held_events is exported");
+        if held_metric.trim().parse::<f64>().unwrap() >= 1.0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{metrics}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     held.commit().await.unwrap();
     let started = Instant::now();
     loop {
