@@ -14,6 +14,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use relations_projections::runtime::wait_for;
+use relations_store::bulk;
 use sqlx::PgPool;
 
 /// Follow edges `(follower, followee)` among users `1..=users`, deterministic for a seed.
@@ -43,7 +44,20 @@ pub fn follows(users: i64, seed: u64) -> Vec<(i64, i64)> {
     edges
 }
 
-pub use relations_store::bulk::{append_follows as load_follows, append_posts as load_posts};
+/// Appends a `Followed` per edge, then settles the database as an operator would after a bulk
+/// load (README, "Bulk loads"); how many events.
+pub async fn load_follows(pool: &PgPool, edges: &[(i64, i64)]) -> Result<u64, sqlx::Error> {
+    let events = bulk::append_follows(pool, edges).await?;
+    bulk::settle(pool).await?;
+    Ok(events)
+}
+
+/// Appends a `PostPublished` per author, then settles the database; how many events.
+pub async fn load_posts(pool: &PgPool, authors: &[i64]) -> Result<u64, sqlx::Error> {
+    let events = bulk::append_posts(pool, authors).await?;
+    bulk::settle(pool).await?;
+    Ok(events)
+}
 
 /// Waits until every projector in `names` has applied the whole log; how long it took.
 pub async fn caught_up(pool: &PgPool, names: &[&str]) -> anyhow::Result<Duration> {

@@ -67,3 +67,15 @@ pub async fn append_posts(pool: &PgPool, authors: &[i64]) -> Result<u64, sqlx::E
     }
     Ok(authors.len() as u64)
 }
+
+/// What an operator runs after a bulk load, before serving: `VACUUM (ANALYZE)` of the log and
+/// the guard rows (statistics for the planner, hint bits and the visibility map set once here
+/// rather than by the first readers, so index-only scans work), then a `CHECKPOINT` (the load's
+/// dirty pages written now, not in the middle of the projectors' catch-up).
+pub async fn settle(pool: &PgPool) -> Result<(), sqlx::Error> {
+    sqlx::query("VACUUM (ANALYZE) events, follow_guard")
+        .execute(pool)
+        .await?;
+    sqlx::query("CHECKPOINT").execute(pool).await?;
+    Ok(())
+}
