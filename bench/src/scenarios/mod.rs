@@ -1,7 +1,9 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
-//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
+//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `bookkeeping`. (a), (b), (c), (f) and (k) share one loaded
+//! graph ([`graph_scenarios`]).
 
+mod bookkeeping;
 mod engagement;
 mod feed;
 mod follow_commands;
@@ -72,7 +74,7 @@ impl Scale {
     }
 }
 
-/// (a), (b), (c) and (f), on one loaded graph.
+/// (a), (b), (c), (f) and (k), on one loaded graph.
 pub async fn graph_scenarios(
     env: &Env,
     scale: Scale,
@@ -137,6 +139,9 @@ pub async fn graph_scenarios(
     }
     if wanted('f') {
         rows.extend(memory::memory(&server, &pool).await?);
+    }
+    if wanted('k') {
+        rows.extend(bookkeeping::bookkeeping(&pool, events).await?);
     }
     Ok(rows)
 }
