@@ -70,12 +70,8 @@ async fn visible(
     let mut items: Vec<CommentView> = Vec::new();
     loop {
         let batch = match list {
-            CommentList::Roots(post, sort) => {
-                read::roots(pool, post, sort, after, chunk).await?
-            }
-            CommentList::Replies(parent) => {
-                read::replies(pool, parent, after, chunk).await?
-            }
+            CommentList::Roots(post, sort) => read::roots(pool, post, sort, after, chunk).await?,
+            CommentList::Replies(parent) => read::replies(pool, parent, after, chunk).await?,
         };
         let ended = (batch.len() as i64) < chunk;
         let hidden = hidden(source, viewer, &batch).await?;

@@ -4,7 +4,9 @@ use axum::extract::State;
 use axum::Json;
 use relations_projections::error::ProjectionError;
 use relations_projections::feed::inbox_cache::InboxCache;
-use relations_projections::feed::query::{self as feed_read, Inbox, InboxEntries, InboxRange, PgInbox};
+use relations_projections::feed::query::{
+    self as feed_read, Inbox, InboxEntries, InboxRange, PgInbox,
+};
 use sqlx::PgPool;
 
 use super::post_page::{with_engagement, PostPage, PostPageParams};
