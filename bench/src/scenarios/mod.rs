@@ -1,6 +1,6 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
-//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
+//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `read_pool`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
 
 mod engagement;
 mod feed;
@@ -9,6 +9,7 @@ mod insights;
 mod lag;
 mod memory;
 mod mixed;
+mod read_pool;
 mod reads;
 mod rebuild;
 mod stream;
@@ -22,6 +23,7 @@ pub use engagement::engagement;
 pub use feed::feed;
 pub use insights::insights;
 pub use mixed::mixed;
+pub use read_pool::read_pool;
 pub use rebuild::rebuild;
 pub use stream::stream;
 
