@@ -24,13 +24,34 @@ pub struct DatabaseConfig {
 impl DatabaseConfig {
     /// The pool every command and the server use (the one place a pool is made from settings).
     pub async fn connect(&self) -> anyhow::Result<sqlx::PgPool> {
-        let settings = relations_store::db::PoolSettings {
-            max_connections: self.db_max_connections,
-            ..Default::default()
-        };
-        relations_store::db::connect(&self.database_url, &settings)
+        self.pool(&self.database_url, true)
             .await
             .context("connecting to PostgreSQL (DATABASE_URL)")
+    }
+
+    /// The pool `serve`'s reads use: the hot standby at `read_url` when one is set (sessions
+    /// in recovery are what it is for), else `primary` itself.
+    pub async fn connect_reads(
+        &self,
+        read_url: Option<&str>,
+        primary: &sqlx::PgPool,
+    ) -> anyhow::Result<sqlx::PgPool> {
+        match read_url {
+            Some(url) => self
+                .pool(url, false)
+                .await
+                .context("connecting to PostgreSQL (DATABASE_READ_URL)"),
+            None => Ok(primary.clone()),
+        }
+    }
+
+    async fn pool(&self, url: &str, primary_only: bool) -> Result<sqlx::PgPool, sqlx::Error> {
+        let settings = relations_store::db::PoolSettings {
+            max_connections: self.db_max_connections,
+            primary_only,
+            ..Default::default()
+        };
+        relations_store::db::connect(url, &settings).await
     }
 }
 
@@ -136,6 +157,16 @@ pub struct Config {
     /// PostgreSQL.
     #[command(flatten)]
     pub database: DatabaseConfig,
+    /// A hot standby of `DATABASE_URL` (optional) for the reads that go to PostgreSQL:
+    /// timelines, feed pages, comments, likes lists, `as_of`, follower changes, the CSV export,
+    /// the lists' fallback, and the graph replica's load and log tail. `min_position` then
+    /// waits until the standby has replayed the position. Unset, the primary serves them.
+    #[arg(
+        long = "database-read-url",
+        env = "DATABASE_READ_URL",
+        hide_env_values = true
+    )]
+    pub database_read_url: Option<String>,
     /// Token signing.
     #[command(flatten)]
     pub jwt: JwtConfig,

@@ -67,6 +67,10 @@ impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let pool = config.database.connect().await?;
         db::migrate(&pool).await.context("applying migrations")?;
+        let read_pool = config
+            .database
+            .connect_reads(config.database_read_url.as_deref(), &pool)
+            .await?;
         let redis = config.redis.connect()?.context("serve needs REDIS_URL")?;
         let listener = TcpListener::bind(config.http_addr)
             .await
@@ -134,6 +138,7 @@ impl Application {
             redis,
             metrics: crate::metrics::handle(),
             pool,
+            read_pool,
             config: Arc::new(config),
         };
         Ok(Self {
@@ -164,8 +169,10 @@ impl Application {
         // write this instance acknowledged) is answered as fully as any other.
         let background = CancellationToken::new();
         let wakeup = Wakeup::listen(self.state.pool.clone(), background.clone());
+        // The replica loads and tails where the reads go, so that its position is what the
+        // read pool has replayed.
         let graph = tokio::spawn(self.state.graph.clone().run(
-            self.state.pool.clone(),
+            self.state.read_pool.clone(),
             wakeup.clone(),
             background.clone(),
         ));
@@ -214,6 +221,7 @@ impl Application {
         }
         let _ = graph.await;
         self.state.pool.close().await;
+        self.state.read_pool.close().await;
         tracing::info!("stopped");
         Ok(())
     }

@@ -30,8 +30,14 @@ pub struct ProjectorEntry {
 /// What handlers need, cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
-    /// The one PostgreSQL pool: event store and read models.
+    /// The primary: the event store, the projectors, and whatever must see the newest state
+    /// (authentication, the caches' loads).
     pub pool: PgPool,
+    /// Where the reads that go to PostgreSQL are served: the hot standby of
+    /// `DATABASE_READ_URL`, else the primary (a clone of `pool`). Handlers get it from
+    /// [`crate::routes::query::wait_for_projectors`] (or its siblings), which waits on its
+    /// checkpoints for `min_position`, never from here.
+    pub read_pool: PgPool,
     /// The write path: relation commands.
     pub relations: RelationStore,
     /// The write path: post commands.

@@ -7,7 +7,9 @@
 //! vs a trivial axum handler; (c) projection lag under a sustained write rate; (d) rebuild
 //! throughput vs COPY of the same rows; (e) feed fan-out and feed pages (hybrid vs pure push vs
 //! pure pull, and Stream-Framework on the same Redis); (f) memory; (g) a LinkBench-style request
-//! mix. Each lives in `scenarios/`, one file per scenario.
+//! mix; (h) insights; (i) likes and comments; (j) the live feed; (k) the primary's CPU per read
+//! with and without a hot standby serving reads (`DATABASE_READ_URL`). Each lives in
+//! `scenarios/`, one file per scenario.
 
 mod graph;
 mod harness;
@@ -52,7 +54,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to k); all when empty.
+    /// Only these scenarios (letters a to l); all when empty.
     #[arg(long)]
     only: Vec<char>,
     /// Users in the graph of (a), (b), (c), (f); the rebuild graph of (d) gets 2.4 times as
@@ -85,7 +87,7 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("relations-bench: {scale:?}");
     let mut rows = Vec::new();
-    if ['a', 'b', 'c', 'f', 'k'].into_iter().any(&wanted) {
+    if ['a', 'b', 'c', 'f', 'l'].into_iter().any(&wanted) {
         rows.extend(
             scenarios::graph_scenarios(&env, scale, &wanted, args.profile.as_deref()).await?,
         );
@@ -107,6 +109,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted('j') {
         rows.extend(scenarios::stream(&env, scale).await?);
+    }
+    if wanted('k') {
+        rows.extend(scenarios::read_pool(&env, scale).await?);
     }
     println!("{}", harness::table(&rows));
     println!("total bench time: {:.0} s", started.elapsed().as_secs_f64());

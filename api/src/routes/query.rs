@@ -9,6 +9,7 @@ use relations_projections::relations::query::ListEntry;
 use relations_projections::relations::reads::Source;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
@@ -16,7 +17,9 @@ use crate::routes::page::{Page, SinceKey};
 use crate::state::AppState;
 
 /// Where a graph read (relations, lists, counts) comes from: the in-memory replica once it is
-/// loaded, else the read model; in either case after it reflects `min_position`, when given.
+/// loaded, else the read models on the read pool; in either case after it reflects
+/// `min_position`, when given. (The replica loads and tails from the read pool, so its position
+/// is never ahead of what that pool holds.)
 pub async fn graph_source(
     state: &AppState,
     min_position: Option<LogPosition>,
@@ -31,15 +34,21 @@ pub async fn graph_source(
             None => {}
         },
     }
-    wait_for_essential(state, min_position).await?;
-    Ok(&state.pool)
+    Ok(wait_for_essential(state, min_position).await?)
 }
 
-/// Waits until the read models reflect `min_position`, when one is given.
+/// The pool a read that waits for no position reads the read models from (the one place it is
+/// chosen: `DATABASE_READ_URL`'s standby, else the primary).
+pub fn read_pool(state: &AppState) -> &PgPool {
+    &state.read_pool
+}
+
+/// The pool to read the read models from, once they reflect `min_position` there (when one is
+/// given): see [`wait_for_projectors`].
 pub async fn wait_for_essential(
     state: &AppState,
     min_position: Option<LogPosition>,
-) -> Result<(), ApiError> {
+) -> Result<&PgPool, ApiError> {
     let names: Vec<&str> = state
         .projectors
         .iter()
@@ -49,18 +58,26 @@ pub async fn wait_for_essential(
     wait_for_projectors(state, &names, min_position).await
 }
 
-/// Waits until projectors `names` reflect `min_position`, when one is given.
-pub async fn wait_for_projectors(
-    state: &AppState,
+/// The one place a read picks its pool: the read pool (`DATABASE_READ_URL`'s standby, else the
+/// primary), once projectors `names` have applied `min_position` there, when one is given.
+///
+/// The wait reads the checkpoints on the read pool itself: a projector writes its rows in the
+/// transaction that moves its checkpoint, so a standby that has replayed a checkpoint at or
+/// past `min_position` holds the rows too. (A wait on the primary's checkpoints, followed by a
+/// read from a standby behind it, would break read-your-writes.) 503 `NOT_CAUGHT_UP` when they
+/// do not get there within `RELATIONS_CATCH_UP_WAIT_MS`.
+pub async fn wait_for_projectors<'s>(
+    state: &'s AppState,
     names: &[&str],
     min_position: Option<LogPosition>,
-) -> Result<(), ApiError> {
+) -> Result<&'s PgPool, ApiError> {
+    let pool = read_pool(state);
     let Some(position) = min_position else {
-        return Ok(());
+        return Ok(pool);
     };
     let wait = Duration::from_millis(state.config.catch_up_wait_ms);
-    if relations_projections::runtime::wait_for(&state.pool, names, position, wait).await? {
-        Ok(())
+    if relations_projections::runtime::wait_for(pool, names, position, wait).await? {
+        Ok(pool)
     } else {
         Err(ApiError::NotCaughtUp)
     }

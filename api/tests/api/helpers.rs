@@ -95,6 +95,7 @@ pub async fn test_config() -> Config {
             database_url: fresh_database().await,
             db_max_connections: 20,
         },
+        database_read_url: None,
         jwt: JwtConfig {
             jwt_secret: SECRET.to_owned(),
         },

@@ -24,6 +24,7 @@ mod owned;
 mod privacy;
 mod queries;
 mod rate_limit;
+mod replica;
 mod requests;
 mod rules;
 mod stream;

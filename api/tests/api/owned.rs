@@ -1,5 +1,5 @@
 //! Servers a test owns and may stop and start: a PostgreSQL cluster (initdb in a temporary
-//! directory, on a free port) and a Redis. The fault tests break these, never the machine's
+//! directory, on a free port), its streaming hot standby, and a Redis. The fault tests break these, never the machine's
 //! shared servers that the other tests use.
 
 use std::path::PathBuf;
@@ -46,8 +46,8 @@ pub struct OwnedPostgres {
 }
 
 impl OwnedPostgres {
-    /// Creates and starts a cluster (trust authentication, no fsync: a test's data).
-    pub fn start() -> Self {
+    /// A new temporary directory the server's user owns.
+    fn new_dir() -> PathBuf {
         let dir = std::env::temp_dir().join(format!("relations-pg-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         if is_root() {
@@ -57,6 +57,14 @@ impl OwnedPostgres {
                 .unwrap()
                 .success());
         }
+        dir
+    }
+
+    /// Creates and starts a cluster (trust authentication, no fsync: a test's data). initdb's
+    /// defaults make it a primary a standby can stream from: `wal_level=replica`,
+    /// `max_wal_senders=10`, and trusted replication connections from 127.0.0.1.
+    pub fn start() -> Self {
+        let dir = Self::new_dir();
         let data = dir.join("data");
         let out = pg(
             "initdb",
@@ -72,13 +80,45 @@ impl OwnedPostgres {
                 "UTF8",
             ],
         );
-        assert!(out.status.success(), "initdb: {out:?}");
+        Self::started(dir, "initdb", out)
+    }
+
+    /// The cluster `tool` made in `dir`, started on a free port.
+    fn started(dir: PathBuf, tool: &str, out: std::process::Output) -> Self {
+        assert!(out.status.success(), "{tool}: {out:?}");
         let owned = Self {
             dir,
             port: free_port(),
         };
         owned.up();
         owned
+    }
+
+    /// A streaming hot standby of this cluster (`pg_basebackup -R -X stream`), started on a
+    /// port of its own; `hot_standby` is on by default.
+    pub fn standby(&self) -> Self {
+        let dir = Self::new_dir();
+        let data = dir.join("data");
+        let out = pg(
+            "pg_basebackup",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+                "-D",
+                data.to_str().unwrap(),
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+                "--no-sync",
+            ],
+        );
+        Self::started(dir, "pg_basebackup", out)
     }
 
     /// Starts the server and waits until it accepts connections.

@@ -1,4 +1,4 @@
-//! (k) the log's bookkeeping queries on the loaded graph: the held-events count, a reader's
+//! (l) the log's bookkeeping queries on the loaded graph: the held-events count, a reader's
 //! lag (caught up, and at the start of the log) and `ahead`, each timed over repeated looks,
 //! once with nothing held and once with more events held above the horizon than the count
 //! reads one by one. They must not grow with the log (issue 30).
@@ -55,7 +55,7 @@ async fn looks(pool: &PgPool, events: u64, held: &str) -> anyhow::Result<Vec<Row
         let (p50, max) = (ms(took[LOOKS / 2]), ms(took[LOOKS - 1]));
         rows.push(
             Row::new(
-                "k. log bookkeeping",
+                "l. log bookkeeping",
                 &format!("{name} on {events} events, {held}: p50/max"),
                 format!("{p50:.2}/{max:.2} ms"),
             )

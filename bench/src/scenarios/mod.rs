@@ -1,7 +1,7 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
-//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `bookkeeping`. (a), (b), (c), (f) and (k) share one loaded
-//! graph ([`graph_scenarios`]).
+//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `read_pool`, (l)
+//! `bookkeeping`. (a), (b), (c), (f) and (l) share one loaded graph ([`graph_scenarios`]).
 
 mod bookkeeping;
 mod engagement;
@@ -11,6 +11,7 @@ mod insights;
 mod lag;
 mod memory;
 mod mixed;
+mod read_pool;
 mod reads;
 mod rebuild;
 mod stream;
@@ -24,6 +25,7 @@ pub use engagement::engagement;
 pub use feed::feed;
 pub use insights::insights;
 pub use mixed::mixed;
+pub use read_pool::read_pool;
 pub use rebuild::rebuild;
 pub use stream::stream;
 
@@ -74,7 +76,7 @@ impl Scale {
     }
 }
 
-/// (a), (b), (c), (f) and (k), on one loaded graph.
+/// (a), (b), (c), (f) and (l), on one loaded graph.
 pub async fn graph_scenarios(
     env: &Env,
     scale: Scale,
@@ -140,7 +142,7 @@ pub async fn graph_scenarios(
     if wanted('f') {
         rows.extend(memory::memory(&server, &pool).await?);
     }
-    if wanted('k') {
+    if wanted('l') {
         rows.extend(bookkeeping::bookkeeping(&pool, events).await?);
     }
     Ok(rows)

@@ -27,12 +27,14 @@ pub async fn replies(
     page: Page<CommentKey>,
 ) -> Result<Json<CommentPage>, ApiError> {
     live_post(&state, comment.post).await?;
-    wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
-    let known = read::comment_by_id(&state.pool, comment).await?;
+    let pool = wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
+    let known = read::comment_by_id(pool, comment).await?;
     // A deleted comment shows (as deleted) while it has replies.
     if !known.is_some_and(|c| !c.deleted || c.reply_count > 0) {
         return Err(ApiError::NotFound);
     }
     let list = CommentList::Replies(comment);
-    visible_page(&state, viewer, list, &page).await.map(Json)
+    visible_page(&state, pool, viewer, list, &page)
+        .await
+        .map(Json)
 }

@@ -11,6 +11,7 @@ use relations_projections::engagement::query::{self as read, CommentKey, Sort};
 use relations_projections::relations::reads::Source;
 use relations_projections::views::CommentView;
 use serde::Serialize;
+use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use crate::auth::Actor;
@@ -41,15 +42,16 @@ pub enum CommentList {
 /// The caller has waited for `min_position`.
 pub async fn visible_page(
     state: &AppState,
+    pool: &PgPool,
     viewer: Option<Actor>,
     list: CommentList,
     page: &Page<CommentKey>,
 ) -> Result<CommentPage, ApiError> {
     let viewer = viewer.map(|a| a.user);
-    let mut items = visible(state, viewer, list, page).await?;
+    let mut items = visible(state, pool, viewer, list, page).await?;
     let next_cursor = page.cut(&mut items, CommentKey::of);
     if let Some(viewer) = viewer {
-        mark_liked(state, viewer, &mut items).await?;
+        mark_liked(pool, viewer, &mut items).await?;
     }
     Ok(CommentPage { items, next_cursor })
 }
@@ -57,6 +59,7 @@ pub async fn visible_page(
 /// Up to `page.probe()` comments of `list` after the page's cursor that `viewer` may see.
 async fn visible(
     state: &AppState,
+    pool: &PgPool,
     viewer: Option<UserId>,
     list: CommentList,
     page: &Page<CommentKey>,
@@ -67,12 +70,8 @@ async fn visible(
     let mut items: Vec<CommentView> = Vec::new();
     loop {
         let batch = match list {
-            CommentList::Roots(post, sort) => {
-                read::roots(&state.pool, post, sort, after, chunk).await?
-            }
-            CommentList::Replies(parent) => {
-                read::replies(&state.pool, parent, after, chunk).await?
-            }
+            CommentList::Roots(post, sort) => read::roots(pool, post, sort, after, chunk).await?,
+            CommentList::Replies(parent) => read::replies(pool, parent, after, chunk).await?,
         };
         let ended = (batch.len() as i64) < chunk;
         let hidden = hidden(source, viewer, &batch).await?;
@@ -110,12 +109,12 @@ async fn hidden(
 
 /// Marks which of `items` `viewer` likes.
 async fn mark_liked(
-    state: &AppState,
+    pool: &PgPool,
     viewer: UserId,
     items: &mut [CommentView],
 ) -> Result<(), ApiError> {
     let targets: Vec<LikeTarget> = items.iter().map(|c| LikeTarget::Comment(c.id)).collect();
-    let liked: HashSet<LikeTarget> = read::liked(&state.pool, viewer, &targets).await?;
+    let liked: HashSet<LikeTarget> = read::liked(pool, viewer, &targets).await?;
     for item in items {
         item.liked = Some(liked.contains(&LikeTarget::Comment(item.id)));
     }

@@ -2,7 +2,12 @@
 
 use axum::extract::State;
 use axum::Json;
-use relations_projections::feed::query::{self as feed_read, Inbox, PgInbox};
+use relations_projections::error::ProjectionError;
+use relations_projections::feed::inbox_cache::InboxCache;
+use relations_projections::feed::query::{
+    self as feed_read, Inbox, InboxEntries, InboxRange, PgInbox,
+};
+use sqlx::PgPool;
 
 use super::post_page::{with_engagement, PostPage, PostPageParams};
 use crate::auth::Actor;
@@ -24,20 +29,37 @@ pub async fn feed(
     ApiQuery(p): ApiQuery<PostPageParams>,
 ) -> Result<Json<PostPage>, ApiError> {
     let (size, start) = (p.size()?, p.start()?);
-    wait_for_essential(&state, p.min_position).await?;
+    let pool = wait_for_essential(&state, p.min_position).await?;
     // Read-your-writes must not wait on the cache projector: read the inbox from PostgreSQL.
+    let cached = LoadsFromPrimary(&state.inboxes, &state.pool);
     let inbox: &dyn Inbox = if p.min_position.is_some() {
         &PgInbox
     } else {
-        &state.inboxes
+        &cached
     };
     let recommended = state.config.recommended();
-    let (page, head) =
-        feed_read::feed(&state.pool, inbox, actor.user, &recommended, start, size).await?;
+    let (page, head) = feed_read::feed(pool, inbox, actor.user, &recommended, start, size).await?;
     if p.is_first() {
         state.read_marks.mark(actor.user, head);
     }
     let mut page: PostPage = page.into();
-    with_engagement(&state, &mut page.items, Some(actor.user)).await?;
+    with_engagement(&state, pool, &mut page.items, Some(actor.user)).await?;
     Ok(Json(page))
+}
+
+/// The inbox cache, filled from the primary whatever pool the rest of the page reads. A fill
+/// stores what it read only if the inbox's generation did not move meanwhile, and projector
+/// `feed_cache` moves it only after projector `feed` wrote the change on the primary: a fill
+/// from a standby that has not replayed that change yet would cache a stale inbox for good.
+struct LoadsFromPrimary<'a>(&'a InboxCache, &'a PgPool);
+
+#[async_trait::async_trait]
+impl Inbox for LoadsFromPrimary<'_> {
+    async fn entries(
+        &self,
+        _reads: &PgPool,
+        range: InboxRange,
+    ) -> Result<InboxEntries, ProjectionError> {
+        self.0.entries(self.1, range).await
+    }
 }

@@ -39,9 +39,9 @@ pub async fn new_count(
     actor: Actor,
     ApiQuery(p): ApiQuery<NewCountParams>,
 ) -> Result<Json<NewCount>, ApiError> {
-    wait_for_essential(&state, p.min_position).await?;
+    let pool = wait_for_essential(&state, p.min_position).await?;
     let recommended = state.config.recommended();
     let pending = state.read_marks.pending(actor.user);
-    let count = feed_read::new_count(&state.pool, actor.user, &recommended, pending).await?;
+    let count = feed_read::new_count(pool, actor.user, &recommended, pending).await?;
     Ok(Json(NewCount { count }))
 }

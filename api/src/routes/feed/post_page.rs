@@ -8,6 +8,7 @@ use relations_projections::feed::query::{Page, PageStart};
 use relations_projections::views::PostView;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiError;
@@ -88,9 +89,12 @@ fn parse_time(raw: &str) -> Result<DateTime<Utc>, ApiError> {
 }
 
 /// Fills `posts`' like and comment counts, and for a bearer whether they like each one: one
-/// read of the counts for the page, and one check of the like-state cache.
+/// read of the counts for the page (from `pool`, the one the page was read from), and one
+/// check of the like-state cache. The cache's fills read the primary, for the reason
+/// [`super::list`]'s inbox fills do.
 pub async fn with_engagement(
     state: &AppState,
+    pool: &PgPool,
     posts: &mut [PostView],
     viewer: Option<UserId>,
 ) -> Result<(), ApiError> {
@@ -98,7 +102,7 @@ pub async fn with_engagement(
         return Ok(());
     }
     let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
-    let stats = engagement_read::post_stats(&state.pool, &ids).await?;
+    let stats = engagement_read::post_stats(pool, &ids).await?;
     let liked = match viewer {
         Some(viewer) => Some(state.likes.liked(&state.pool, viewer, &ids).await?),
         None => None,

@@ -57,10 +57,10 @@ pub async fn follower_changes(
     ApiQuery(p): ApiQuery<ChangesParams>,
     page: Page<ChangeKey>,
 ) -> Result<Json<FollowerChangePage>, ApiError> {
-    wait_for_projectors(&state, &[history::NAME], page.min_position).await?;
+    let pool = wait_for_projectors(&state, &[history::NAME], page.min_position).await?;
     let (user, before) = (actor.user, page.after);
     let mut rows =
-        history::query::follower_changes(&state.pool, user, p.since, before, page.probe()).await?;
+        history::query::follower_changes(pool, user, p.since, before, page.probe()).await?;
     let next_cursor = page.cut(&mut rows, |c| (c.at, c.position));
     Ok(Json(FollowerChangePage {
         items: rows

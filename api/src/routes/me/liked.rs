@@ -54,6 +54,7 @@ pub async fn liked(
             "ids: at most {MAX_LIKED} post ids"
         )));
     }
+    // The primary: the like-state cache fills from what it reads (see the feed's inbox fills).
     let liked = state.likes.liked(&state.pool, actor.user, &ids).await?;
     Ok(Json(LikedAnswer { liked }))
 }

@@ -50,7 +50,9 @@ pub async fn comments(
             )))
         }
     };
-    wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
+    let pool = wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
     let list = CommentList::Roots(post, sort);
-    visible_page(&state, viewer, list, &page).await.map(Json)
+    visible_page(&state, pool, viewer, list, &page)
+        .await
+        .map(Json)
 }

@@ -24,9 +24,9 @@ pub async fn likers(
     page: Page<SinceKey>,
 ) -> Result<Json<CursorPage>, ApiError> {
     live_post(&state, post).await?;
-    wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
+    let pool = wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
     let target = LikeTarget::Post(post);
-    let rows = read::likers(&state.pool, target, page.after, page.probe()).await?;
+    let rows = read::likers(pool, target, page.after, page.probe()).await?;
     let source = graph_source(&state, None).await?;
     cursor_page(source, &page, rows, None).await.map(Json)
 }

@@ -36,8 +36,8 @@ pub(super) async fn relations(
         as_of,
     } = when;
     if let Some(at) = as_of {
-        wait_for_projectors(state, &[history::NAME], min_position).await?;
-        return Ok(history::query::relations_as_of(&state.pool, from, to, at).await?);
+        let pool = wait_for_projectors(state, &[history::NAME], min_position).await?;
+        return Ok(history::query::relations_as_of(pool, from, to, at).await?);
     }
     let source = graph_source(state, min_position).await?;
     Ok(source.relations(from, to, mutes_at(bearer, from)).await?)

@@ -24,9 +24,9 @@ pub async fn timeline(
     PathId(author): PathId<UserId>,
 ) -> Result<Json<PostPage>, ApiError> {
     let (size, start) = (p.size()?, p.start()?);
-    wait_for_essential(&state, p.min_position).await?;
-    let page = feed_read::timeline(&state.pool, author, start, size).await?;
+    let pool = wait_for_essential(&state, p.min_position).await?;
+    let page = feed_read::timeline(pool, author, start, size).await?;
     let mut page: PostPage = page.into();
-    with_engagement(&state, &mut page.items, viewer.map(|a| a.user)).await?;
+    with_engagement(&state, pool, &mut page.items, viewer.map(|a| a.user)).await?;
     Ok(Json(page))
 }

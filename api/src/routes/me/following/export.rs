@@ -10,6 +10,7 @@ use relations_projections::relations::query::FOLLOWING_KEYED;
 use super::csv::{csv_line, HEADER};
 use crate::auth::Actor;
 use crate::error::ErrorBody;
+use crate::routes::query::read_pool;
 use crate::state::AppState;
 
 /// Rows read from the read model per round trip while exporting.
@@ -23,7 +24,7 @@ const EXPORT_PAGE: i64 = 500;
               (status = 401, body = ErrorBody)))]
 pub async fn export(State(state): State<AppState>, actor: Actor) -> Response {
     let header = csv_line(HEADER);
-    let pool = state.pool.clone();
+    let pool = read_pool(&state).clone();
     // (key after which the next page starts; whether the list is exhausted)
     let start: (Option<(DateTime<Utc>, i64)>, bool) = (None, false);
     let pages = futures::stream::unfold(start, move |(after, done)| {
