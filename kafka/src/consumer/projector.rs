@@ -9,6 +9,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::Offset;
+use relations_projections::runtime::Backoff;
 use relations_projections::Projector;
 use relations_store::db::end_transaction;
 use relations_store::log::RecordedEvent;
@@ -247,7 +248,7 @@ impl KafkaProjector {
         shutdown: &CancellationToken,
     ) -> Option<Applied> {
         let name = self.projector.name();
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff = Backoff::default();
         loop {
             match self.apply(message, generation).await {
                 Ok(outcome) => {
@@ -269,12 +270,12 @@ impl KafkaProjector {
                 Err(error) => {
                     metrics::counter!("relations_projector_errors_total", "projector" => name)
                         .increment(1);
-                    tracing::error!(%error, retry_in = ?backoff, "applying a message failed");
+                    let retry_in = backoff.pause();
+                    tracing::error!(%error, ?retry_in, "applying a message failed");
                     tokio::select! {
                         _ = shutdown.cancelled() => return None,
-                        _ = tokio::time::sleep(backoff) => {}
+                        _ = tokio::time::sleep(retry_in) => {}
                     }
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
                 }
             }
         }
