@@ -22,6 +22,9 @@ trap drop_test_databases EXIT
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The layout from outside (issue 23): import circles, long functions, the log's SQL, HTTP in
+# the store, one relation fold, one log tail.
+scripts/checks.sh
 # The Kafka tests' background processes log here (one file each); a failed run's story.
 rm -rf target/kafka-logs
 log=$(mktemp)

@@ -27,7 +27,7 @@ pub trait Answer: Serialize {
 pub fn render<O: Clone, A: Answer + From<O>>(outcome: &O) -> StoredAnswer {
     let answer = A::from(outcome.clone());
     StoredAnswer {
-        status: answer.status().as_u16(),
+        code: answer.status().as_u16(),
         body: serde_json::to_value(&answer).expect("an answer serialises"),
     }
 }

@@ -375,3 +375,17 @@ pub fn table(rows: &[Row]) -> String {
     }
     out
 }
+
+/// A closed loop's rate, latency quantiles and errors, as the table shows them.
+pub fn rate(stats: &Stats) -> String {
+    format!(
+        "{:.0}/s, {}{}",
+        stats.per_sec(),
+        stats.quantiles(),
+        if stats.errors > 0 {
+            format!(", {} errors", stats.errors)
+        } else {
+            String::new()
+        }
+    )
+}

@@ -446,32 +446,7 @@ impl RelationPair {
         let facts = self.facts(actor, target);
         let events = match command {
             RelationCommand::Follow { .. } => {
-                if facts.blocked_by {
-                    return Err(RelationError::Blocked);
-                }
-                if facts.blocking {
-                    return Err(RelationError::BlockingTarget);
-                }
-                if facts.following || facts.requested {
-                    return Ok(vec![]);
-                }
-                // A pending request counts toward the limit like a follow.
-                if budget.following >= budget.limit {
-                    return Err(RelationError::FollowLimitReached {
-                        limit: budget.limit,
-                    });
-                }
-                if budget.target_locked {
-                    vec![RelationEvent::FollowRequested {
-                        requester: actor,
-                        target,
-                    }]
-                } else {
-                    vec![RelationEvent::Followed {
-                        follower: actor,
-                        followee: target,
-                    }]
-                }
+                return Self::decide_follow(facts, actor, target, budget)
             }
             RelationCommand::Unfollow { .. } if facts.following => {
                 vec![RelationEvent::Unfollowed {
@@ -488,40 +463,7 @@ impl RelationPair {
                 }]
             }
             RelationCommand::Block { .. } if !facts.blocking => {
-                // Unfollows and ended requests first: a reader that sees a prefix of this
-                // transaction may see neither follow nor block, never both.
-                let mut events = Vec::with_capacity(3);
-                for (follower, followee, follows) in [
-                    (actor, target, facts.following),
-                    (target, actor, facts.followed_by),
-                ] {
-                    if follows {
-                        events.push(RelationEvent::Unfollowed {
-                            follower,
-                            followee,
-                            cause: UnfollowCause::Block,
-                        });
-                    }
-                }
-                if facts.requested {
-                    events.push(RelationEvent::FollowRequestWithdrawn {
-                        requester: actor,
-                        target,
-                        cause: RequestEndCause::Block,
-                    });
-                }
-                if facts.requested_by {
-                    events.push(RelationEvent::FollowRequestRejected {
-                        requester: target,
-                        target: actor,
-                        cause: RequestEndCause::Block,
-                    });
-                }
-                events.push(RelationEvent::Blocked {
-                    blocker: actor,
-                    blocked: target,
-                });
-                events
+                Self::decide_block(facts, actor, target)
             }
             RelationCommand::Unblock { .. } if facts.blocking => vec![RelationEvent::Unblocked {
                 blocker: actor,
@@ -551,21 +493,7 @@ impl RelationPair {
                     cause: RequestEndCause::Asked,
                 }]
             }
-            RelationCommand::Mute { until, now, .. } => {
-                // The same endless mute again changes nothing; any other mute replaces the one
-                // in force (a new end, or a mute after one that ended).
-                let endless_already =
-                    self.muting(actor, target, now) && self.mute(actor, target) == Some(None);
-                if endless_already && until.is_none() {
-                    vec![]
-                } else {
-                    vec![RelationEvent::Muted {
-                        muter: actor,
-                        muted: target,
-                        until,
-                    }]
-                }
-            }
+            RelationCommand::Mute { until, now, .. } => self.decide_mute(actor, target, until, now),
             RelationCommand::Unmute { now, .. } if self.muting(actor, target, now) => {
                 vec![RelationEvent::Unmuted {
                     muter: actor,
@@ -581,6 +509,103 @@ impl RelationPair {
             | RelationCommand::Unmute { .. } => vec![],
         };
         Ok(events)
+    }
+
+    /// A follow: refused across a block or past the limit, nothing when it holds or is asked
+    /// already, a request when the target is locked.
+    fn decide_follow(
+        facts: Facts,
+        actor: UserId,
+        target: UserId,
+        budget: FollowBudget,
+    ) -> Result<Vec<RelationEvent>, RelationError> {
+        if facts.blocked_by {
+            return Err(RelationError::Blocked);
+        }
+        if facts.blocking {
+            return Err(RelationError::BlockingTarget);
+        }
+        if facts.following || facts.requested {
+            return Ok(vec![]);
+        }
+        // A pending request counts toward the limit like a follow.
+        if budget.following >= budget.limit {
+            return Err(RelationError::FollowLimitReached {
+                limit: budget.limit,
+            });
+        }
+        Ok(if budget.target_locked {
+            vec![RelationEvent::FollowRequested {
+                requester: actor,
+                target,
+            }]
+        } else {
+            vec![RelationEvent::Followed {
+                follower: actor,
+                followee: target,
+            }]
+        })
+    }
+
+    /// A block: the follows both ways and the requests both ways end first, then the block.
+    fn decide_block(facts: Facts, actor: UserId, target: UserId) -> Vec<RelationEvent> {
+        // Unfollows and ended requests first: a reader that sees a prefix of this
+        // transaction may see neither follow nor block, never both.
+        let mut events = Vec::with_capacity(3);
+        for (follower, followee, follows) in [
+            (actor, target, facts.following),
+            (target, actor, facts.followed_by),
+        ] {
+            if follows {
+                events.push(RelationEvent::Unfollowed {
+                    follower,
+                    followee,
+                    cause: UnfollowCause::Block,
+                });
+            }
+        }
+        if facts.requested {
+            events.push(RelationEvent::FollowRequestWithdrawn {
+                requester: actor,
+                target,
+                cause: RequestEndCause::Block,
+            });
+        }
+        if facts.requested_by {
+            events.push(RelationEvent::FollowRequestRejected {
+                requester: target,
+                target: actor,
+                cause: RequestEndCause::Block,
+            });
+        }
+        events.push(RelationEvent::Blocked {
+            blocker: actor,
+            blocked: target,
+        });
+        events
+    }
+
+    /// A mute, `until` a time or for good.
+    fn decide_mute(
+        &self,
+        actor: UserId,
+        target: UserId,
+        until: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Vec<RelationEvent> {
+        // The same endless mute again changes nothing; any other mute replaces the one
+        // in force (a new end, or a mute after one that ended).
+        let endless_already =
+            self.muting(actor, target, now) && self.mute(actor, target) == Some(None);
+        if endless_already && until.is_none() {
+            vec![]
+        } else {
+            vec![RelationEvent::Muted {
+                muter: actor,
+                muted: target,
+                until,
+            }]
+        }
     }
 
     /// Folds one event into the state. Never fails: events are facts.

@@ -73,8 +73,11 @@ impl Idempotency {
 /// it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredAnswer {
-    /// The caller's code for the kind of answer.
-    pub status: u16,
+    /// The caller's code for the kind of answer (the API keeps its HTTP status here; the store
+    /// never reads it). Kept in the column `idempotency_keys.status`, named before the store
+    /// stopped knowing what the code means; a landed migration is never edited, and renaming
+    /// a column for its name alone is not worth one.
+    pub code: u16,
     /// Its body.
     pub body: serde_json::Value,
 }
@@ -139,7 +142,7 @@ pub(crate) async fn claim(
             let id: (i64, String) = (row.try_get("actor")?, row.try_get("key")?);
             let fingerprint: Vec<u8> = row.try_get("fingerprint")?;
             let answer = StoredAnswer {
-                status: row.try_get::<i16, _>("status")? as u16,
+                code: row.try_get::<i16, _>("status")? as u16,
                 body: row.try_get("response")?,
             };
             found.insert(id, (fingerprint, answer));
@@ -180,7 +183,7 @@ pub(crate) async fn record(
     }
     let actors: Vec<i64> = records.iter().map(|r| r.actor.get()).collect();
     let keys: Vec<&str> = records.iter().map(|r| r.idem.key.0.as_str()).collect();
-    let statuses: Vec<i16> = records.iter().map(|r| r.answer.status as i16).collect();
+    let codes: Vec<i16> = records.iter().map(|r| r.answer.code as i16).collect();
     let bodies: Vec<serde_json::Value> = records.iter().map(|r| r.answer.body.clone()).collect();
     sqlx::query(
         "UPDATE idempotency_keys k SET status = x.s, response = x.r
@@ -189,7 +192,7 @@ pub(crate) async fn record(
     )
     .bind(&actors)
     .bind(&keys)
-    .bind(&statuses)
+    .bind(&codes)
     .bind(&bodies)
     .execute(&mut *conn)
     .await?;
@@ -251,7 +254,7 @@ pub async fn prior(
         return Ok(Prior::Reused);
     }
     Ok(Prior::Answered(StoredAnswer {
-        status: row.try_get::<i16, _>("status")? as u16,
+        code: row.try_get::<i16, _>("status")? as u16,
         body: row.try_get("response")?,
     }))
 }
@@ -271,7 +274,7 @@ pub async fn keep(
     .bind(actor.get())
     .bind(&idem.key.0)
     .bind(&idem.fingerprint[..])
-    .bind(answer.status as i16)
+    .bind(answer.code as i16)
     .bind(&answer.body)
     .execute(pool)
     .await?;

@@ -108,7 +108,7 @@ impl<T: Serialize> IntoResponse for CommandAnswer<T> {
         match self.executed {
             Executed::Fresh(outcome) => (self.status, Json(outcome)).into_response(),
             Executed::Replayed(stored) => {
-                let status = StatusCode::from_u16(stored.status).unwrap_or(self.status);
+                let status = StatusCode::from_u16(stored.code).unwrap_or(self.status);
                 (status, [("idempotent-replayed", "true")], Json(stored.body)).into_response()
             }
         }

@@ -9,7 +9,8 @@ use std::time::Duration;
 use rand::Rng;
 use serde_json::{json, Value};
 
-use super::{rate, Scale};
+use super::scale::Scale;
+use crate::harness::rate;
 use crate::harness::{client, closed_loop, token, Env, Row, Server};
 
 const AUTHORS: i64 = 100;

@@ -5,8 +5,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{rate, Scale};
+use super::scale::Scale;
 use crate::graph;
+use crate::harness::rate;
 use crate::harness::{client, closed_loop, token, Env, Row, Server, Stats};
 
 /// (e) fan-out of one post to 5,000 followers; feed pages for readers following 1,000 authors

@@ -3,7 +3,8 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use super::{rate, Scale};
+use super::scale::Scale;
+use crate::harness::rate;
 use sqlx::PgPool;
 
 use crate::harness::{client, closed_loop, token, Env, Row, Server, Stats};

@@ -8,8 +8,9 @@ use chrono::Utc;
 use rand::Rng;
 use relations_domain::UserId;
 
-use super::{rate, Scale};
+use super::scale::Scale;
 use crate::graph;
+use crate::harness::rate;
 use crate::harness::{client, closed_loop, token, Env, Row, Server};
 
 /// The user with many followers.

@@ -8,8 +8,9 @@ use hdrhistogram::Histogram;
 use rand::Rng;
 
 use super::reads::read_path;
-use super::{rate, Scale};
+use super::scale::Scale;
 use crate::graph;
+use crate::harness::rate;
 use crate::harness::{client, closed_loop, token, Env, Row, Server};
 
 /// The LinkBench-style mix, in shares of 100: list pages, relation checks, counts, follows and

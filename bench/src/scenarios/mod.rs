@@ -14,12 +14,13 @@ mod mixed;
 mod read_pool;
 mod reads;
 mod rebuild;
+mod scale;
 mod stream;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::graph;
-use crate::harness::{Env, Row, Server, Stats};
+use crate::harness::{Env, Row, Server};
 
 pub use engagement::engagement;
 pub use feed::feed;
@@ -27,56 +28,10 @@ pub use insights::insights;
 pub use mixed::mixed;
 pub use read_pool::read_pool;
 pub use rebuild::rebuild;
+pub use scale::Scale;
 pub use stream::stream;
 
-/// How big and how long.
-#[derive(Debug, Clone, Copy)]
-pub struct Scale {
-    graph_users: i64,
-    rebuild_users: i64,
-    run: Duration,
-    lag_rate: u32,
-    lag_for: Duration,
-    feed_posts_per_author: usize,
-    feed_readers: i64,
-}
-
-impl Scale {
-    pub fn quick() -> Self {
-        Self {
-            graph_users: 3_000,
-            rebuild_users: 8_000,
-            run: Duration::from_millis(1500),
-            lag_rate: 300,
-            lag_for: Duration::from_secs(3),
-            feed_posts_per_author: 1,
-            feed_readers: 2,
-        }
-    }
-
-    pub fn full() -> Self {
-        Self {
-            graph_users: 50_000,
-            rebuild_users: 120_000,
-            run: Duration::from_secs(8),
-            lag_rate: 1000,
-            lag_for: Duration::from_secs(10),
-            feed_posts_per_author: 10,
-            feed_readers: 20,
-        }
-    }
-
-    /// The same scale on a graph of `users` (the rebuild graph 2.4 times as large).
-    pub fn with_users(self, users: i64) -> Self {
-        Self {
-            graph_users: users,
-            rebuild_users: users * 12 / 5,
-            ..self
-        }
-    }
-}
-
-/// (a), (b), (c), (f) and (l), on one loaded graph.
+/// (a), (b), (c) and (f), on one loaded graph.
 pub async fn graph_scenarios(
     env: &Env,
     scale: Scale,
@@ -146,18 +101,4 @@ pub async fn graph_scenarios(
         rows.extend(bookkeeping::bookkeeping(&pool, events).await?);
     }
     Ok(rows)
-}
-
-/// A closed loop's rate, latency quantiles and errors, as the table shows them.
-fn rate(stats: &Stats) -> String {
-    format!(
-        "{:.0}/s, {}{}",
-        stats.per_sec(),
-        stats.quantiles(),
-        if stats.errors > 0 {
-            format!(", {} errors", stats.errors)
-        } else {
-            String::new()
-        }
-    )
 }

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rand::Rng;
 
-use super::{rate, Scale};
+use super::Scale;
 use crate::graph;
+use crate::harness::rate;
 use crate::harness::{client, closed_loop, token, Env, Row, Server, Stats};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";

@@ -6,7 +6,8 @@ use std::time::Instant;
 use rand::Rng;
 use sqlx::PgPool;
 
-use super::{rate, Scale};
+use super::scale::Scale;
+use crate::harness::rate;
 use crate::harness::{client, closed_loop, Env, Row, Server, Stats};
 
 /// (b) status, batch of 20 and list pages over HTTP vs the same reads in SQL vs a trivial

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use super::Scale;
+use super::scale::Scale;
 use crate::graph;
 use crate::harness::{Env, Row};
 

@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use serde_json::json;
 use tokio::sync::Mutex;
 
-use super::Scale;
+use super::scale::Scale;
 use crate::graph;
 use crate::harness::{token, Env, Row, Server};
 

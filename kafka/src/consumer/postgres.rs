@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 #[cfg(doc)]
-use super::Coordinator;
-use super::{ConsumeError, Coordination, KafkaProjector, Look};
+use super::projector::Coordinator;
+use super::projector::{ConsumeError, Coordination, KafkaProjector, Look};
 
 /// How often a process looks at the group: live members, its share, unlocked partitions.
 const REBALANCE_EVERY: Duration = Duration::from_secs(1);

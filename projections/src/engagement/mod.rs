@@ -11,11 +11,13 @@
 pub mod like_cache;
 pub mod query;
 pub mod verify;
+pub mod visible;
 
 use async_trait::async_trait;
 use relations_domain::{Like, LikeEvent, LikeTarget, Thread, ThreadEvent};
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
+use uuid::Uuid;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::{decode, Projector};
@@ -148,51 +150,7 @@ async fn thread(conn: &mut PgConnection, event: ThreadEvent) -> Result<(), Proje
         }
         ThreadEvent::CommentDeleted {
             post_id, comment, ..
-        } => {
-            let post = post_id.uuid();
-            let row: Option<(i64, Option<i32>)> = sqlx::query_as(
-                "UPDATE rm_comments SET deleted = true, content = NULL, pinned = false
-                  WHERE post = $1 AND n = $2 AND NOT deleted RETURNING reply_count, parent",
-            )
-            .bind(post)
-            .bind(comment as i32)
-            .fetch_optional(&mut *conn)
-            .await?;
-            let Some((replies, mut parent)) = row else {
-                return Ok(());
-            };
-            post_stats(conn, post, 0, -1).await?;
-            if replies > 0 {
-                return Ok(());
-            }
-            // Gone: so is any deleted ancestor it was the last visible reply of.
-            sqlx::query("UPDATE rm_comments SET visible = false WHERE post = $1 AND n = $2")
-                .bind(post)
-                .bind(comment as i32)
-                .execute(&mut *conn)
-                .await?;
-            while let Some(p) = parent {
-                let row: (i64, bool, Option<i32>) = sqlx::query_as(
-                    "UPDATE rm_comments SET reply_count = reply_count - 1
-                      WHERE post = $1 AND n = $2 RETURNING reply_count, deleted, parent",
-                )
-                .bind(post)
-                .bind(p)
-                .fetch_one(&mut *conn)
-                .await?;
-                let (replies, deleted, grandparent) = row;
-                if !(deleted && replies == 0) {
-                    break;
-                }
-                sqlx::query("UPDATE rm_comments SET visible = false WHERE post = $1 AND n = $2")
-                    .bind(post)
-                    .bind(p)
-                    .execute(&mut *conn)
-                    .await?;
-                parent = grandparent;
-            }
-            Ok(())
-        }
+        } => comment_deleted(conn, post_id.uuid(), comment as i32).await,
         ThreadEvent::CommentPinned { post_id, comment }
         | ThreadEvent::CommentUnpinned { post_id, comment } => {
             let pinned = matches!(event, ThreadEvent::CommentPinned { .. });
@@ -205,4 +163,56 @@ async fn thread(conn: &mut PgConnection, event: ThreadEvent) -> Result<(), Proje
             Ok(())
         }
     }
+}
+
+/// A comment deleted: its content goes (a tombstone stays while it has replies); a comment
+/// gone for good takes with it any deleted ancestor it was the last visible reply of.
+async fn comment_deleted(
+    conn: &mut PgConnection,
+    post: Uuid,
+    comment: i32,
+) -> Result<(), ProjectionError> {
+    let row: Option<(i64, Option<i32>)> = sqlx::query_as(
+        "UPDATE rm_comments SET deleted = true, content = NULL, pinned = false
+          WHERE post = $1 AND n = $2 AND NOT deleted RETURNING reply_count, parent",
+    )
+    .bind(post)
+    .bind(comment)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((replies, mut parent)) = row else {
+        return Ok(());
+    };
+    post_stats(conn, post, 0, -1).await?;
+    if replies > 0 {
+        return Ok(());
+    }
+    hide(conn, post, comment).await?;
+    while let Some(p) = parent {
+        let row: (i64, bool, Option<i32>) = sqlx::query_as(
+            "UPDATE rm_comments SET reply_count = reply_count - 1
+              WHERE post = $1 AND n = $2 RETURNING reply_count, deleted, parent",
+        )
+        .bind(post)
+        .bind(p)
+        .fetch_one(&mut *conn)
+        .await?;
+        let (replies, deleted, grandparent) = row;
+        if !(deleted && replies == 0) {
+            break;
+        }
+        hide(conn, post, p).await?;
+        parent = grandparent;
+    }
+    Ok(())
+}
+
+/// Comment `n` of `post` is no longer shown.
+async fn hide(conn: &mut PgConnection, post: Uuid, n: i32) -> Result<(), ProjectionError> {
+    sqlx::query("UPDATE rm_comments SET visible = false WHERE post = $1 AND n = $2")
+        .bind(post)
+        .bind(n)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use async_trait::async_trait;
 use relations_domain::{Like, LikeEvent, LikeTarget, Thread, ThreadEvent};
 use relations_store::log::RecordedEvent;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::decode;
@@ -54,6 +54,43 @@ impl EngagementCheck {
             .range(from..)
             .take_while(|(t, _)| t == target)
             .count() as i64
+    }
+
+    /// The rows `rm_post_stats` (those not zero) and `rm_comments` should hold, from the
+    /// events folded.
+    fn expected_rows(&self) -> (BTreeSet<(uuid::Uuid, i64, i64)>, BTreeSet<CommentRow>) {
+        let (visible, replies) = self.visibility();
+        let mut stats: BTreeMap<uuid::Uuid, (i64, i64)> = BTreeMap::new();
+        for (target, _) in &self.likes {
+            if let Ok(LikeTarget::Post(post)) = target.parse() {
+                stats.entry(post.uuid()).or_default().0 += 1;
+            }
+        }
+        let mut comments = BTreeSet::new();
+        for (&(post, n), c) in &self.comments {
+            if !c.deleted {
+                stats.entry(post).or_default().1 += 1;
+            }
+            let id = format!("comment:{}.{n}", relations_domain::PostId::from_uuid(post));
+            comments.insert((
+                post,
+                n,
+                c.author,
+                c.parent,
+                c.content.clone(),
+                c.deleted,
+                c.pinned,
+                self.likes_of(&id),
+                replies.get(&(post, n)).copied().unwrap_or(0),
+                visible.contains(&(post, n)),
+            ));
+        }
+        let stats = stats
+            .into_iter()
+            .filter(|(_, (l, c))| (*l, *c) != (0, 0))
+            .map(|(p, (l, c))| (p, l, c))
+            .collect();
+        (stats, comments)
     }
 
     /// Visible comments and each one's visible direct replies: a comment is visible while live
@@ -142,38 +179,7 @@ impl Check for EngagementCheck {
             .into_iter()
             .collect();
         diff("rm_likes (target, user)", &self.likes, &likes, out);
-
-        let (visible, replies) = self.visibility();
-        let mut stats: BTreeMap<uuid::Uuid, (i64, i64)> = BTreeMap::new();
-        for (target, _) in &self.likes {
-            if let Ok(LikeTarget::Post(post)) = target.parse() {
-                stats.entry(post.uuid()).or_default().0 += 1;
-            }
-        }
-        let mut expected_comments = BTreeSet::new();
-        for (&(post, n), c) in &self.comments {
-            if !c.deleted {
-                stats.entry(post).or_default().1 += 1;
-            }
-            let id = format!("comment:{}.{n}", relations_domain::PostId::from_uuid(post));
-            expected_comments.insert((
-                post,
-                n,
-                c.author,
-                c.parent,
-                c.content.clone(),
-                c.deleted,
-                c.pinned,
-                self.likes_of(&id),
-                replies.get(&(post, n)).copied().unwrap_or(0),
-                visible.contains(&(post, n)),
-            ));
-        }
-        let expected_stats: BTreeSet<(uuid::Uuid, i64, i64)> = stats
-            .into_iter()
-            .filter(|(_, (l, c))| (*l, *c) != (0, 0))
-            .map(|(p, (l, c))| (p, l, c))
-            .collect();
+        let (expected_stats, expected_comments) = self.expected_rows();
         let actual_stats: BTreeSet<(uuid::Uuid, i64, i64)> = sqlx::query_as(
             "SELECT post, like_count, comment_count FROM rm_post_stats
               WHERE like_count <> 0 OR comment_count <> 0",
@@ -188,35 +194,23 @@ impl Check for EngagementCheck {
             &actual_stats,
             out,
         );
-        let rows = sqlx::query(
-            "SELECT post, n, author, parent, content, deleted, pinned, like_count, reply_count,
-                    visible FROM rm_comments",
-        )
-        .fetch_all(&mut *conn)
-        .await?;
-        let actual_comments = rows
-            .iter()
-            .map(|r| {
-                Ok((
-                    r.try_get(0)?,
-                    r.try_get(1)?,
-                    r.try_get(2)?,
-                    r.try_get(3)?,
-                    r.try_get(4)?,
-                    r.try_get(5)?,
-                    r.try_get(6)?,
-                    r.try_get(7)?,
-                    r.try_get(8)?,
-                    r.try_get(9)?,
-                ))
-            })
-            .collect::<Result<BTreeSet<CommentRow>, sqlx::Error>>()?;
         diff(
             "rm_comments (post, n, author, parent, content, deleted, pinned, likes, replies, visible)",
             &expected_comments,
-            &actual_comments,
+            &comment_rows(conn).await?,
             out,
         );
         Ok(())
     }
+}
+
+/// Every row of `rm_comments`, as [`CommentRow`]s.
+async fn comment_rows(conn: &mut PgConnection) -> Result<BTreeSet<CommentRow>, sqlx::Error> {
+    let rows: Vec<CommentRow> = sqlx::query_as(
+        "SELECT post, n, author, parent, content, deleted, pinned, like_count, reply_count,
+                visible FROM rm_comments",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().collect())
 }

@@ -14,11 +14,11 @@ use crate::relations::verify::RelationFold;
 use crate::runtime::projector::decode;
 use crate::runtime::verify::{diff, pairs, Check};
 
-/// The feed's fold: the follow graph and the posts.
+/// The feed's fold: the relations and the posts.
 #[derive(Debug)]
 pub struct FeedCheck {
     settings: Settings,
-    graph: RelationFold,
+    relations: RelationFold,
     /// post id -> (seq, author, live); seqs numbered in log order, as projector `feed` does.
     posts: BTreeMap<uuid::Uuid, (i64, i64, bool)>,
     /// Banned authors.
@@ -30,7 +30,7 @@ impl FeedCheck {
     pub fn new(settings: Settings) -> Self {
         Self {
             settings,
-            graph: RelationFold::default(),
+            relations: RelationFold::default(),
             posts: BTreeMap::new(),
             banned: BTreeSet::new(),
         }
@@ -44,7 +44,7 @@ impl Check for FeedCheck {
     }
 
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        self.graph.fold(event)?;
+        self.relations.fold(event)?;
         if event.stream_type == Account::TYPE {
             match decode(event)? {
                 AccountEvent::UserBanned { user } => {
@@ -147,7 +147,7 @@ impl FeedRows {
         let feed = fold.settings;
         diff(
             "feed_follows (follower, followee)",
-            &fold.graph.follows,
+            &fold.relations.edges.follows,
             &self.follows,
             out,
         );
@@ -159,7 +159,7 @@ impl FeedRows {
             out,
         );
         let mut authors: BTreeMap<i64, (i64, i64, bool)> = BTreeMap::new();
-        for &(_, followee) in &fold.graph.follows {
+        for &(_, followee) in &fold.relations.edges.follows {
             authors.entry(followee).or_default().0 += 1;
         }
         for &(_, author, live) in fold.posts.values() {
@@ -183,7 +183,7 @@ impl FeedRows {
         diff("feed_banned (author)", &fold.banned, &self.banned, out);
         diff(
             "feed_mutes (muter, muted, until)",
-            &fold.graph.mute_rows(),
+            &fold.relations.mute_rows(),
             &self.mutes,
             out,
         );
@@ -204,13 +204,14 @@ impl FeedRows {
         for &(reader, seq) in &self.inbox {
             *sizes.entry(reader).or_default() += 1;
             match by_seq.get(&seq) {
-                Some(&(author, true)) if fold.graph.follows.contains(&(reader, author)) => {}
+                Some(&(author, true))
+                    if fold.relations.edges.follows.contains(&(reader, author)) => {}
                 _ => out.push(format!(
                     "feed_inbox: reader {reader} holds post seq {seq}, which it must not"
                 )),
             }
         }
-        for &(reader, author) in &fold.graph.follows {
+        for &(reader, author) in &fold.relations.edges.follows {
             if pulled(author) {
                 continue;
             }

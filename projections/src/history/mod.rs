@@ -23,30 +23,11 @@ use relations_store::LogPosition;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
+use crate::relations::fold::{EdgeKind, RelationChange};
 use crate::runtime::projector::{decode, BulkFold, Projector};
 
 /// The projector's name.
 pub const NAME: &str = "history";
-
-/// Which directed fact an edge change is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(i16)]
-pub enum Kind {
-    /// follows(subject, object)
-    Follow = 0,
-    /// blocks(subject, object)
-    Block = 1,
-    /// subject has asked to follow object (pending)
-    Request = 2,
-}
-
-impl Kind {
-    fn from_i16(value: i16) -> Option<Self> {
-        [Kind::Follow, Kind::Block, Kind::Request]
-            .into_iter()
-            .find(|k| *k as i16 == value)
-    }
-}
 
 /// One change of one directed edge: a row of `rm_relation_history`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -58,7 +39,7 @@ pub struct EdgeChange {
     /// The edge's object.
     pub object: i64,
     /// The fact.
-    pub kind: Kind,
+    pub kind: EdgeKind,
     /// Whether the edge holds after the event.
     pub present: bool,
     /// When the event occurred.
@@ -66,21 +47,18 @@ pub struct EdgeChange {
 }
 
 impl EdgeChange {
-    /// The change a relation event makes, if it changes a follow, a block or a request.
+    /// The change a relation event makes, if it changes a follow, a block or a request: as
+    /// the relation fold reads it ([`RelationChange::of`]), kept as a fact instead of folded.
     pub fn of(event: &RelationEvent, position: LogPosition, at: DateTime<Utc>) -> Option<Self> {
-        let (kind, present) = match event {
-            RelationEvent::Followed { .. } => (Kind::Follow, true),
-            RelationEvent::Unfollowed { .. } => (Kind::Follow, false),
-            RelationEvent::Blocked { .. } => (Kind::Block, true),
-            RelationEvent::Unblocked { .. } => (Kind::Block, false),
-            RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => return None,
-            request => (Kind::Request, request.request()?.1),
+        let (kind, (subject, object), present) = match RelationChange::of(event, at) {
+            RelationChange::Begin(kind, pair, _) => (kind, pair, true),
+            RelationChange::End(kind, pair) => (kind, pair, false),
+            RelationChange::Mute(..) | RelationChange::Unmute(_) => return None,
         };
-        let (subject, object) = event.users();
         Some(Self {
             position,
-            subject: subject.get(),
-            object: object.get(),
+            subject,
+            object,
             kind,
             present,
             at,

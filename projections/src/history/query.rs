@@ -7,7 +7,7 @@ use relations_domain::{Facts, Relation, UserId};
 use relations_store::LogPosition;
 use sqlx::{PgPool, Row};
 
-use super::Kind;
+use crate::relations::fold::EdgeKind;
 
 /// `from`'s relation to each of `to` as it stood at `at`, in the order asked: for every edge
 /// between them, the state its last change in log order among those that occurred by `at` left
@@ -35,10 +35,10 @@ pub async fn relations_as_of(
     .fetch_all(pool)
     .await?;
     // (subject, object, kind) -> present, the last change in log order winning.
-    let mut state: HashMap<(i64, i64, Kind), bool> = HashMap::new();
+    let mut state: HashMap<(i64, i64, EdgeKind), bool> = HashMap::new();
     for row in rows {
         let kind: i16 = row.try_get("kind")?;
-        let kind = Kind::from_i16(kind)
+        let kind = EdgeKind::from_code(kind)
             .ok_or_else(|| sqlx::Error::Decode(format!("unknown edge kind {kind}").into()))?;
         state.insert(
             (row.try_get("subject")?, row.try_get("object")?, kind),
@@ -51,12 +51,12 @@ pub async fn relations_as_of(
         .map(|&to| {
             let (a, b) = (from.get(), to.get());
             let facts = Facts {
-                following: has(a, b, Kind::Follow),
-                followed_by: has(b, a, Kind::Follow),
-                blocking: has(a, b, Kind::Block),
-                blocked_by: has(b, a, Kind::Block),
-                requested: has(a, b, Kind::Request),
-                requested_by: has(b, a, Kind::Request),
+                following: has(a, b, EdgeKind::Follow),
+                followed_by: has(b, a, EdgeKind::Follow),
+                blocking: has(a, b, EdgeKind::Block),
+                blocked_by: has(b, a, EdgeKind::Block),
+                requested: has(a, b, EdgeKind::Request),
+                requested_by: has(b, a, EdgeKind::Request),
             };
             Relation::new(from, to, facts)
         })

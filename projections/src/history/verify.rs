@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use relations_store::log::RecordedEvent;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use super::EdgeChange;
 use crate::error::ProjectionError;
@@ -50,26 +50,18 @@ impl Check for HistoryCheck {
         conn: &mut PgConnection,
         out: &mut Vec<String>,
     ) -> Result<(), ProjectionError> {
-        let rows = sqlx::query(
-            "SELECT tx, gp, subject, object, kind, present, at FROM rm_relation_history",
-        )
-        .fetch_all(conn)
-        .await?;
-        let actual = rows
-            .iter()
-            .map(|r| {
-                let at: chrono::DateTime<chrono::Utc> = r.try_get(6)?;
-                Ok((
-                    r.try_get(0)?,
-                    r.try_get(1)?,
-                    r.try_get(2)?,
-                    r.try_get(3)?,
-                    r.try_get(4)?,
-                    r.try_get(5)?,
-                    at.timestamp_micros(),
-                ))
+        let rows: Vec<(i64, i64, i64, i64, i16, bool, chrono::DateTime<chrono::Utc>)> =
+            sqlx::query_as(
+                "SELECT tx, gp, subject, object, kind, present, at FROM rm_relation_history",
+            )
+            .fetch_all(conn)
+            .await?;
+        let actual: BTreeSet<Compared> = rows
+            .into_iter()
+            .map(|(tx, gp, s, o, kind, present, at)| {
+                (tx, gp, s, o, kind, present, at.timestamp_micros())
             })
-            .collect::<Result<BTreeSet<Compared>, sqlx::Error>>()?;
+            .collect();
         diff(
             "rm_relation_history (tx, gp, subject, object, kind, present, at)",
             &self.expected,

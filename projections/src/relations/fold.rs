@@ -20,15 +20,49 @@ pub type UserPair = (i64, i64);
 /// A user's follow counters: `(following, followers, friends)`.
 pub type FollowCounts = (i64, i64, i64);
 
-/// The kinds of directed edge between two users.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The kinds of directed edge between two users. The numbers are stable: projector `history`
+/// stores them (`rm_relation_history.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(i16)]
 pub enum EdgeKind {
     /// `from` follows `to`.
-    Follow,
+    Follow = 0,
     /// `from` blocks `to`.
-    Block,
+    Block = 1,
     /// `from` asks to follow `to` (pending).
-    Request,
+    Request = 2,
+}
+
+impl EdgeKind {
+    /// The kind stored as `code`.
+    pub fn from_code(code: i16) -> Option<Self> {
+        [Self::Follow, Self::Block, Self::Request]
+            .into_iter()
+            .find(|k| *k as i16 == code)
+    }
+}
+
+/// One table per kind of edge, each found by its kind: how every [`RelationTables`] keeps its
+/// follows, blocks and requests.
+#[derive(Debug, Default)]
+pub struct EdgeTables<T> {
+    /// Follows: (follower, followee).
+    pub follows: T,
+    /// Blocks: (blocker, blocked).
+    pub blocks: T,
+    /// Pending follow requests: (requester, target).
+    pub requests: T,
+}
+
+impl<T> EdgeTables<T> {
+    /// The table of edges of `kind`.
+    pub fn of(&mut self, kind: EdgeKind) -> &mut T {
+        match kind {
+            EdgeKind::Follow => &mut self.follows,
+            EdgeKind::Block => &mut self.blocks,
+            EdgeKind::Request => &mut self.requests,
+        }
+    }
 }
 
 /// What one relation event changes.

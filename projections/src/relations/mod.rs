@@ -20,7 +20,7 @@ use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::{decode, BulkFold, Projector};
-use fold::{EdgeKind, FollowCounts, RelationChange, RelationTables, UserPair};
+use fold::{EdgeKind, EdgeTables, FollowCounts, RelationChange, RelationTables, UserPair};
 
 pub mod fold;
 pub mod query;
@@ -201,9 +201,7 @@ impl Edges {
 /// batch leaves them, and the batch's mute changes in log order (mutes are rare: written one
 /// statement each, after the rest).
 struct BatchTables {
-    follows: Edges,
-    blocks: Edges,
-    requests: Edges,
+    edges: EdgeTables<Edges>,
     mutes: Vec<RelationChange>,
 }
 
@@ -227,20 +225,14 @@ impl BatchTables {
         }
         let [follows, blocks, requests] = keys;
         Ok(Self {
-            follows: Edges::load(conn, "rm_follows", "follower", "followee", &follows).await?,
-            blocks: Edges::load(conn, "rm_blocks", "blocker", "blocked", &blocks).await?,
-            requests: Edges::load(conn, "rm_follow_requests", "requester", "target", &requests)
-                .await?,
+            edges: EdgeTables {
+                follows: Edges::load(conn, "rm_follows", "follower", "followee", &follows).await?,
+                blocks: Edges::load(conn, "rm_blocks", "blocker", "blocked", &blocks).await?,
+                requests: Edges::load(conn, "rm_follow_requests", "requester", "target", &requests)
+                    .await?,
+            },
             mutes: Vec::new(),
         })
-    }
-
-    fn edges(&mut self, kind: EdgeKind) -> &mut Edges {
-        match kind {
-            EdgeKind::Follow => &mut self.follows,
-            EdgeKind::Block => &mut self.blocks,
-            EdgeKind::Request => &mut self.requests,
-        }
     }
 
     /// Writes what the batch changed, and the counters' net changes.
@@ -249,9 +241,9 @@ impl BatchTables {
         conn: &mut PgConnection,
         deltas: BTreeMap<i64, FollowCounts>,
     ) -> Result<(), ProjectionError> {
-        self.follows.write(conn).await?;
-        self.blocks.write(conn).await?;
-        self.requests.write(conn).await?;
+        self.edges.follows.write(conn).await?;
+        self.edges.blocks.write(conn).await?;
+        self.edges.requests.write(conn).await?;
         write_counts(conn, deltas).await?;
         for mute in &self.mutes {
             write_mute(conn, "rm_mutes", mute, true).await?;
@@ -262,15 +254,15 @@ impl BatchTables {
 
 impl RelationTables for BatchTables {
     fn begin(&mut self, kind: EdgeKind, pair: UserPair, since: DateTime<Utc>) -> bool {
-        self.edges(kind).add(pair, since)
+        self.edges.of(kind).add(pair, since)
     }
 
     fn end(&mut self, kind: EdgeKind, pair: UserPair) -> bool {
-        self.edges(kind).remove(pair)
+        self.edges.of(kind).remove(pair)
     }
 
     fn follows(&self, pair: UserPair) -> bool {
-        self.follows.has(pair)
+        self.edges.follows.has(pair)
     }
 
     fn mute(&mut self, pair: UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>) {
@@ -361,28 +353,16 @@ async fn write_counts(
 /// The whole log folded in memory, for a rebuild: the same rows batch application writes.
 #[derive(Default)]
 struct RelationsBulk {
-    follows: HashMap<UserPair, DateTime<Utc>>,
-    blocks: HashMap<UserPair, DateTime<Utc>>,
-    /// (requester, target) -> since
-    requests: HashMap<UserPair, DateTime<Utc>>,
+    /// Each edge -> since.
+    edges: EdgeTables<HashMap<UserPair, DateTime<Utc>>>,
     /// (muter, muted) -> (since, until)
     mutes: HashMap<UserPair, (DateTime<Utc>, Option<DateTime<Utc>>)>,
     counts: BTreeMap<i64, FollowCounts>,
 }
 
-impl RelationsBulk {
-    fn edges(&mut self, kind: EdgeKind) -> &mut HashMap<UserPair, DateTime<Utc>> {
-        match kind {
-            EdgeKind::Follow => &mut self.follows,
-            EdgeKind::Block => &mut self.blocks,
-            EdgeKind::Request => &mut self.requests,
-        }
-    }
-}
-
 impl RelationTables for RelationsBulk {
     fn begin(&mut self, kind: EdgeKind, pair: UserPair, since: DateTime<Utc>) -> bool {
-        match self.edges(kind).entry(pair) {
+        match self.edges.of(kind).entry(pair) {
             Entry::Vacant(entry) => {
                 entry.insert(since);
                 true
@@ -392,11 +372,11 @@ impl RelationTables for RelationsBulk {
     }
 
     fn end(&mut self, kind: EdgeKind, pair: UserPair) -> bool {
-        self.edges(kind).remove(&pair).is_some()
+        self.edges.of(kind).remove(&pair).is_some()
     }
 
     fn follows(&self, pair: UserPair) -> bool {
-        self.follows.contains_key(&pair)
+        self.edges.follows.contains_key(&pair)
     }
 
     fn mute(&mut self, pair: UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>) {
@@ -425,14 +405,19 @@ impl BulkFold for RelationsBulk {
         copy_edges(
             conn,
             "rm_follows (follower, followee, since)",
-            &self.follows,
+            &self.edges.follows,
         )
         .await?;
-        copy_edges(conn, "rm_blocks (blocker, blocked, since)", &self.blocks).await?;
+        copy_edges(
+            conn,
+            "rm_blocks (blocker, blocked, since)",
+            &self.edges.blocks,
+        )
+        .await?;
         copy_edges(
             conn,
             "rm_follow_requests (requester, target, since)",
-            &self.requests,
+            &self.edges.requests,
         )
         .await?;
         let mut mutes = String::new();

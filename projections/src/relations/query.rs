@@ -88,7 +88,7 @@ pub struct ListEntry {
     pub since: DateTime<Utc>,
 }
 
-fn edges(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<ListEntry>, sqlx::Error> {
+fn list_entries(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<ListEntry>, sqlx::Error> {
     rows.iter()
         .map(|row| {
             let id: i64 = row.try_get("id")?;
@@ -135,7 +135,7 @@ impl OffsetQuery {
             .bind(limit)
             .fetch_all(pool)
             .await?;
-        edges(rows)
+        list_entries(rows)
     }
 }
 
@@ -189,7 +189,7 @@ impl KeyedQuery {
             .bind(limit)
             .fetch_all(pool)
             .await?;
-        edges(rows)
+        list_entries(rows)
     }
 }
 
@@ -218,7 +218,7 @@ pub async fn known_followers(
         Some(row) => row.try_get("total")?,
         None => 0,
     };
-    let mut page = edges(rows)?;
+    let mut page = list_entries(rows)?;
     page.retain(|e| (e.since, e.user.get()) < (since, id));
     page.truncate(limit.max(0) as usize);
     Ok((page, total))

@@ -9,7 +9,9 @@ use relations_domain::{Account, AccountEvent, RelationPair};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
-use super::fold::{self, EdgeKind, FollowCounts, RelationChange, RelationTables, UserPair};
+use super::fold::{
+    self, EdgeKind, EdgeTables, FollowCounts, RelationChange, RelationTables, UserPair,
+};
 use crate::error::ProjectionError;
 use crate::runtime::projector::decode;
 use crate::runtime::verify::{diff, pairs, Check};
@@ -18,12 +20,8 @@ use crate::runtime::verify::{diff, pairs, Check};
 /// which accounts are locked, from the account events (other streams are skipped).
 #[derive(Debug, Default)]
 pub(crate) struct RelationFold {
-    /// (follower, followee)
-    pub follows: BTreeSet<UserPair>,
-    /// (blocker, blocked)
-    pub blocks: BTreeSet<UserPair>,
-    /// Pending follow requests (requester, target).
-    pub requests: BTreeSet<UserPair>,
+    /// Follows, blocks and pending follow requests.
+    pub edges: EdgeTables<BTreeSet<UserPair>>,
     /// Locked accounts.
     pub locked: BTreeSet<i64>,
     /// (muter, muted) -> until, in microseconds (`None`: for good); ended mutes included
@@ -35,15 +33,15 @@ pub(crate) struct RelationFold {
 
 impl RelationTables for RelationFold {
     fn begin(&mut self, kind: EdgeKind, pair: UserPair, _: DateTime<Utc>) -> bool {
-        self.edges(kind).insert(pair)
+        self.edges.of(kind).insert(pair)
     }
 
     fn end(&mut self, kind: EdgeKind, pair: UserPair) -> bool {
-        self.edges(kind).remove(&pair)
+        self.edges.of(kind).remove(&pair)
     }
 
     fn follows(&self, pair: UserPair) -> bool {
-        self.follows.contains(&pair)
+        self.edges.follows.contains(&pair)
     }
 
     fn mute(&mut self, pair: UserPair, _: DateTime<Utc>, until: Option<DateTime<Utc>>) {
@@ -56,14 +54,6 @@ impl RelationTables for RelationFold {
 }
 
 impl RelationFold {
-    fn edges(&mut self, kind: EdgeKind) -> &mut BTreeSet<UserPair> {
-        match kind {
-            EdgeKind::Follow => &mut self.follows,
-            EdgeKind::Block => &mut self.blocks,
-            EdgeKind::Request => &mut self.requests,
-        }
-    }
-
     /// Folds `event` if it is a relation or account event.
     pub fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
         if event.stream_type == Account::TYPE {
@@ -115,7 +105,7 @@ pub(crate) async fn mute_rows(
 /// guard rows against every relation event committed.
 #[derive(Debug)]
 pub struct FollowingCheck {
-    graph: RelationFold,
+    relations: RelationFold,
     write_side: bool,
 }
 
@@ -123,7 +113,7 @@ impl FollowingCheck {
     /// `rm_follows`, `rm_blocks` and `rm_follow_counts`.
     pub fn read_model() -> Self {
         Self {
-            graph: RelationFold::default(),
+            relations: RelationFold::default(),
             write_side: false,
         }
     }
@@ -133,7 +123,7 @@ impl FollowingCheck {
     /// `account_locks`.
     pub fn guards() -> Self {
         Self {
-            graph: RelationFold::default(),
+            relations: RelationFold::default(),
             write_side: true,
         }
     }
@@ -154,14 +144,19 @@ impl FollowingCheck {
         .iter()
         .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
         .collect::<Result<_, sqlx::Error>>()?;
-        let graph = &self.graph;
+        let relations = &self.relations;
         diff(
             "rm_follows (follower, followee)",
-            &graph.follows,
+            &relations.edges.follows,
             &follows,
             out,
         );
-        diff("rm_blocks (blocker, blocked)", &graph.blocks, &blocks, out);
+        diff(
+            "rm_blocks (blocker, blocked)",
+            &relations.edges.blocks,
+            &blocks,
+            out,
+        );
         let requests = pairs(
             &mut *conn,
             "SELECT requester, target FROM rm_follow_requests",
@@ -169,18 +164,18 @@ impl FollowingCheck {
         .await?;
         diff(
             "rm_follow_requests (requester, target)",
-            &graph.requests,
+            &relations.edges.requests,
             &requests,
             out,
         );
         let mutes = mute_rows(&mut *conn, "rm_mutes").await?;
         diff(
             "rm_mutes (muter, muted, until)",
-            &graph.mute_rows(),
+            &relations.mute_rows(),
             &mutes,
             out,
         );
-        let expected = graph.counts();
+        let expected = relations.counts();
         diff(
             "rm_follow_counts (user, (following, followers, friends))",
             &expected,
@@ -201,7 +196,13 @@ impl FollowingCheck {
         )
         .await?;
         let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
-        for &(requester, _) in self.graph.follows.iter().chain(&self.graph.requests) {
+        for &(requester, _) in self
+            .relations
+            .edges
+            .follows
+            .iter()
+            .chain(&self.relations.edges.requests)
+        {
             *expected.entry(requester).or_default() += 1;
         }
         let expected: BTreeSet<(i64, i64)> = expected.into_iter().collect();
@@ -214,12 +215,13 @@ impl FollowingCheck {
         let pending = pairs(&mut *conn, "SELECT requester, target FROM pending_requests").await?;
         diff(
             "pending_requests (requester, target)",
-            &self.graph.requests,
+            &self.relations.edges.requests,
             &pending,
             out,
         );
         let locked = pairs(&mut *conn, "SELECT user_id, 0::bigint FROM account_locks").await?;
-        let expected: BTreeSet<(i64, i64)> = self.graph.locked.iter().map(|&u| (u, 0)).collect();
+        let expected: BTreeSet<(i64, i64)> =
+            self.relations.locked.iter().map(|&u| (u, 0)).collect();
         diff("account_locks (user, 0)", &expected, &locked, out);
         Ok(())
     }
@@ -232,7 +234,7 @@ impl Check for FollowingCheck {
     }
 
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        self.graph.fold(event)
+        self.relations.fold(event)
     }
 
     async fn compare(

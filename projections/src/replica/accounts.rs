@@ -4,7 +4,7 @@
 
 use relations_domain::{Account, AccountEvent, TokenStamp, UserId};
 
-use super::HashMap;
+use foldhash::HashMap; // as the replica's other tables (see its module)
 
 /// Accounts with a revocation or a ban (the check every request makes).
 #[derive(Debug, Default, Clone)]

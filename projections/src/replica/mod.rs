@@ -24,10 +24,9 @@ mod tail;
 /// How the admin endpoint names the replica.
 pub const NAME: &str = "graph";
 
-/// The replica's tables hash with foldhash (seeded per process): a relation check or a known-
-/// followers walk is a handful to a thousand lookups, and SipHash would be most of their cost.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+// The replica's tables hash with foldhash (seeded per process): a relation check or a known-
+// followers walk is a handful to a thousand lookups, and SipHash would be most of their cost.
+use foldhash::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use relations_domain::{AccountEvent, Facts, PostEvent, Relation, RelationEvent, UserId};

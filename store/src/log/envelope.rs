@@ -1,7 +1,7 @@
 //! The versioned JSON envelope of an event: what `relations replay` prints and Kafka carries
 //! (docs/events.md).
 
-use super::RecordedEvent;
+use super::event::RecordedEvent;
 
 /// The schema name of the public event envelope (`relations replay`, Kafka).
 pub const ENVELOPE_SCHEMA: &str = "relations.event/1";

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgConnection;
 
-use super::{read_after, RecordedEvent};
+use super::event::RecordedEvent;
+use super::read::read_after;
 use crate::position::LogPosition;
 
 /// Events per batch.

@@ -1,5 +1,6 @@
 //! `/api/v1/comments/{id}[/*]`: deleting, liking and pinning a comment, and its replies, one
-//! file each; [`visible`] holds the read rule every comment list keeps.
+//! file each; [`visible`] cuts the page every comment list answers with (the read rule it
+//! keeps is the read side's).
 
 mod delete;
 mod like;

@@ -162,7 +162,7 @@ async fn keep(
         return Ok(Executed::Fresh(outcome));
     };
     let answer = StoredAnswer {
-        status: StatusCode::OK.as_u16(),
+        code: StatusCode::OK.as_u16(),
         body: serde_json::to_value(&outcome).map_err(anyhow::Error::from)?,
     };
     let kept = idempotency::keep(&state.pool, actor, idem, answer.clone()).await?;

@@ -1,0 +1,85 @@
+//! Reading events: a batch after a position (whole transactions, below the horizon), every
+//! event of a stream type up to a position, and what is held above the horizon.
+
+use sqlx::PgConnection;
+
+use super::event::RecordedEvent;
+use crate::position::LogPosition;
+
+/// Up to `limit` events after `after`, in commit order, all below the horizon, extended to
+/// whole transactions: a batch never ends in the middle of one, so a projector that commits per
+/// batch never shows a reader half of a command (a block without its unfollows).
+pub async fn read_after(
+    conn: &mut PgConnection,
+    after: LogPosition,
+    limit: i64,
+) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    let mut events: Vec<RecordedEvent> = sqlx::query_as(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM events WHERE ",
+        after_position!(),
+        " AND ",
+        below_horizon!(),
+        " ORDER BY events.transaction_id, events.global_position LIMIT $3"
+    ))
+    .bind(after.transaction_id.to_string())
+    .bind(after.global_position)
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    if events.len() as i64 == limit {
+        if let Some(last) = events.last().map(|e| e.position) {
+            // The rest of the last transaction (committed: it is below the horizon).
+            let rest: Vec<RecordedEvent> = sqlx::query_as(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM events
+                  WHERE transaction_id = $1::text::xid8 AND global_position > $2
+                  ORDER BY global_position"
+            ))
+            .bind(last.transaction_id.to_string())
+            .bind(last.global_position)
+            .fetch_all(&mut *conn)
+            .await?;
+            events.extend(rest);
+        }
+    }
+    Ok(events)
+}
+
+/// Every event of streams of type `stream_type` up to `until` (inclusive), in log order: for
+/// readers that fold a rare kind of event in full before tailing the log from `until`.
+pub async fn read_type_until(
+    conn: &mut PgConnection,
+    stream_type: &str,
+    until: LogPosition,
+) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM events WHERE aggregate_type = $3 AND (transaction_id, global_position) <= ($1::text::xid8, $2)
+          ORDER BY events.transaction_id, events.global_position"
+    ))
+    .bind(until.transaction_id.to_string())
+    .bind(until.global_position)
+    .bind(stream_type)
+    .fetch_all(conn)
+    .await
+}
+
+/// The events in the caller's snapshot that lie at or above the horizon (their
+/// transactions committed after the oldest open one began), in log order. Readers never see
+/// these yet; `verify` needs them to compare the write side's guard rows, which count every
+/// committed event.
+pub async fn read_unsettled(conn: &mut PgConnection) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM events WHERE NOT (",
+        below_horizon!(),
+        ") ORDER BY events.transaction_id, events.global_position"
+    ))
+    .fetch_all(conn)
+    .await
+}
