@@ -61,6 +61,27 @@ fn projector_entries(
     entries
 }
 
+/// The runners and the relay this process runs: none when `RELATIONS_RUN_PROJECTORS` is off.
+fn read_side(
+    config: &Config,
+    pool: &sqlx::PgPool,
+    projectors: &[Arc<dyn relations_projections::Projector>],
+) -> anyhow::Result<(Vec<Runner>, Option<Relay>)> {
+    if !config.run_projectors {
+        return Ok((vec![], None));
+    }
+    let runners = projectors
+        .iter()
+        .cloned()
+        .map(|p| Runner::new(pool.clone(), p))
+        .collect();
+    let relay = match config.kafka.settings() {
+        Some(settings) => Some(Relay::new(pool.clone(), &settings)?),
+        None => None,
+    };
+    Ok((runners, relay))
+}
+
 impl Application {
     /// Connects to PostgreSQL, applies migrations, and binds the listen address (port 0 picks a
     /// free port).
@@ -78,19 +99,7 @@ impl Application {
         let signal = CommitSignal::spawn(pool.clone());
         let caches = Caches::new(redis.clone(), config.feed.settings());
         let projectors = relations_projections::all(config.feed.settings(), Some(&caches));
-        let runners: Vec<Runner> = if config.run_projectors {
-            projectors
-                .iter()
-                .cloned()
-                .map(|p| Runner::new(pool.clone(), p))
-                .collect()
-        } else {
-            vec![]
-        };
-        let relay = match (config.run_projectors, config.kafka.settings()) {
-            (true, Some(settings)) => Some(Relay::new(pool.clone(), &settings)?),
-            _ => None,
-        };
+        let (runners, relay) = read_side(&config, &pool, &projectors)?;
         let relay_configured = config.kafka.kafka_brokers.is_some();
         let projectors = projector_entries(&projectors, &runners, relay_configured, &relay);
         let state = AppState {
