@@ -201,19 +201,19 @@ impl FeedHub {
             let Some(list) = connections.get_mut(&user) else {
                 continue;
             };
-            let (ended, kept) = std::mem::take(list)
-                .into_iter()
-                .partition::<Vec<_>, _>(|c| EndReason::of(graph, user, &c.stamp).is_some());
-            *list = kept;
+            for connection in std::mem::take(list) {
+                match EndReason::of(graph, user, &connection.stamp) {
+                    None => list.push(connection),
+                    Some(reason) => {
+                        metrics::counter!("relations_feed_stream_ended_total", "reason" => reason.code())
+                            .increment(1);
+                        // A reader gone since is fine.
+                        let _ = connection.end.send(reason);
+                    }
+                }
+            }
             if list.is_empty() {
                 connections.remove(&user);
-            }
-            for connection in ended {
-                let reason = EndReason::of(graph, user, &connection.stamp).expect("refused");
-                metrics::counter!("relations_feed_stream_ended_total", "reason" => reason.code())
-                    .increment(1);
-                // A reader gone since is fine.
-                let _ = connection.end.send(reason);
             }
         }
     }
