@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Schemathesis against the served OpenAPI document: every operation, every check, a bounded
 # number of examples and a fixed seed; any failure fails the run. Starts its own `relations
-# serve` on a database of its own (dropped afterwards). Installs schemathesis into a venv under
-# target/ on first use.
+# serve` on a database of its own, named after its port so that runs on other ports never touch
+# it (dropped afterwards). Installs schemathesis into a venv under target/ on first use.
+# Three passes: a valid admin token; the operations that revoke or ban, under another user; and
+# every operation with a token that has been logged out first (each must answer as documented:
+# 401 wherever a token sent is checked, never 5xx).
 #   scripts/schemathesis.sh            # the debug build (cargo build first)
 #   RELATIONS_BIN=target/release/relations scripts/schemathesis.sh
 set -euo pipefail
@@ -15,10 +18,10 @@ if [ ! -x "$venv/bin/schemathesis" ]; then
 fi
 bin=${RELATIONS_BIN:-target/debug/relations}
 admin_url=${TEST_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}
-db=relations_schemathesis
+port=${SCHEMATHESIS_PORT:-18199}
+db=relations_schemathesis_$port
 psql "$admin_url" -qc "drop database if exists $db with (force)" >/dev/null
 psql "$admin_url" -qc "create database $db" >/dev/null
-port=${SCHEMATHESIS_PORT:-18199}
 secret=schemathesis-secret
 log=target/schemathesis-serve.log
 DATABASE_URL="${admin_url%/*}/$db" \
@@ -55,3 +58,21 @@ token=$(RELATIONS_JWT_SECRET=$secret "$bin" token --user 7777778 --admin --clien
 "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" "${common[@]}" \
   -H "Authorization: Bearer $token" \
   --include-path-regex '/(revoke|ban|unban)$'
+# Logout, then continue: the token's client is refused from the logout's answer on (and on every
+# instance within a second), so every operation gets a token that is checked and refused. The
+# live feed stream is in this pass: a refused token gets 401 at once, no stream.
+token=$(RELATIONS_JWT_SECRET=$secret "$bin" token --user 7777779 --client fuzz-out --ver 1 --ttl-secs 3600)
+curl -fs -X POST -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/me/logout" >/dev/null
+for _ in $(seq 1 50); do
+  status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+    "http://127.0.0.1:$port/api/v1/users/1/counts")
+  [ "$status" = 401 ] && break
+  sleep 0.1
+done
+[ "$status" = 401 ] || { echo "the logged-out token is still accepted ($status)" >&2; exit 1; }
+# The document itself is a routed request too (401 with this token): it is read without one.
+schema=target/schemathesis-openapi-$port.json
+curl -fs "http://127.0.0.1:$port/openapi.json" -o "$schema"
+"$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "$schema" \
+  --url "http://127.0.0.1:$port" "${common[@]}" \
+  -H "Authorization: Bearer $token"

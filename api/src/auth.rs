@@ -1,9 +1,11 @@
 //! Authentication: HS256 JWTs whose `sub` is the actor. The actor is only ever taken from the
 //! token, never from the request (seed 000).
 //!
-//! Every request that carries a bearer token has it checked by [`check_bearer`], whether the
-//! route needs one or not: signature and expiry, then revocation (401 `TOKEN_REVOKED`), then a
-//! ban (403 `USER_BANNED`). Revocations and bans are events in the log; the in-memory graph folds
+//! Every routed request (a path and a method the API serves) that carries a bearer token has
+//! it checked by [`check_bearer`], whether the route needs one or not: signature and expiry,
+//! then revocation (401 `TOKEN_REVOKED`), then a ban (403 `USER_BANNED`). An unknown path (404)
+//! or an undeclared method (405) is answered first, whatever the token. An open live-feed
+//! stream is re-checked as its user's account changes (`FeedHub` in the projections crate). Revocations and bans are events in the log; the in-memory graph folds
 //! them, so the check costs no database round trip (only while the graph is still loading does
 //! it read the user's account stream).
 
@@ -142,7 +144,8 @@ pub struct Actor {
     pub stamp: TokenStamp,
 }
 
-/// Checks the bearer token of every request that carries one (see the module docs) and leaves
+/// Checks the bearer token of every routed request that carries one (see the module docs; it
+/// is the router's route layer) and leaves
 /// the [`Actor`] for the handlers; a request without a token goes on (routes that need one
 /// answer 401 through the [`Actor`] extractor).
 pub async fn check_bearer(

@@ -38,12 +38,34 @@ macro_rules! error_sets {
 }
 
 error_sets! {
+    /// What a route that needs no token answers when one is sent anyway: every routed request
+    /// has its token checked (a malformed, expired or revoked token is 401, a banned user's 403).
+    TokenErrors = [
+        (401, "UNAUTHENTICATED, TOKEN_REVOKED: a token was sent, and it is refused"),
+        (403, "USER_BANNED: a token was sent, and its user is banned"),
+    ];
     /// A query's errors when it needs no token and names no resource.
-    QueryErrors = [(400, ""), (503, "NOT_CAUGHT_UP")];
+    QueryErrors = [
+        (400, ""),
+        (401, "a token was sent, and it is refused"),
+        (403, "USER_BANNED: a token was sent, and its user is banned"),
+        (503, "NOT_CAUGHT_UP"),
+    ];
     /// A query's errors when it needs a bearer token.
-    BearerQueryErrors = [(400, ""), (401, ""), (503, "NOT_CAUGHT_UP")];
-    /// A query's errors about a user (`/users/{id}/...`).
-    UserQueryErrors = [(400, ""), (404, ""), (503, "NOT_CAUGHT_UP")];
+    BearerQueryErrors = [
+        (400, ""),
+        (401, ""),
+        (403, "USER_BANNED"),
+        (503, "NOT_CAUGHT_UP"),
+    ];
+    /// A query's errors about a user (`/users/{id}/...`), which needs no token.
+    UserQueryErrors = [
+        (400, ""),
+        (401, "a token was sent, and it is refused"),
+        (403, "USER_BANNED: a token was sent, and its user is banned"),
+        (404, ""),
+        (503, "NOT_CAUGHT_UP"),
+    ];
     /// A relation command's errors (`{"target"}` commands).
     RelationCommandErrors = [
         (400, "INVALID_INPUT, SELF_RELATION"),
@@ -85,4 +107,33 @@ error_sets! {
         (429, ""),
         (503, ""),
     ];
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every routed request has a token sent with it checked, whether the route needs one or
+    /// not: every operation documents the refusals (401) and a banned user's 403.
+    #[test]
+    fn every_operation_documents_a_refused_token() {
+        let document = super::super::document();
+        let mut missing = Vec::new();
+        for (path, item) in &document.paths.paths {
+            let operations = [
+                ("get", &item.get),
+                ("post", &item.post),
+                ("put", &item.put),
+                ("patch", &item.patch),
+                ("delete", &item.delete),
+            ];
+            for (method, operation) in operations {
+                let Some(operation) = operation else { continue };
+                for status in ["401", "403"] {
+                    if !operation.responses.responses.contains_key(status) {
+                        missing.push(format!("{method} {path}: {status}"));
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "{missing:#?}");
+    }
 }

@@ -59,11 +59,16 @@ pub fn app(state: AppState) -> Router {
     let (routes, contract) = router().split_for_parts();
     routes
         .merge(crate::openapi::router(&contract))
-        .fallback(|| async { ApiError::NotFound })
-        .layer(middleware::from_fn_with_state(
+        // Only a routed method's request has its token checked: an unknown path is 404 and an
+        // undeclared method 405 (with `Allow`), whatever token comes with them. (A route
+        // layer also wraps each path's method-not-allowed answer; the fallback set after it
+        // replaces that one with an unwrapped one.)
+        .route_layer(middleware::from_fn_with_state(
             state.clone(),
             crate::auth::check_bearer,
         ))
+        .method_not_allowed_fallback(|| async { axum::http::StatusCode::METHOD_NOT_ALLOWED })
+        .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(crate::metrics::track))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(

@@ -116,6 +116,42 @@ async fn commands_without_a_valid_token_are_401() {
     assert_eq!(app.event_count().await, 0);
 }
 
+/// An unknown path is 404 and an undeclared method 405 whatever token comes with them: routing
+/// answers before the token is looked at. A routed request's token is still checked.
+#[tokio::test]
+async fn routing_answers_404_and_405_before_the_token_is_checked() {
+    let app = spawn_app().await;
+    let bad = sign(json!({"sub": "1", "exp": now() + 600}), "another-secret");
+    let send = |method: &str, path: &str, token: &str| {
+        app.client
+            .request(method.parse().unwrap(), format!("{}{path}", app.base))
+            .bearer_auth(token)
+            .send()
+    };
+    for token in [bad.as_str(), "garbage", &app.token(1)] {
+        for (method, path) in [
+            ("TRACE", "/api/v1/relation/follow"),
+            ("DELETE", "/api/v1/users/1/counts"),
+            ("PUT", "/healthz"),
+        ] {
+            let response = send(method, path, token).await.unwrap();
+            assert_eq!(
+                response.status(),
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {path}"
+            );
+            assert!(response.headers().contains_key("allow"), "{method} {path}");
+        }
+        let (status, body) = read(send("GET", "/api/v1/nowhere", token).await.unwrap()).await;
+        assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+    }
+    let (status, body) = read(send("GET", "/api/v1/users/1/counts", &bad).await.unwrap()).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED")
+    );
+}
+
 #[tokio::test]
 async fn bad_bodies_are_4xx_with_a_code_and_append_nothing() {
     let app = spawn_app().await;

@@ -427,7 +427,7 @@ async fn a_bad_csv_is_refused_with_its_line_and_changes_nothing() {
         ("user_id,since\n3\nthree\n".to_owned(), "INVALID_CSV", 3),
         ("user_id,since\n3,not a time\n".to_owned(), "INVALID_CSV", 2),
         ("user_id,since\n-3\n".to_owned(), "INVALID_CSV", 2),
-        ("".to_owned(), "INVALID_CSV", 1),
+        ("\n3\n".to_owned(), "INVALID_CSV", 1),
         (many, "TOO_MANY_LINES", 1002),
     ] {
         let (status, body) = import(&app, 1, csv.clone(), None).await;
@@ -460,6 +460,15 @@ async fn a_bad_csv_is_refused_with_its_line_and_changes_nothing() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    // An empty file lists nobody: it follows nobody.
+    let (status, outcome) = import(&app, 1, String::new(), None).await;
+    assert_eq!(
+        (status, outcome),
+        (
+            StatusCode::OK,
+            json!({"followed": 0, "requested": 0, "unchanged": 0, "refused": [], "position": null})
+        )
+    );
     assert_eq!(app.event_count().await, before, "nothing changed");
     // Exactly 1,000 lines is fine.
     let full = std::iter::once("user_id".to_owned())

@@ -3,7 +3,8 @@
 //! bans, deletions), and a reconnection with `Last-Event-ID` loses nothing. How fast they
 //! arrive (within a second of the command's answer) is measured by `scripts/bench.sh` (j), not
 //! here: the log's horizon is cluster-wide, and other tests running beside these hold it open
-//! on purpose.
+//! on purpose. A stream's end on its token's revocation or its user's ban is held to a second
+//! here, as `accounts.rs` holds every other request's refusal.
 
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,9 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, TestApp};
+use relations_domain::TokenStamp;
+
+use crate::helpers::{read, spawn_app, spawn_with, user, TestApp};
 
 /// How long a test waits for an item it expects (the read-your-writes wait of the other tests).
 const DELIVERY: Duration = Duration::from_secs(15);
@@ -32,14 +35,26 @@ struct Reader {
 
 impl Reader {
     async fn connect(app: &TestApp, user: i64, last_event_id: Option<&str>) -> Self {
-        let mut request = app
-            .client
-            .get(format!("{}/api/v1/feed/stream", app.base))
-            .bearer_auth(app.token(user));
-        if let Some(id) = last_event_id {
-            request = request.header("last-event-id", id);
-        }
-        let response = request.send().await.unwrap();
+        Self::connect_with(app, &app.token(user), last_event_id).await
+    }
+
+    /// Connects with `token`, waiting out a replica still loading (503).
+    async fn connect_with(app: &TestApp, token: &str, last_event_id: Option<&str>) -> Self {
+        let deadline = Instant::now() + DELIVERY;
+        let response = loop {
+            let mut request = app
+                .client
+                .get(format!("{}/api/v1/feed/stream", app.base))
+                .bearer_auth(token);
+            if let Some(id) = last_event_id {
+                request = request.header("last-event-id", id);
+            }
+            let response = request.send().await.unwrap();
+            if response.status() != StatusCode::SERVICE_UNAVAILABLE || Instant::now() > deadline {
+                break response;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(
             response.headers()["content-type"].to_str().unwrap(),
@@ -82,6 +97,24 @@ impl Reader {
             self.buffer
                 .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
         }
+    }
+
+    /// Whether the server closes the stream within `wait`, sending no further event.
+    async fn closes(&mut self, wait: Duration) -> bool {
+        let closed = tokio::time::timeout(wait, async {
+            while let Some(chunk) = self.body.next().await {
+                self.buffer
+                    .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            }
+        })
+        .await
+        .is_ok();
+        // Keep-alive comments aside, nothing came after the last event.
+        closed
+            && self
+                .buffer
+                .lines()
+                .all(|l| l.is_empty() || l.starts_with(':'))
     }
 }
 
@@ -203,4 +236,195 @@ async fn a_reconnection_with_last_event_id_misses_nothing() {
         started.elapsed()
     );
     assert!(reader.next(Duration::from_secs(1)).await.is_none());
+}
+
+/// A token of `id` for `client` at version 1.
+fn client_token(app: &TestApp, id: i64, client: &str) -> String {
+    let stamp = TokenStamp {
+        client: client.into(),
+        ver: 1,
+        bat: 0,
+    };
+    app.jwt
+        .issue_stamped(user(id), false, Duration::from_secs(600), Some(&stamp))
+        .unwrap()
+}
+
+/// `POST path` as an admin, which must answer 200.
+async fn as_admin(app: &TestApp, path: &str, body: Value) {
+    let (status, body) = read(
+        app.client
+            .post(format!("{}{path}", app.base))
+            .bearer_auth(app.admin_token(99))
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// User 1 follows 2, and `app`'s replica has it (and is loaded).
+async fn one_follows_two(app: &TestApp, via: &TestApp) {
+    let (_, body) = via.command("follow", 1, 2).await;
+    let at = body["position"].as_str().unwrap().to_owned();
+    let (status, body) = app
+        .get(&format!(
+            "/api/v1/relation/status?from=1&to=2&min_position={at}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// How long after `since` the instance `app` first refuses `token` (any other request).
+async fn refused_after(app: &TestApp, token: &str, since: Instant) -> Duration {
+    loop {
+        let status = app
+            .client
+            .get(format!("{}/api/v1/users/2/counts", app.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .status();
+        if status.is_client_error() {
+            return since.elapsed();
+        }
+        assert!(since.elapsed() < DELIVERY, "{token} is still accepted");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits for the `event: end` of `reader` (on `app`, with `token`), which must name `code`
+/// and come within a second of `since` (the revocation's or ban's answer); the stream then
+/// closes. The log's horizon is cluster-wide and other tests hold it open on purpose, so when
+/// `app` itself learns of the change later than that (its other requests with `token` are
+/// still accepted after a second), the stream must end within 250 ms of when it learns.
+async fn ends_within_a_second(
+    reader: &mut Reader,
+    (app, token): (&TestApp, &str),
+    since: Instant,
+    code: &str,
+) {
+    let (event, refused) = tokio::join!(
+        async {
+            let event = reader.next(DELIVERY).await.expect("an end event");
+            (event, since.elapsed())
+        },
+        refused_after(app, token, since)
+    );
+    let (event, ended) = event;
+    assert_eq!(
+        (event.event.as_str(), event.data["code"].as_str()),
+        ("end", Some(code)),
+        "{event:?}"
+    );
+    assert!(event.data["message"].is_string(), "{event:?}");
+    eprintln!(
+        "stream ended ({code}) {ended:?} after the answer; requests refused after {refused:?}"
+    );
+    assert!(
+        ended < Duration::from_secs(1).max(refused + Duration::from_millis(250)),
+        "the stream ended {ended:?} after the answer, the instance refused the token after {refused:?}"
+    );
+    assert!(
+        reader.closes(Duration::from_secs(2)).await,
+        "then it closes"
+    );
+}
+
+/// A post by 2, published through `via`, reaches `reader`: its stream goes on.
+async fn still_open(reader: &mut Reader, via: &TestApp) {
+    let (post, _) = via.publish(2, "still here").await;
+    let event = reader.next(DELIVERY).await.expect("the post");
+    assert_eq!(
+        (event.event.as_str(), &event.data["id"]),
+        ("post", &json!(post))
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_tokens_stream_ends_within_a_second_and_the_users_other_clients_stay_open() {
+    let app = spawn_app().await;
+    one_follows_two(&app, &app).await;
+    let phone = client_token(&app, 1, "phone");
+    let mut on_phone = Reader::connect_with(&app, &phone, None).await;
+    let mut on_desktop = Reader::connect_with(&app, &client_token(&app, 1, "desktop"), None).await;
+
+    let (status, body) = read(
+        app.client
+            .post(format!("{}/api/v1/me/logout", app.base))
+            .bearer_auth(&phone)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    ends_within_a_second(
+        &mut on_phone,
+        (&app, &phone),
+        Instant::now(),
+        "TOKEN_REVOKED",
+    )
+    .await;
+
+    // The desktop's token is not revoked: its stream goes on, and a new post reaches it.
+    still_open(&mut on_desktop, &app).await;
+    // The revoked token cannot open another stream.
+    let response = app
+        .client
+        .get(format!("{}/api/v1/feed/stream", app.base))
+        .bearer_auth(&phone)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_banned_users_stream_ends_within_a_second() {
+    let app = spawn_app().await;
+    one_follows_two(&app, &app).await;
+    let token = app.token(1);
+    let mut reader = Reader::connect_with(&app, &token, None).await;
+    let mut other = Reader::connect(&app, 2, None).await;
+    as_admin(&app, "/api/v1/admin/users/1/ban", json!({})).await;
+    ends_within_a_second(&mut reader, (&app, &token), Instant::now(), "USER_BANNED").await;
+    assert!(
+        other.next(Duration::from_millis(300)).await.is_none(),
+        "another user's stream goes on, sent nothing"
+    );
+    assert!(!other.closes(Duration::from_millis(100)).await);
+}
+
+/// Instances share no memory: the one holding the stream learns of the revocation from the
+/// log, through its replica.
+#[tokio::test]
+async fn a_revocation_answered_by_one_instance_ends_the_stream_held_by_another_within_a_second() {
+    let first = spawn_app().await;
+    let second = spawn_with(first.config.clone()).await;
+    one_follows_two(&second, &first).await;
+    let (phone, tablet) = (
+        client_token(&second, 1, "phone"),
+        client_token(&second, 1, "tablet"),
+    );
+    let mut revoked = Reader::connect_with(&second, &phone, None).await;
+    let mut kept = Reader::connect_with(&second, &tablet, None).await;
+
+    as_admin(
+        &first,
+        "/api/v1/admin/users/1/revoke",
+        json!({"client": "phone", "up_to": 1}),
+    )
+    .await;
+    let on_second = (&second, phone.as_str());
+    ends_within_a_second(&mut revoked, on_second, Instant::now(), "TOKEN_REVOKED").await;
+
+    still_open(&mut kept, &first).await;
+
+    // A ban answered by the first ends the rest on the second.
+    as_admin(&first, "/api/v1/admin/users/1/ban", json!({})).await;
+    ends_within_a_second(&mut kept, (&second, &tablet), Instant::now(), "USER_BANNED").await;
 }

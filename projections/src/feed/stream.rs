@@ -8,17 +8,23 @@
 //! for a reader who follows nobody, recommended, with no block either way), not muted by the
 //! reader, not banned. Every item carries its log position; a reader who reconnects with it
 //! (`Last-Event-ID`) is sent what they missed, read back from the log, before the live items.
+//!
+//! Each connection holds its token's stamp. When a batch holds an account event, the hub
+//! re-checks the connections of that account's user against the replica, which already folds
+//! it, and ends those whose token is now refused or whose user is banned, before delivering
+//! the batch's posts: every instance does so as its own replica applies the event, so a
+//! revocation or a ban answered anywhere ends the streams everywhere within the replica's lag.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use relations_domain::{Post, PostEvent, PostId, UserId};
+use relations_domain::{Account, AccountEvent, Post, PostEvent, PostId, TokenStamp, UserId};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
 use sqlx::PgPool;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ProjectionError;
@@ -56,7 +62,48 @@ struct PostSignal {
     event: PostEvent,
 }
 
-type Connections = HashMap<UserId, Vec<(u64, mpsc::Sender<StreamItem>)>>;
+/// Why the hub ended a connection: what any other request with its token would now get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// The token was revoked (a logout or the sign-on service's revocation): 401.
+    TokenRevoked,
+    /// The user was banned: 403.
+    UserBanned,
+}
+
+impl EndReason {
+    /// The error code a request with the token gets now.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::TokenRevoked => "TOKEN_REVOKED",
+            Self::UserBanned => "USER_BANNED",
+        }
+    }
+
+    /// Why `stamp`'s stream of `user` may not go on, as the replica stands; revocation first,
+    /// as the request check orders them.
+    fn of(graph: &MemoryGraph, user: UserId, stamp: &TokenStamp) -> Option<Self> {
+        if graph.accounts().refuses(user, stamp) {
+            Some(Self::TokenRevoked)
+        } else if graph.accounts().banned(user) {
+            Some(Self::UserBanned)
+        } else {
+            None
+        }
+    }
+}
+
+/// One connected reader, as the hub holds it.
+struct Connection {
+    id: u64,
+    /// The token's client, version and batch, re-checked when the user's account changes.
+    stamp: TokenStamp,
+    items: mpsc::Sender<StreamItem>,
+    /// Told once, when the hub ends the connection.
+    end: oneshot::Sender<EndReason>,
+}
+
+type Connections = HashMap<UserId, Vec<Connection>>;
 
 /// The connected readers of this instance. Cheap to clone.
 #[derive(Clone)]
@@ -70,6 +117,9 @@ pub struct FeedHub {
 pub struct Subscription {
     /// The items pushed to this reader.
     pub items: mpsc::Receiver<StreamItem>,
+    /// Why the hub ended this connection (its token refused, its user banned); no item comes
+    /// after it. Closed without a reason only when the hub itself is gone.
+    pub ended: oneshot::Receiver<EndReason>,
     hub: FeedHub,
     user: UserId,
     id: u64,
@@ -79,7 +129,7 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         let mut connections = self.hub.connections.lock().expect("not poisoned");
         if let Some(list) = connections.get_mut(&self.user) {
-            list.retain(|(id, _)| *id != self.id);
+            list.retain(|connection| connection.id != self.id);
             if list.is_empty() {
                 connections.remove(&self.user);
             }
@@ -98,22 +148,73 @@ impl FeedHub {
         }
     }
 
-    /// Connects `user`.
-    pub fn subscribe(&self, user: UserId) -> Subscription {
+    /// Connects `user`, whose token carries `stamp`. A revocation or a ban that the replica
+    /// applied since the token was checked ends the connection at once: the hub only
+    /// re-checks on account events it is sent after the connection joined.
+    pub fn subscribe(&self, graph: &LiveGraph, user: UserId, stamp: TokenStamp) -> Subscription {
         let (sender, items) = mpsc::channel(BUFFER);
+        let (end, ended) = oneshot::channel();
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.connections
             .lock()
             .expect("not poisoned")
             .entry(user)
             .or_default()
-            .push((id, sender));
+            .push(Connection {
+                id,
+                stamp,
+                items: sender,
+                end,
+            });
         metrics::gauge!("relations_feed_stream_connections").increment(1.0);
-        Subscription {
+        let subscription = Subscription {
             items,
+            ended,
             hub: self.clone(),
             user,
             id,
+        };
+        self.end_refused(graph, Some(user));
+        subscription
+    }
+
+    /// Ends the connections of `users` (every reader's when `None`) whose token the replica
+    /// now refuses or whose user it holds banned. The hub's lock is taken before the
+    /// replica's, as [`FeedHub::deliver`] takes them.
+    fn end_refused(&self, graph: &LiveGraph, user: Option<UserId>) {
+        let mut connections = self.connections.lock().expect("not poisoned");
+        let users: Vec<UserId> = match user {
+            Some(user) => vec![user],
+            None => connections.keys().copied().collect(),
+        };
+        graph.with(|g| Self::end_refused_in(&mut connections, g, users));
+    }
+
+    /// Ends the connections of `users` whose token `graph` refuses or whose user it holds
+    /// banned: each is told why, then dropped (no item follows).
+    fn end_refused_in(
+        connections: &mut Connections,
+        graph: &MemoryGraph,
+        users: impl IntoIterator<Item = UserId>,
+    ) {
+        for user in users {
+            let Some(list) = connections.get_mut(&user) else {
+                continue;
+            };
+            for connection in std::mem::take(list) {
+                match EndReason::of(graph, user, &connection.stamp) {
+                    None => list.push(connection),
+                    Some(reason) => {
+                        metrics::counter!("relations_feed_stream_ended_total", "reason" => reason.code())
+                            .increment(1);
+                        // A reader gone since is fine.
+                        let _ = connection.end.send(reason);
+                    }
+                }
+            }
+            if list.is_empty() {
+                connections.remove(&user);
+            }
         }
     }
 
@@ -193,6 +294,8 @@ impl FeedHub {
                         missed,
                         "feed stream fell behind the replica; readers resync"
                     );
+                    // The missed batches may have revoked or banned: every reader is re-checked.
+                    self.end_refused(&graph, None);
                     self.to_everyone(StreamItem::Resync);
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
@@ -217,27 +320,47 @@ impl FeedHub {
             .collect()
     }
 
+    /// The users whose account an applied batch changed.
+    fn accounts(batch: &[RecordedEvent]) -> Vec<UserId> {
+        let accounts = batch.iter().filter(|e| e.stream_type == Account::TYPE);
+        let mut users: Vec<UserId> = accounts
+            .filter_map(|event| match decode::<AccountEvent>(event) {
+                Ok(decoded) => Some(decoded.user()),
+                Err(error) => {
+                    tracing::warn!(%error, "feed stream skips an account event it cannot read");
+                    None
+                }
+            })
+            .collect();
+        users.sort_unstable();
+        users.dedup();
+        users
+    }
+
+    /// Ends the connections a batch's account events refuse, then delivers its posts.
     fn deliver(&self, graph: &LiveGraph, batch: &[RecordedEvent]) {
         let mut connections = self.connections.lock().expect("not poisoned");
         if connections.is_empty() {
             return;
         }
+        let accounts = Self::accounts(batch);
         let batch = Self::posts(batch);
-        if batch.is_empty() {
+        if batch.is_empty() && accounts.is_empty() {
             return;
         }
         let now = Utc::now();
         graph.with(|g| {
+            Self::end_refused_in(&mut connections, g, accounts);
             for signal in &batch {
                 for (reader, list) in connections.iter_mut() {
                     let Some(item) = self.item_for(g, *reader, signal.position, &signal.event, now)
                     else {
                         continue;
                     };
-                    for (_, sender) in list.iter() {
-                        if sender.try_send(item.clone()).is_err() {
+                    for connection in list.iter() {
+                        if connection.items.try_send(item.clone()).is_err() {
                             // Full: the reader catches up from the log once it drains.
-                            let _ = sender.try_send(StreamItem::Resync);
+                            let _ = connection.items.try_send(StreamItem::Resync);
                         }
                     }
                     metrics::counter!("relations_feed_stream_items_total").increment(1);
@@ -249,8 +372,8 @@ impl FeedHub {
     fn to_everyone(&self, item: StreamItem) {
         let connections = self.connections.lock().expect("not poisoned");
         for list in connections.values() {
-            for (_, sender) in list {
-                let _ = sender.try_send(item.clone());
+            for connection in list {
+                let _ = connection.items.try_send(item.clone());
             }
         }
     }

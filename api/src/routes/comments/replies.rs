@@ -10,6 +10,7 @@ use super::visible::{visible_page, CommentList, CommentPage};
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
+use crate::routes::contract::TokenErrors;
 use crate::routes::live::live_post;
 use crate::routes::page::Page;
 use crate::routes::query::wait_for_projectors;
@@ -19,7 +20,7 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/api/v1/comments/{id}/replies", tag = "queries",
     params(("id" = String, Path), Page<CommentKey>),
     responses((status = 200, body = CommentPage), (status = 400, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody), TokenErrors))]
 pub async fn replies(
     State(state): State<AppState>,
     viewer: Option<Actor>,

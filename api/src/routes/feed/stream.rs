@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use relations_domain::UserId;
-use relations_projections::feed::stream::{StreamItem, Subscription};
+use relations_projections::feed::stream::{EndReason, StreamItem, Subscription};
 use relations_store::LogPosition;
 
 use crate::auth::Actor;
@@ -21,18 +21,52 @@ struct Streaming {
     pending: std::collections::VecDeque<StreamItem>,
     /// The last position sent (or the replica's when the stream began).
     last: LogPosition,
+    /// Whether the stream has ended (its final event sent).
+    ended: bool,
+}
+
+/// The stream's last event when its token is revoked or its user banned: `event: end` with
+/// `{"code", "message"}`, the error any other request with the token now gets.
+fn end_event(reason: EndReason) -> Event {
+    let message = match reason {
+        EndReason::TokenRevoked => "this token has been revoked",
+        EndReason::UserBanned => "this user is banned",
+    };
+    let data = serde_json::json!({ "code": reason.code(), "message": message });
+    Event::default()
+        .event("end")
+        .json_data(data)
+        .unwrap_or_else(|_| Event::default().event("end"))
 }
 
 impl Streaming {
-    /// The next SSE event, or `None` when the stream ends (shutdown).
+    /// The next item: what a reconnection missed first, then the live ones.
+    async fn item(
+        pending: &mut std::collections::VecDeque<StreamItem>,
+        items: &mut tokio::sync::mpsc::Receiver<StreamItem>,
+    ) -> Option<StreamItem> {
+        match pending.pop_front() {
+            Some(item) => Some(item),
+            None => items.recv().await,
+        }
+    }
+
+    /// The next SSE event, or `None` when the stream ends (shutdown, or after its `end` event).
     async fn next(&mut self) -> Option<Event> {
+        if self.ended {
+            return None;
+        }
         loop {
-            let item = match self.pending.pop_front() {
-                Some(item) => item,
-                None => tokio::select! {
-                    _ = self.state.closing.cancelled() => return None,
-                    item = self.subscription.items.recv() => item?,
-                },
+            // An ending comes before anything still pending: no post reaches a refused token.
+            let item = tokio::select! {
+                biased;
+                reason = &mut self.subscription.ended => {
+                    self.ended = true;
+                    // Without a reason the hub is gone: the instance is stopping.
+                    return reason.ok().map(end_event);
+                }
+                _ = self.state.closing.cancelled() => return None,
+                item = Self::item(&mut self.pending, &mut self.subscription.items) => item?,
             };
             match item {
                 StreamItem::Resync => {
@@ -70,11 +104,15 @@ impl Streaming {
 /// position as `id`, within a second of the command's answer. A reconnection with
 /// `Last-Event-ID` is first sent what it missed; `event: reset` asks the client to reload the
 /// feed (it missed more than a reconnection reads back). The stream ends when the instance
-/// shuts down; clients reconnect.
+/// shuts down; clients reconnect. Within a second of the token's revocation (a logout, an
+/// admin revoke) or the user's ban, answered by any instance, the stream sends a last
+/// `event: end` with `{"code": "TOKEN_REVOKED" | "USER_BANNED", "message"}` and closes: a
+/// client must not reconnect with the same token (it would get 401 or 403).
 #[utoipa::path(get, path = "/api/v1/feed/stream", tag = "queries", security(("bearer" = [])),
     params(("Last-Event-ID" = Option<String>, Header, description = "The id of the last event received", pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")),
     responses((status = 200, content_type = "text/event-stream", body = String),
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED"),
               (status = 503, body = ErrorBody, description = "UNAVAILABLE: the graph replica is loading")))]
 pub async fn stream(
     State(state): State<AppState>,
@@ -98,7 +136,9 @@ pub async fn stream(
                 })?,
         ),
     };
-    let subscription = state.hub.subscribe(actor.user);
+    let subscription = state
+        .hub
+        .subscribe(&state.graph, actor.user, actor.stamp.clone());
     let pending = match last {
         Some(after) => {
             state
@@ -113,6 +153,7 @@ pub async fn stream(
         subscription,
         pending,
         last: last.unwrap_or(now),
+        ended: false,
         state,
     };
     let events = futures::stream::unfold(streaming, |mut streaming| async move {

@@ -37,7 +37,8 @@ const MAX_LIKED: usize = 100;
 #[utoipa::path(get, path = "/api/v1/me/liked", tag = "queries", security(("bearer" = [])),
     params(LikedParams),
     responses((status = 200, body = LikedAnswer), (status = 400, body = ErrorBody),
-              (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
+              (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED"), (status = 503, body = ErrorBody)))]
 pub async fn liked(
     State(state): State<AppState>,
     actor: Actor,

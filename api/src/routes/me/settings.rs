@@ -25,6 +25,7 @@ pub struct SettingsBody {
     security(("bearer" = [])),
     responses((status = 200, body = Settings, description = "`position` is null when nothing changed"),
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED"),
               (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
               (status = 429, body = ErrorBody, description = "RATE_LIMITED, with Retry-After"),
               (status = 503, body = ErrorBody, description = "UNAVAILABLE, with Retry-After")))]

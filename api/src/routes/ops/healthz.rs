@@ -1,5 +1,6 @@
 //! `GET /healthz`: liveness.
 
+use crate::routes::contract::TokenErrors;
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -12,7 +13,7 @@ pub struct Liveness {
 }
 
 /// The process is alive.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Liveness)))]
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Liveness), TokenErrors))]
 pub async fn healthz() -> Json<Liveness> {
     Json(Liveness { status: "ok" })
 }

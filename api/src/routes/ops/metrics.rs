@@ -7,13 +7,14 @@ use axum::response::IntoResponse;
 use relations_projections::replica::NAME as GRAPH;
 
 use super::readiness::stuck_projectors;
+use crate::routes::contract::TokenErrors;
 use crate::state::AppState;
 
 /// Prometheus text format, from memory only: what this process's readers published as they
 /// stepped, and the log watch's last look (its age is `relations_log_watch_age_seconds`). A
 /// scrape never waits on PostgreSQL or Redis, so metrics stay up when they are down or slow.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses((status = 200, body = String, content_type = "text/plain")))]
+    responses((status = 200, body = String, content_type = "text/plain"), TokenErrors))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let view = state.horizon.view();
     let age = state.horizon.age();

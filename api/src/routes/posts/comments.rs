@@ -12,6 +12,7 @@ use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiQuery, PathId};
 use crate::routes::comments::visible::{visible_page, CommentList, CommentPage};
+use crate::routes::contract::TokenErrors;
 use crate::routes::live::live_post;
 use crate::routes::page::Page;
 use crate::routes::query::wait_for_projectors;
@@ -32,7 +33,7 @@ pub struct SortParams {
 #[utoipa::path(get, path = "/api/v1/posts/{id}/comments", tag = "queries",
     params(("id" = String, Path), SortParams, Page<CommentKey>),
     responses((status = 200, body = CommentPage), (status = 400, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody), TokenErrors))]
 pub async fn comments(
     State(state): State<AppState>,
     viewer: Option<Actor>,

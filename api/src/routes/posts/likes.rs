@@ -8,6 +8,7 @@ use relations_projections::engagement::NAME as ENGAGEMENT;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
+use crate::routes::contract::TokenErrors;
 use crate::routes::live::live_post;
 use crate::routes::page::{Page, SinceKey};
 use crate::routes::query::{cursor_page, graph_source, wait_for_projectors, CursorPage};
@@ -17,7 +18,7 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/api/v1/posts/{id}/likes", tag = "queries",
     params(("id" = String, Path), Page<SinceKey>),
     responses((status = 200, body = CursorPage), (status = 400, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody), TokenErrors))]
 pub async fn likers(
     State(state): State<AppState>,
     PathId(post): PathId<PostId>,

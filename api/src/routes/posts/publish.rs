@@ -25,7 +25,8 @@ pub struct PublishBody {
     params(CommandRequest), security(("bearer" = [])),
     responses((status = 201, body = Published),
               (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters"),
-              (status = 401, body = ErrorBody), (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+              (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED"), (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
               (status = 422, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn publish(
     State(state): State<AppState>,

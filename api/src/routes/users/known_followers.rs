@@ -30,7 +30,8 @@ pub struct KnownFollowersPage {
     security(("bearer" = [])),
     params(("id" = i64, Path, description = "The user"), Page<SinceKey>),
     responses((status = 200, body = KnownFollowersPage), (status = 400, body = ErrorBody),
-              (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED"), (status = 404, body = ErrorBody),
               (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn known_followers(
     State(state): State<AppState>,

@@ -22,8 +22,13 @@ pub fn csv_line<T: AsRef<[u8]>>(fields: impl IntoIterator<Item = T>) -> Vec<u8> 
 
 /// The data lines of an import body: `(line number, user id)`, the header being line 1. Each
 /// line is one CSV record (ids and times never hold a line break), so a fault is reported
-/// with the line a person sees in the file, blank lines counted.
+/// with the line a person sees in the file, blank lines counted. An empty body (nothing but
+/// white space) lists nobody, as a header alone does: there is no line to be at fault.
 pub fn parse(body: &[u8]) -> Result<Vec<(usize, i64)>, ApiError> {
+    let text = body.strip_prefix("\u{feff}".as_bytes()).unwrap_or(body);
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Vec::new());
+    }
     let bad = |line: usize, message: String| ApiError::BadCsv {
         code: "INVALID_CSV",
         line,
@@ -105,7 +110,9 @@ mod tests {
             parse("\u{feff}user_id\n7".as_bytes()).unwrap(),
             vec![(2, 7)]
         );
-        assert_eq!(failure(""), ("INVALID_CSV".into(), 1));
+        assert_eq!(parse(b"").unwrap(), vec![]);
+        assert_eq!(parse("\u{feff}\r\n\n".as_bytes()).unwrap(), vec![]);
+        assert_eq!(failure("\n3\n"), ("INVALID_CSV".into(), 1));
         assert_eq!(failure("id,since\n3\n"), ("INVALID_CSV".into(), 1));
         assert_eq!(
             failure("user_id,since\n3\nabc\n"),

@@ -21,7 +21,8 @@ const EXPORT_PAGE: i64 = 500;
 #[utoipa::path(get, path = "/api/v1/me/following.csv", tag = "queries", security(("bearer" = [])),
     responses((status = 200, content_type = "text/csv", body = String,
                description = "`user_id,since` then one line per followed user"),
-              (status = 401, body = ErrorBody)))]
+              (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED")))]
 pub async fn export(State(state): State<AppState>, actor: Actor) -> Response {
     let header = csv_line(HEADER);
     let pool = read_pool(&state).clone();

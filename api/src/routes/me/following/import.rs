@@ -48,15 +48,16 @@ pub struct ImportOutcome {
 /// read and not used), as a follow command would: rules 2 and 3 per line, one rate-limit token
 /// for the whole import. With an `Idempotency-Key` a retry answers the same and follows
 /// nothing twice. A malformed file changes nothing: 400 `INVALID_CSV` or `TOO_MANY_LINES` with
-/// the line at fault.
+/// the line at fault. An empty file (or one of blank lines) lists nobody and follows nobody.
 #[utoipa::path(post, path = "/api/v1/me/following/import", tag = "commands",
     request_body(content = String, content_type = "text/csv",
-                 description = "header `user_id,since` (or `user_id`), at most 1,000 lines"),
+                 description = "header `user_id,since` (or `user_id`), at most 1,000 lines; an empty file lists nobody"),
     params(CommandRequest),
     security(("bearer" = [])),
     responses((status = 200, body = ImportOutcome),
               (status = 400, body = ErrorBody, description = "INVALID_CSV or TOO_MANY_LINES, with `line`"),
-              (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
+              (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED"), (status = 413, body = ErrorBody),
               (status = 415, body = ErrorBody),
               (status = 422, body = ErrorBody, description = "IDEMPOTENCY_KEY_REUSED"),
               (status = 429, body = ErrorBody, description = "RATE_LIMITED, with Retry-After"),
