@@ -7,7 +7,7 @@
 //! vs a trivial axum handler; (c) projection lag under a sustained write rate; (d) rebuild
 //! throughput vs COPY of the same rows; (e) feed fan-out and feed pages (hybrid vs pure push vs
 //! pure pull, and Stream-Framework on the same Redis); (f) memory; (g) a LinkBench-style request
-//! mix. Each lives in `scenarios/`, one file per scenario.
+//! mix; (k) the failover window on the HA PostgreSQL of `scripts/ha.sh`. Each lives in `scenarios/`, one file per scenario.
 
 mod graph;
 mod harness;
@@ -52,7 +52,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to j); all when empty.
+    /// Only these scenarios (letters a to k); all when empty.
     #[arg(long)]
     only: Vec<char>,
     /// Users in the graph of (a), (b), (c), (f); the rebuild graph of (d) gets 2.4 times as
@@ -107,6 +107,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted('j') {
         rows.extend(scenarios::stream(&env, scale).await?);
+    }
+    if wanted('k') {
+        rows.extend(scenarios::failover(&env).await?);
     }
     println!("{}", harness::table(&rows));
     println!("total bench time: {:.0} s", started.elapsed().as_secs_f64());

@@ -1,8 +1,9 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
-//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
+//! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `failover`. (a), (b), (c) and (f) share one loaded graph ([`graph_scenarios`]).
 
 mod engagement;
+mod failover;
 mod feed;
 mod follow_commands;
 mod insights;
@@ -19,6 +20,7 @@ use crate::graph;
 use crate::harness::{Env, Row, Server, Stats};
 
 pub use engagement::engagement;
+pub use failover::failover;
 pub use feed::feed;
 pub use insights::insights;
 pub use mixed::mixed;
