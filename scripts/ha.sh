@@ -3,6 +3,7 @@
 # HAProxy, two PostgreSQL 15 nodes. Patroni alone decides who is primary; nothing here fails
 # over by itself: `failover` only crashes the primary and watches.
 #
+#   scripts/ha.sh install    # install what is missing (apt: patroni, etcd, HAProxy, PostgreSQL)
 #   scripts/ha.sh start      # install what is missing, start etcd, the nodes and HAProxy;
 #                            # returns once a write commits through the write endpoint
 #                            # (a no-op when the cluster already runs)
@@ -404,9 +405,10 @@ cmd_stop() {
 }
 
 case "${1:-}" in
+  install) ensure_packages ;;
   start) cmd_start ;;
   failover) cmd_failover ;;
   status) cmd_status ;;
   stop) cmd_stop ;;
-  *) echo "usage: $0 start|failover|status|stop" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start|failover|status|stop" >&2; exit 2 ;;
 esac

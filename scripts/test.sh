@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/services.sh
 scripts/kafka.sh
 scripts/ops.sh
+# The failover test (api/tests/api/failover.rs) starts its own cluster with scripts/ha.sh.
+scripts/ha.sh install
 export PATH="$HOME/.cargo/bin:$PATH"
 
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}"

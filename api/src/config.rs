@@ -186,6 +186,13 @@ pub struct Config {
     #[arg(long, env = "RELATIONS_COMMAND_WORKERS", default_value_t = 4,
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub command_workers: u16,
+    /// The longest a command waits for its answer, queue and commit included; a group
+    /// transaction that overruns it is abandoned with its connection (closed, not reused) and
+    /// its commands are answered 503 `UNAVAILABLE` with Retry-After (a retry under the same
+    /// Idempotency-Key replays or decides afresh).
+    #[arg(long, env = "RELATIONS_COMMAND_DEADLINE_MS", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub command_deadline_ms: u64,
     /// Rule 7: token bucket size per user.
     #[arg(long, env = "RELATIONS_RATE_CAPACITY", default_value_t = 100)]
     pub rate_capacity: u32,
@@ -236,6 +243,14 @@ impl Config {
     /// The request deadline.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// How command workers run: how many groups at once, and the command deadline.
+    pub fn workers(&self) -> relations_store::Workers {
+        relations_store::Workers {
+            count: usize::from(self.command_workers),
+            deadline: Duration::from_millis(self.command_deadline_ms),
+        }
     }
 
     /// The recommended authors' ids.

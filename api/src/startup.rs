@@ -114,7 +114,7 @@ impl Application {
             engagement: EngagementStore::new(
                 pool.clone(),
                 signal.clone(),
-                usize::from(config.command_workers),
+                config.workers(),
                 render::<_, ThreadAnswer>,
                 render::<_, Liking>,
             ),
@@ -122,19 +122,22 @@ impl Application {
                 pool.clone(),
                 config.follow_limit,
                 signal.clone(),
-                usize::from(config.command_workers),
+                config.workers(),
                 render::<_, RelationOutcome>,
             ),
             posts: PostStore::new(
                 pool.clone(),
                 signal.clone(),
-                usize::from(config.command_workers),
+                config.workers(),
                 render::<_, PostAnswer>,
             ),
             accounts: AccountStore::new(
                 pool.clone(),
                 signal.clone(),
-                1,
+                relations_store::Workers {
+                    count: 1,
+                    ..config.workers()
+                },
                 render::<_, AccountChange>,
             ),
             settings: SettingsStore::new(pool.clone(), signal),

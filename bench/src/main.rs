@@ -8,7 +8,8 @@
 //! throughput vs COPY of the same rows; (e) feed fan-out and feed pages (hybrid vs pure push vs
 //! pure pull, and Stream-Framework on the same Redis); (f) memory; (g) a LinkBench-style request
 //! mix; (h) insights; (i) likes and comments; (j) the live feed; (k) the primary's CPU per read
-//! with and without a hot standby serving reads (`DATABASE_READ_URL`). Each lives in
+//! with and without a hot standby serving reads (`DATABASE_READ_URL`); (l) the log's bookkeeping
+//! queries; (m) the failover window on the HA PostgreSQL of `scripts/ha.sh`. Each lives in
 //! `scenarios/`, one file per scenario.
 
 mod graph;
@@ -54,7 +55,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to l); all when empty.
+    /// Only these scenarios (letters a to m); all when empty.
     #[arg(long)]
     only: Vec<char>,
     /// Users in the graph of (a), (b), (c), (f); the rebuild graph of (d) gets 2.4 times as
@@ -112,6 +113,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted('k') {
         rows.extend(scenarios::read_pool(&env, scale).await?);
+    }
+    if wanted('m') {
+        rows.extend(scenarios::failover(&env).await?);
     }
     println!("{}", harness::table(&rows));
     println!("total bench time: {:.0} s", started.elapsed().as_secs_f64());

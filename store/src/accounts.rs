@@ -5,7 +5,7 @@ use relations_domain::{Account, AccountCommand, UserId};
 use sqlx::PgPool;
 
 use crate::error::StoreError;
-use crate::executor::{Executed, Executor, Render, StoreCommand};
+use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
@@ -32,7 +32,7 @@ impl AccountStore {
     pub fn new(
         pool: PgPool,
         signal: CommitSignal,
-        workers: usize,
+        workers: Workers,
         render: Render<AccountOutcome>,
     ) -> Self {
         Self {

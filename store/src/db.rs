@@ -33,11 +33,22 @@ impl Default for PoolSettings {
 
 /// Opens the shared pool. Every session gets `idle_in_transaction_session_timeout`: a
 /// transaction left open would hold back the log readers' horizon for everyone.
+///
+/// sqlx 0.8 sets no TCP keepalive on its own sockets, so a session whose peer vanished
+/// (half-open) is noticed on this side only by the deadlines above it: the command deadline
+/// (`Workers::deadline`, which closes the connection), the pool's `acquire_timeout`, and
+/// `statement_timeout`. On the server's side each session asks for TCP keepalives and for
+/// `client_connection_check_interval` (PostgreSQL 14+), so a backend whose client closed or
+/// vanished ends its query and releases its locks in seconds instead of hours.
 pub async fn connect(database_url: &str, settings: &PoolSettings) -> Result<PgPool, sqlx::Error> {
     let options: PgConnectOptions = database_url.parse()?;
     let options = options.application_name("relations").options([
         ("idle_in_transaction_session_timeout", "10s"),
         ("statement_timeout", "30s"),
+        ("tcp_keepalives_idle", "10"),
+        ("tcp_keepalives_interval", "5"),
+        ("tcp_keepalives_count", "3"),
+        ("client_connection_check_interval", "2s"),
     ]);
     let primary_only = settings.primary_only;
     PgPoolOptions::new()
@@ -58,7 +69,8 @@ pub async fn connect(database_url: &str, settings: &PoolSettings) -> Result<PgPo
             })
         })
         // No ping before handing out a connection: it is a round trip on every query, and a
-        // dead connection fails its query, which is retried or answered 503 like any outage.
+        // dead connection fails its query, which is retried or answered 503 like any outage
+        // (a half-open one is bounded by the command deadline, which closes it).
         .test_before_acquire(false)
         .max_connections(settings.max_connections)
         .acquire_timeout(settings.acquire_timeout)

@@ -11,7 +11,7 @@ use relations_domain::{
 use sqlx::PgPool;
 
 use crate::error::StoreError;
-use crate::executor::{Executed, Executor, Render, StoreCommand};
+use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
 use crate::guards::pairs::PairGuard;
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
@@ -82,7 +82,7 @@ impl EngagementStore {
     pub fn new(
         pool: PgPool,
         signal: CommitSignal,
-        workers: usize,
+        workers: Workers,
         threads: Render<ThreadOutcome>,
         likes: Render<LikeChange>,
     ) -> Self {

@@ -32,6 +32,11 @@ pub enum StoreError {
     /// The event store failed in a way that is neither bad data nor an unavailable database.
     #[error("event store: {0}")]
     Failed(String),
+    /// The command was not answered within its deadline (see `Workers::deadline`); it may or
+    /// may not have been committed. Unavailable: a retry with the same idempotency key
+    /// replays the answer if it was, and decides it if it was not.
+    #[error("the command was not answered within its deadline ({0:?}); its outcome is unknown")]
+    DeadlineExceeded(std::time::Duration),
     /// The group the command was decided in failed as a whole (the database failed or could
     /// not be reached); nothing of it was appended.
     #[error("{0}")]
@@ -49,7 +54,7 @@ impl StoreError {
         }
         match self {
             StoreError::Database(error) => unavailable(error),
-            StoreError::Contended { .. } => true,
+            StoreError::Contended { .. } | StoreError::DeadlineExceeded(_) => true,
             _ => false,
         }
     }

@@ -27,7 +27,7 @@ pub mod signal;
 pub use accounts::{AccountOutcome, AccountStore};
 pub use engagement::{EngagementStore, LikeChange, NewComment, PinChange, ThreadOutcome};
 pub use error::StoreError;
-pub use executor::{Executed, Render};
+pub use executor::{Executed, Render, Workers};
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
 pub use metadata::EventMetadata;
 pub use position::{BadPosition, LogPosition};

@@ -6,7 +6,7 @@ use relations_domain::{Post, PostCommand, PostContent, PostId, UserId};
 use sqlx::PgPool;
 
 use crate::error::StoreError;
-use crate::executor::{Executed, Executor, Render, StoreCommand};
+use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
@@ -56,7 +56,7 @@ impl PostStore {
     pub fn new(
         pool: PgPool,
         signal: CommitSignal,
-        workers: usize,
+        workers: Workers,
         render: Render<PostOutcome>,
     ) -> Self {
         Self {

@@ -8,7 +8,7 @@ use relations_domain::{
 use sqlx::PgPool;
 
 use crate::error::StoreError;
-use crate::executor::{Executed, Executor, Render, StoreCommand};
+use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
 use crate::guards::follows::{FollowAsk, FollowGuard};
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
@@ -42,7 +42,7 @@ impl RelationStore {
         pool: PgPool,
         follow_limit: u32,
         signal: CommitSignal,
-        workers: usize,
+        workers: Workers,
         render: Render<RelationChange>,
     ) -> Self {
         Self {

@@ -2,7 +2,6 @@
 //! killed, a transaction held open across the log's horizon, shutdown with a read in flight,
 //! slow clients, and `kill -9` of the service under load with an audit of acknowledged writes.
 
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::helpers::{
     assert_verified, code, hold_open_follow, spawn_with, test_config, TestApp, SECRET,
 };
-use crate::owned::{free_port, OwnedPostgres, OwnedRedis};
+use crate::owned::{OwnedPostgres, OwnedRedis, ServiceProcess};
 
 async fn on_owned_postgres(pg: &OwnedPostgres) -> TestApp {
     let mut config = test_config().await;
@@ -335,38 +334,14 @@ async fn slow_clients_are_cut_off_and_cannot_exhaust_connections() {
 /// restart, and the read models agree with the log.
 #[tokio::test]
 async fn kill_9_under_load_loses_no_acknowledged_write() {
-    const BIN: &str = env!("CARGO_BIN_EXE_relations");
     // Only a database and a Redis prefix: the service under test is the binary.
     let config = test_config().await;
     let pool = sqlx::PgPool::connect(&config.database.database_url)
         .await
         .unwrap();
     let jwt = relations_api::auth::JwtKeys::new(SECRET);
-    let port = free_port();
-    let spawn = || {
-        Command::new(BIN)
-            .arg("serve")
-            .env("DATABASE_URL", &config.database.database_url)
-            .env("REDIS_URL", config.redis.redis_url.clone().unwrap())
-            .env("RELATIONS_REDIS_PREFIX", &config.redis.redis_prefix)
-            .env("RELATIONS_JWT_SECRET", SECRET)
-            .env("RELATIONS_HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("RELATIONS_RATE_CAPACITY", "100000")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
-    let base = format!("http://127.0.0.1:{port}");
-    let up = |base: String| async move {
-        let started = Instant::now();
-        while reqwest::get(format!("{base}/readyz")).await.is_err() {
-            assert!(started.elapsed() < Duration::from_secs(20), "never came up");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    let mut server = spawn();
-    up(base.clone()).await;
+    let mut server = ServiceProcess::start("serve", &config, &[]).await;
+    let base = server.base.clone();
     let acked: Arc<Mutex<Vec<(i64, i64)>>> = Arc::default();
     let load: Vec<_> = (1..=8i64)
         .map(|actor| {
@@ -394,8 +369,7 @@ async fn kill_9_under_load_loses_no_acknowledged_write() {
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(700)).await;
-    server.kill().unwrap(); // SIGKILL
-    server.wait().unwrap();
+    server.kill(); // SIGKILL
     for task in load {
         task.await.unwrap();
     }
@@ -404,8 +378,7 @@ async fn kill_9_under_load_loses_no_acknowledged_write() {
         !acked.is_empty(),
         "nothing was acknowledged before the kill"
     );
-    let mut server = spawn();
-    up(base.clone()).await;
+    let server = ServiceProcess::start("serve", &config, &[]).await;
     let follows: Vec<(i64, i64)> = sqlx::query_as(
         "SELECT (payload->'Followed'->>'follower')::bigint, (payload->'Followed'->>'followee')::bigint
            FROM events WHERE event_type = 'Followed'",
@@ -433,8 +406,7 @@ async fn kill_9_under_load_loses_no_acknowledged_write() {
             .await
             .unwrap();
     assert!(differences.is_empty(), "{differences:#?}");
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
 }
 
 /// The value of the unlabelled gauge `name` in a Prometheus text page.
@@ -551,4 +523,95 @@ async fn metrics_answer_from_memory_while_postgres_is_stopped() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// A follow with an Idempotency-Key: status, body, Retry-After present, and how long it took.
+async fn keyed_follow(
+    app: &TestApp,
+    actor: i64,
+    target: i64,
+) -> (StatusCode, Value, bool, Duration) {
+    let started = Instant::now();
+    let response = app
+        .client
+        .post(format!("{}/api/v1/relation/follow", app.base))
+        .bearer_auth(app.token(actor))
+        .header("Idempotency-Key", format!("deadline-{actor}-{target}"))
+        .json(&json!({ "target": target }))
+        .send()
+        .await
+        .unwrap();
+    let retry_after = response.headers().contains_key("retry-after");
+    let (status, body) = crate::helpers::read(response).await;
+    (status, body, retry_after, started.elapsed())
+}
+
+/// Issue 24, part 1: no command waits longer than its deadline. The pool's connections go
+/// half-open (a proxy freezes them: a COMMIT or a statement sent on them is never answered,
+/// and new connections hang in their handshake); every command is answered 503 `UNAVAILABLE`
+/// with Retry-After within the deadline, and once the network is back the same service, with
+/// no restart, answers the same keys, each appended once.
+#[tokio::test]
+async fn commands_on_hung_connections_answer_503_within_their_deadline_then_recover() {
+    let pg = OwnedPostgres::start();
+    let proxy = crate::owned::FreezingProxy::start(pg.port());
+    let mut config = test_config().await;
+    config.database.database_url =
+        format!("postgres://postgres@127.0.0.1:{}/postgres", proxy.port());
+    config.command_deadline_ms = 1_000;
+    config.catch_up_wait_ms = 500;
+    let app = spawn_with(config).await;
+    // Dropped before the app (a later binding): the frozen sessions are cut, so the app's
+    // shutdown does not wait on them.
+    let proxy = proxy;
+    for actor in 1..=8 {
+        let (status, body, ..) = keyed_follow(&app, actor, 100).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    proxy.freeze();
+    let hung: Vec<_> = (1..=8i64)
+        .map(|actor| keyed_follow(&app, actor, 200))
+        .collect();
+    for (status, body, retry_after, took) in futures::future::join_all(hung).await {
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(code(&body), "UNAVAILABLE", "{body}");
+        assert!(retry_after, "503 without Retry-After");
+        assert!(
+            took < Duration::from_millis(1_800),
+            "waited {took:?} (deadline 1 s)"
+        );
+    }
+    // Workers are not held by the hung connections: a second round is answered in time too.
+    let (status, _, _, took) = keyed_follow(&app, 9, 200).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(took < Duration::from_millis(1_800), "waited {took:?}");
+    proxy.thaw();
+    let started = Instant::now();
+    for actor in 1..=9i64 {
+        loop {
+            let (status, body, ..) = keyed_follow(&app, actor, 200).await;
+            if status == StatusCode::OK {
+                break;
+            }
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "never recovered: {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    eprintln!(
+        "commands answered again {:?} after the thaw",
+        started.elapsed()
+    );
+    let direct = sqlx::PgPool::connect(&pg.url()).await.unwrap();
+    let appended: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM events WHERE event_type = 'Followed'
+            AND (payload->'Followed'->>'followee')::bigint = 200",
+    )
+    .fetch_one(&direct)
+    .await
+    .unwrap();
+    assert_eq!(appended, 9, "each key appended once");
 }

@@ -111,6 +111,7 @@ pub async fn test_config() -> Config {
         http_addr: "127.0.0.1:0".parse().unwrap(),
         follow_limit: 1000,
         command_workers: 4,
+        command_deadline_ms: 5_000,
         rate_capacity: 10_000,
         rate_refill_per_sec: 1000.0,
         feed: FeedConfig {

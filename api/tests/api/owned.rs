@@ -165,6 +165,11 @@ impl OwnedPostgres {
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
 }
 
 impl Drop for OwnedPostgres {
@@ -245,5 +250,253 @@ impl OwnedRedis {
 impl Drop for OwnedRedis {
     fn drop(&mut self) {
         self.down();
+    }
+}
+
+/// A TCP proxy in front of a server that a test can freeze: every connection open at the
+/// freeze stops forwarding for good and stays open (a half-open connection: the peer vanished
+/// without a FIN or a RST, so a statement or a COMMIT on it waits forever), and connections
+/// made while frozen are held before they reach the server (a connect that hangs). After
+/// `thaw` new connections work; the frozen ones never do.
+pub struct FreezingProxy {
+    port: u16,
+    frozen: tokio::sync::watch::Sender<u64>,
+    shutdown: tokio_util::sync::CancellationToken,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FreezingProxy {
+    /// Starts one on a free port, forwarding to `upstream_port` on 127.0.0.1, on a runtime of
+    /// its own (so that dropping it closes every socket it holds even while the test's thread
+    /// is blocked, e.g. joining a server that waits on those sockets).
+    pub fn start(upstream_port: u16) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Odd: frozen. Each freeze or thaw moves it on by one.
+        let (frozen, epochs) = tokio::sync::watch::channel(0u64);
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let stop = shutdown.clone();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let accepted = tokio::select! {
+                        _ = stop.cancelled() => return,
+                        accepted = listener.accept() => accepted,
+                    };
+                    let Ok((client, _)) = accepted else { continue };
+                    tokio::spawn(forward(client, upstream_port, epochs.clone()));
+                }
+            });
+            // Dropping the runtime drops every connection's task, and so closes its sockets.
+        });
+        Self {
+            port,
+            frozen,
+            shutdown,
+            thread: Some(thread),
+        }
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Freezes every open connection for good, and holds new ones until `thaw`.
+    pub fn freeze(&self) {
+        self.frozen.send_modify(|epoch| *epoch |= 1);
+    }
+
+    /// Lets new connections through again.
+    pub fn thaw(&self) {
+        self.frozen.send_modify(|epoch| {
+            if *epoch % 2 == 1 {
+                *epoch += 1
+            }
+        });
+    }
+}
+
+/// One proxied connection: waits while the proxy is frozen, then forwards until the proxy
+/// freezes again (then holds both sockets open, forwarding nothing, until the proxy stops).
+async fn forward(
+    mut client: tokio::net::TcpStream,
+    upstream_port: u16,
+    mut epochs: tokio::sync::watch::Receiver<u64>,
+) {
+    let epoch = match epochs.wait_for(|epoch| epoch % 2 == 0).await {
+        Ok(epoch) => *epoch,
+        Err(_) => return,
+    };
+    let Ok(mut server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream_port)).await else {
+        return;
+    };
+    tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+        _ = async { epochs.wait_for(|now| *now != epoch).await.is_ok() } => {
+            std::future::pending::<()>().await
+        }
+    }
+}
+
+impl Drop for FreezingProxy {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `n` consecutive free TCP ports on 127.0.0.1; the first.
+pub fn free_ports(n: u16) -> u16 {
+    loop {
+        let first = free_port();
+        if first.checked_add(n).is_none() {
+            continue;
+        }
+        let held: Vec<_> = (first..first + n)
+            .map_while(|port| std::net::TcpListener::bind(("127.0.0.1", port)).ok())
+            .collect();
+        if held.len() == usize::from(n) {
+            return first;
+        }
+    }
+}
+
+/// A highly available PostgreSQL of the test's own: `scripts/ha.sh` (Patroni with
+/// synchronous_mode_strict, etcd, HAProxy; two nodes) in a directory and on ports of its own.
+/// Stopped and removed on drop.
+pub struct OwnedHa {
+    env: Vec<(&'static str, String)>,
+    write_port: u16,
+}
+
+impl OwnedHa {
+    /// Starts one; `None` (the caller skips) when not running as root, which ha.sh needs.
+    pub fn start() -> Option<Self> {
+        if !is_root() {
+            eprintln!("skipped: scripts/ha.sh runs the nodes as user postgres and needs root");
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!("relations-ha-{}", uuid::Uuid::new_v4()));
+        let (write_port, pg_port, rest_port, etcd_port) =
+            (free_ports(2), free_ports(2), free_ports(2), free_ports(2));
+        let owned = Self {
+            env: vec![
+                ("HA_DIR", dir.display().to_string()),
+                ("HA_WRITE_PORT", write_port.to_string()),
+                ("HA_READ_PORT", (write_port + 1).to_string()),
+                ("HA_PG_PORT", pg_port.to_string()),
+                ("HA_REST_PORT", rest_port.to_string()),
+                ("HA_ETCD_PORT", etcd_port.to_string()),
+                ("HA_STATS_PORT", free_port().to_string()),
+                ("HA_SCOPE", format!("test-{write_port}")),
+            ],
+            write_port,
+        };
+        let out = owned.run("start");
+        assert!(
+            out.status.success(),
+            "ha.sh start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(owned)
+    }
+
+    /// `scripts/ha.sh <verb>` on this cluster.
+    pub fn run(&self, verb: &str) -> std::process::Output {
+        self.command(verb)
+            .stdin(Stdio::null())
+            .output()
+            .expect("scripts/ha.sh runs")
+    }
+
+    /// `scripts/ha.sh <verb>` on this cluster, not started.
+    pub fn command(&self, verb: &str) -> Command {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/ha.sh");
+        let mut command = Command::new(script);
+        command.arg(verb).envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
+    }
+
+    /// The write endpoint (HAProxy to the leader).
+    pub fn write_url(&self) -> String {
+        format!(
+            "postgres://postgres:postgres@127.0.0.1:{}/postgres",
+            self.write_port
+        )
+    }
+}
+
+impl Drop for OwnedHa {
+    fn drop(&mut self) {
+        let _ = self.run("stop");
+    }
+}
+
+/// The `relations` binary running as a process of the test's own (`serve` or `project`) on the
+/// database and Redis prefix of `config`; killed (SIGKILL) on drop.
+pub struct ServiceProcess {
+    child: Child,
+    /// `http://127.0.0.1:PORT` (for `serve`).
+    pub base: String,
+}
+
+impl ServiceProcess {
+    /// Starts `relations <verb>` (`serve` listens on a free port) with `env` added; for
+    /// `serve`, waits until it answers.
+    pub async fn start(
+        verb: &str,
+        config: &relations_api::config::Config,
+        env: &[(&str, &str)],
+    ) -> Self {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_relations"))
+            .arg(verb)
+            .env("DATABASE_URL", &config.database.database_url)
+            .env("REDIS_URL", config.redis.redis_url.clone().unwrap())
+            .env("RELATIONS_REDIS_PREFIX", &config.redis.redis_prefix)
+            .env("RELATIONS_JWT_SECRET", crate::helpers::SECRET)
+            .env("RELATIONS_HTTP_ADDR", format!("127.0.0.1:{port}"))
+            .env("RELATIONS_RATE_CAPACITY", "100000")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let process = Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        if verb == "serve" {
+            let started = Instant::now();
+            while reqwest::get(format!("{}/healthz", process.base))
+                .await
+                .is_err()
+            {
+                assert!(started.elapsed() < Duration::from_secs(20), "never came up");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        process
+    }
+
+    /// `kill -9`.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServiceProcess {
+    fn drop(&mut self) {
+        self.kill();
     }
 }

@@ -1,10 +1,12 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
 //! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `read_pool`, (l)
-//! `bookkeeping`. (a), (b), (c), (f) and (l) share one loaded graph ([`graph_scenarios`]).
+//! `bookkeeping`, (m) `failover`. (a), (b), (c), (f) and (l) share one loaded graph
+//! ([`graph_scenarios`]).
 
 mod bookkeeping;
 mod engagement;
+mod failover;
 mod feed;
 mod follow_commands;
 mod insights;
@@ -23,6 +25,7 @@ use crate::graph;
 use crate::harness::{Env, Row, Server};
 
 pub use engagement::engagement;
+pub use failover::failover;
 pub use feed::feed;
 pub use insights::insights;
 pub use mixed::mixed;

@@ -19,10 +19,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex as SyncMutex};
+use std::time::Duration;
 
 use cqrs_es::Aggregate;
-use sqlx::PgPool;
+use sqlx::{Connection, PgConnection, PgPool};
 use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio::time::Instant;
 
 use crate::append::Loaded;
 use crate::db::end_transaction;
@@ -46,10 +48,34 @@ pub(crate) const MAX_GROUP: usize = 128;
 /// Streams kept in the in-process cache before it is emptied.
 const CACHE_STREAMS: usize = 200_000;
 
+/// How a kind's commands are run: how many groups at once, and how long a command may wait.
+#[derive(Debug, Clone, Copy)]
+pub struct Workers {
+    /// Groups decided at once (at least one).
+    pub count: usize,
+    /// The longest a caller waits for its command, queue included, and the longest a group's
+    /// transaction may take, commit included. A group that overruns it is abandoned with its
+    /// connection (closed, never returned to the pool: it may be hung on a half-open socket or
+    /// on a commit waiting for a synchronous standby that is gone) and its commands are
+    /// answered [`StoreError::DeadlineExceeded`] (unavailable, retry: the outcome is unknown).
+    pub deadline: Duration,
+}
+
+impl Workers {
+    /// `count` workers with the default deadline of 5 s.
+    pub fn new(count: usize) -> Self {
+        Self {
+            count,
+            deadline: Duration::from_secs(5),
+        }
+    }
+}
+
 /// Runs commands of one kind against the event store, in groups.
 pub(crate) struct Executor<C: StoreCommand> {
     queue: mpsc::Sender<Pending<C>>,
     shared: Arc<Shared<C>>,
+    deadline: Duration,
 }
 
 impl<C: StoreCommand> Clone for Executor<C> {
@@ -57,6 +83,7 @@ impl<C: StoreCommand> Clone for Executor<C> {
         Self {
             queue: self.queue.clone(),
             shared: self.shared.clone(),
+            deadline: self.deadline,
         }
     }
 }
@@ -65,27 +92,33 @@ impl<C: StoreCommand> Executor<C>
 where
     StoreError: From<<C::Aggregate as Aggregate>::Error>,
 {
-    /// Starts `workers` group workers on `pool` (on the current runtime; they stop when the
-    /// last clone of the executor is dropped); fresh outcomes are kept under their idempotency
-    /// keys as `render` gives them.
+    /// Starts `workers.count` group workers on `pool` (on the current runtime; they stop when
+    /// the last clone of the executor is dropped); fresh outcomes are kept under their
+    /// idempotency keys as `render` gives them.
     pub fn spawn(
         pool: PgPool,
         signal: CommitSignal,
-        workers: usize,
+        workers: Workers,
         render: Render<C::Outcome>,
     ) -> Self {
-        let (queue, receiver) = mpsc::channel(4 * MAX_GROUP * workers.max(1));
+        let count = workers.count.max(1);
+        let (queue, receiver) = mpsc::channel(4 * MAX_GROUP * count);
         let shared = Arc::new(Shared {
             pool,
             signal,
             render,
+            deadline: workers.deadline,
             cache: SyncMutex::new(HashMap::new()),
         });
         let receiver = Arc::new(Mutex::new(receiver));
-        for _ in 0..workers.max(1) {
+        for _ in 0..count {
             tokio::spawn(work(receiver.clone(), shared.clone()));
         }
-        Self { queue, shared }
+        Self {
+            queue,
+            shared,
+            deadline: workers.deadline,
+        }
     }
 
     /// The aggregate of `stream` as committed now, from this process's cache brought up to date
@@ -101,7 +134,11 @@ where
         Ok(aggregate)
     }
 
-    /// Decides `command` (in the next group) and appends its events.
+    /// Decides `command` (in the next group) and appends its events. Waits at most the
+    /// deadline: then the answer is [`StoreError::DeadlineExceeded`], and the command may or
+    /// may not be committed (a group still running may commit it; a command still queued is
+    /// dropped once its worker sees that nobody waits). A retry with the same idempotency key
+    /// finds out: it replays the stored answer, or decides the command afresh.
     pub async fn execute(
         &self,
         command: C,
@@ -116,8 +153,18 @@ where
             reply,
         };
         let gone = || StoreError::Database(sqlx::Error::PoolClosed);
-        self.queue.send(pending).await.map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
+        let deadline = Instant::now() + self.deadline;
+        let overrun = || StoreError::DeadlineExceeded(self.deadline);
+        let queued = tokio::time::timeout_at(deadline, self.queue.send(pending)).await;
+        queued.map_err(|_| overrun())?.map_err(|_| gone())?;
+        match tokio::time::timeout_at(deadline, answer).await {
+            Ok(reply) => reply.map_err(|_| gone())?,
+            Err(_) => {
+                metrics::counter!("relations_command_deadline_exceeded_total", "where" => "caller")
+                    .increment(1);
+                Err(overrun())
+            }
+        }
     }
 }
 
@@ -127,6 +174,8 @@ pub(crate) struct Shared<C: StoreCommand> {
     pool: PgPool,
     signal: CommitSignal,
     render: Render<C::Outcome>,
+    /// The longest one group may take, every attempt included.
+    deadline: Duration,
     /// Streams as last committed by this process, by id.
     cache: SyncMutex<HashMap<String, Loaded<C::Aggregate>>>,
 }
@@ -191,8 +240,9 @@ where
     /// command. The group's streams leave the cache whenever an attempt does not commit (they
     /// may have changed under it).
     async fn run(&self, group: Vec<Pending<C>>) {
+        let deadline = Instant::now() + self.deadline;
         let committed = retry::until_committed(|| async {
-            let attempt = self.attempt(&group).await;
+            let attempt = self.attempt(&group, deadline).await;
             if !matches!(attempt, Ok(Some(_))) {
                 self.forget(&group);
             }
@@ -213,8 +263,48 @@ where
         }
     }
 
-    /// One transaction for the whole group; `None` after a lost race (rolled back).
-    async fn attempt(&self, group: &[Pending<C>]) -> Result<Option<Committed<C>>, StoreError> {
+    /// One transaction for the whole group, on a connection of its own, ended by `deadline`;
+    /// `None` after a lost race (rolled back).
+    ///
+    /// Past the deadline the transaction is abandoned where it stands and its connection is
+    /// detached from the pool and closed, not returned: it may be stuck on a socket whose peer
+    /// is gone, or on a COMMIT waiting for a synchronous standby, and the next group must not
+    /// inherit it. Closing it makes PostgreSQL roll back whatever had not committed; a COMMIT
+    /// already sent may still take effect, so the outcome is unknown and is never
+    /// acknowledged: the callers get [`StoreError::DeadlineExceeded`], and a retry under the
+    /// same idempotency key waits on the key's row lock, then replays or decides afresh.
+    async fn attempt(
+        &self,
+        group: &[Pending<C>],
+        deadline: Instant,
+    ) -> Result<Option<Committed<C>>, StoreError> {
+        let overrun = || {
+            metrics::counter!("relations_command_deadline_exceeded_total", "where" => "group")
+                .increment(1);
+            StoreError::DeadlineExceeded(self.deadline)
+        };
+        let mut conn = tokio::time::timeout_at(deadline, self.pool.acquire())
+            .await
+            .map_err(|_| overrun())??;
+        match tokio::time::timeout_at(deadline, self.transaction(&mut conn, group)).await {
+            Ok(decided) => decided,
+            Err(_) => {
+                tracing::warn!(
+                    commands = group.len(),
+                    "a command group overran its deadline; its connection is closed"
+                );
+                drop(conn.detach());
+                Err(overrun())
+            }
+        }
+    }
+
+    /// The group's transaction on `conn`.
+    async fn transaction(
+        &self,
+        conn: &mut PgConnection,
+        group: &[Pending<C>],
+    ) -> Result<Option<Committed<C>>, StoreError> {
         let streams = {
             let cache = self.cache.lock().expect("not poisoned");
             group
@@ -225,7 +315,7 @@ where
                 })
                 .collect()
         };
-        let mut tx = self.pool.begin().await?;
+        let mut tx = conn.begin().await?;
         let result = Group::new(group, streams, self.render)
             .decide(&mut tx)
             .await;
