@@ -13,7 +13,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use sqlx::{Connection, PgConnection, PgPool};
 
-use crate::helpers::{assert_verified, projector_reached, spawn_with, test_config, TestApp};
+use crate::helpers::{assert_verified, projector_reached, spawn_with, TestApp};
 use crate::owned::OwnedHa;
 
 /// An acknowledged follow: who, whom, where it ended in the log, when it was sent and answered.
@@ -211,11 +211,13 @@ fn crash_primary(
 
 /// Issue 24's "done when": 16 writing clients, the primary crashed; nothing acknowledged is
 /// lost, commands are acknowledged again within 5 s of the new primary taking writes, with no
-/// restart; projectors and the graph replica go on (a `min_position` read), `verify` is clean.
+/// restart; projectors, the graph replica and the Kafka relay go on (a `min_position` read, every
+/// checkpoint past the last acknowledged write), `verify` is clean.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_primary_crash_under_load_loses_nothing_and_commands_come_back() {
     let Some(ha) = OwnedHa::start() else { return };
-    let mut config = test_config().await;
+    let broker = crate::kafka::Broker::start();
+    let mut config = crate::kafka::kafka_config(&broker).await;
     config.database.database_url = ha.write_url();
     config.catch_up_wait_ms = 10_000;
     let mut app = spawn_with(config).await;
@@ -278,5 +280,6 @@ async fn a_primary_crash_under_load_loses_nothing_and_commands_come_back() {
     );
     projector_reached(&app, "feed", &last.position).await;
     projector_reached(&app, "following", &last.position).await;
+    projector_reached(&app, relations_kafka::relay::NAME, &last.position).await;
     assert_verified(&app).await;
 }

@@ -84,7 +84,7 @@ impl Drop for Broker {
 }
 
 /// A test's configuration publishing to its own topic on `broker`.
-async fn kafka_config(broker: &Broker) -> relations_api::config::Config {
+pub async fn kafka_config(broker: &Broker) -> relations_api::config::Config {
     let mut config = test_config().await;
     config.kafka.kafka_brokers = Some(broker.addr.clone());
     config.kafka.kafka_topic = format!("events.{}", uuid::Uuid::new_v4().simple());
