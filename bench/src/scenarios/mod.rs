@@ -101,7 +101,7 @@ pub async fn graph_scenarios(
         rows.extend(memory::memory(&server, &pool).await?);
     }
     if wanted('l') {
-        rows.extend(bookkeeping::bookkeeping(&pool, events).await?);
+        rows.extend(bookkeeping::bookkeeping(&server, &pool, events).await?);
     }
     Ok(rows)
 }
