@@ -7,7 +7,7 @@ use anyhow::Context;
 use relations_kafka::Relay;
 use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::replica::live::LiveGraph;
-use relations_projections::runtime::HorizonWatch;
+use relations_projections::runtime::LogWatch;
 use relations_projections::{Projector, Runner, Wakeup};
 use relations_store::db;
 use relations_store::{
@@ -106,7 +106,7 @@ impl Application {
             projectors: Arc::new(projectors),
             graph: LiveGraph::new(),
             read_marks: ReadMarks::new(),
-            horizon: HorizonWatch::new(Duration::from_millis(config.held_after_ms)),
+            log_watch: LogWatch::new(Duration::from_millis(config.held_after_ms)),
             inboxes: caches.inboxes,
             likes: caches.likes,
             hub: relations_projections::feed::stream::FeedHub::new(config.recommended()),
@@ -200,7 +200,7 @@ impl Application {
             relations_projections::replica::NAME,
             Arc::new(move || graph_position.position()),
         )];
-        let horizon = tokio::spawn(self.state.horizon.clone().run(
+        let horizon = tokio::spawn(self.state.log_watch.clone().run(
             self.state.pool.clone(),
             memory_readers,
             background.clone(),

@@ -7,7 +7,7 @@ use relations_projections::engagement::like_cache::LikeCache;
 use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::replica::live::LiveGraph;
-use relations_projections::runtime::{Health, HorizonWatch};
+use relations_projections::runtime::{Health, LogWatch};
 use relations_store::{AccountStore, EngagementStore, PostStore, RelationStore, SettingsStore};
 use sqlx::PgPool;
 
@@ -71,8 +71,9 @@ pub struct AppState {
     pub closing: tokio_util::sync::CancellationToken,
     /// Read marks waiting to be written.
     pub read_marks: ReadMarks,
-    /// What holds the log's horizon, looked at every second.
-    pub horizon: HorizonWatch,
+    /// The log watch: the horizon, the head and every reader's lag, looked at every second
+    /// (what `/metrics` serves from memory).
+    pub log_watch: LogWatch,
     /// The configuration the service started with.
     pub config: Arc<Config>,
 }

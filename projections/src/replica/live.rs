@@ -151,6 +151,7 @@ impl LiveGraph {
             graph.position()
         };
         self.position.send_replace(Some(position));
+        self.health.at(position);
         if !applied.is_empty() && self.applied.receiver_count() > 0 {
             // A subscriber gone since is fine.
             let _ = self.applied.send(applied.into());

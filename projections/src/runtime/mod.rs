@@ -4,7 +4,7 @@
 
 pub mod checkpoint;
 pub mod health;
-pub mod horizon;
+pub mod log_watch;
 pub mod projector;
 pub mod rebuild;
 pub mod runner;
@@ -15,7 +15,7 @@ pub mod wait;
 pub mod wakeup;
 
 pub use health::Health;
-pub use horizon::{Horizon, HorizonWatch, LogView, MemoryReader};
+pub use log_watch::{Horizon, LogView, LogWatch, MemoryReader};
 pub use projector::Projector;
 pub use runner::{Runner, Step};
 pub use status::ProjectorStatus;

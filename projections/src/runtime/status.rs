@@ -6,7 +6,7 @@ use sqlx::PgPool;
 
 use super::checkpoint;
 use super::health::Health;
-use super::horizon::Horizon;
+use super::log_watch::Horizon;
 
 /// A projector's progress as the admin endpoint reports it.
 #[derive(Debug, Clone, Serialize)]

@@ -36,7 +36,7 @@ pub async fn projections(
     State(state): State<AppState>,
     _: Admin,
 ) -> Result<Json<Projections>, ApiError> {
-    let horizon = state.horizon.observe(&state.pool).await?;
+    let horizon = state.log_watch.observe(&state.pool).await?;
     let mut projections = Vec::new();
     for p in state.projectors.iter() {
         let status = ProjectorStatus::read(&state.pool, p.name, p.health.as_deref()).await?;

@@ -16,14 +16,17 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, body = String, content_type = "text/plain"), TokenErrors))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let view = state.horizon.view();
-    let age = state.horizon.age();
+    let view = state.log_watch.view();
+    let age = state.log_watch.age();
     metrics::gauge!("relations_log_watch_age_seconds").set(age.as_secs_f64());
     // The database counts as up while the watch's looks succeed (they run every second).
     let database = age < WATCH_FRESH;
     let stuck = stuck_projectors(&state, |_| true);
-    let essential_stuck = stuck_projectors(&state, |p| p.essential);
-    let ready = database && essential_stuck.is_empty() && !view.horizon.stalled;
+    let essential_stuck = state
+        .projectors
+        .iter()
+        .any(|p| p.essential && stuck.contains(&p.name));
+    let ready = database && !essential_stuck && !view.horizon.stalled;
     metrics::gauge!("relations_ready").set(if ready { 1.0 } else { 0.0 });
     let readers = state
         .projectors
@@ -31,10 +34,8 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         .map(|p| (p.name, p.health.as_deref()))
         .chain([(GRAPH, Some(state.graph.health()))]);
     for (name, health) in readers {
-        let position = match name {
-            GRAPH => state.graph.position(),
-            _ => health.and_then(|h| h.position()),
-        };
+        // Each reader publishes its position as it steps (the replica as it applies a batch).
+        let position = health.and_then(|h| h.position());
         let Some(position) = position.or(view.reader(name).map(|(at, _)| at)) else {
             continue;
         };

@@ -41,7 +41,7 @@ pub async fn readiness(state: &AppState) -> Readiness {
     .is_ok_and(|r| r.is_ok());
     let redis = state.redis.ping().await;
     let stuck = stuck_projectors(state, |p| p.essential);
-    let horizon_held = state.horizon.last().stalled;
+    let horizon_held = state.log_watch.last().stalled;
     let ready = database && stuck.is_empty() && !horizon_held;
     let checks = ReadinessChecks {
         database,

@@ -34,7 +34,7 @@ pub type MemoryReader = (
 /// What the watch last saw of the log and its readers.
 #[derive(Debug, Clone, Default)]
 pub struct LogView {
-    /// The horizon, as [`HorizonWatch::last`] gives it.
+    /// The horizon, as [`LogWatch::last`] gives it.
     pub horizon: Horizon,
     /// The last event below the horizon.
     pub head: LogPosition,
@@ -92,14 +92,14 @@ pub struct Horizon {
 
 /// The watch: cheap to clone, shared by `/readyz`, `/metrics` and the admin endpoint.
 #[derive(Clone)]
-pub struct HorizonWatch {
+pub struct LogWatch {
     held_after: Duration,
     last: Arc<Mutex<Horizon>>,
     view: Arc<Mutex<LogView>>,
     started: Instant,
 }
 
-impl HorizonWatch {
+impl LogWatch {
     /// A watch that calls events held longer than `held_after` a stall.
     pub fn new(held_after: Duration) -> Self {
         Self {
@@ -118,7 +118,8 @@ impl HorizonWatch {
     /// How old the view is: since the database last answered a look, or since the process
     /// started if it never has.
     pub fn age(&self) -> Duration {
-        self.view().seen_at.unwrap_or(self.started).elapsed()
+        let view = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        view.seen_at.unwrap_or(self.started).elapsed()
     }
 
     /// One full look: the horizon, the head, and every reader's lag. Gauges of the log are set
