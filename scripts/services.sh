@@ -38,6 +38,16 @@ ensure_postgres() {
     log "setting the postgres role's password for loopback connections"
     su postgres -c "psql -qc \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
   fi
+  # The tests run in parallel, each with pools of its own, beside the bench's and the demo's
+  # servers: Debian's 100 connections run out. Raised once (a restart), like ha.sh's nodes.
+  local connections
+  connections=$(PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d postgres -Atqc 'show max_connections')
+  if [ "$connections" -lt 300 ]; then
+    log "raising max_connections from $connections to 300 (restarts PostgreSQL)"
+    PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d postgres -qc 'ALTER SYSTEM SET max_connections = 300'
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main restart
+    for _ in $(seq 1 30); do pg_ready && break; sleep 1; done
+  fi
 }
 
 redis_ready() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }

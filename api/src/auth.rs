@@ -9,140 +9,17 @@
 //! them, so the check costs no database round trip (only while the graph is still loading does
 //! it read the user's account stream).
 
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use relations_domain::{TokenStamp, UserId};
-use serde::{Deserialize, Serialize};
+use relations_domain::UserId;
 
 use crate::error::ApiError;
+pub use crate::jwt::{Actor, Claims, JwtKeys};
 use crate::state::AppState;
-
-/// The claims this service reads and writes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Claims {
-    /// The user id, as a decimal string.
-    pub sub: String,
-    /// Expiry, seconds since the epoch.
-    pub exp: u64,
-    /// Issued at, seconds since the epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iat: Option<u64>,
-    /// Roles; `"admin"` grants the admin endpoints.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub roles: Vec<String>,
-    /// The client or device (missing: `""`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cli: Option<String>,
-    /// The token's version for its client (missing: 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ver: Option<i64>,
-    /// The user's batch the token belongs to (missing: 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bat: Option<i64>,
-}
-
-/// The keys derived once from `RELATIONS_JWT_SECRET`.
-#[derive(Clone)]
-pub struct JwtKeys(Arc<Keys>);
-
-/// Shared, so that cloning the state for each request copies a pointer, not the keys.
-struct Keys {
-    encoding: EncodingKey,
-    decoding: DecodingKey,
-    validation: Validation,
-}
-
-impl JwtKeys {
-    /// Keys for an HS256 secret.
-    pub fn new(secret: &str) -> Self {
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.leeway = 5;
-        validation.set_required_spec_claims(&["exp", "sub"]);
-        Self(Arc::new(Keys {
-            encoding: EncodingKey::from_secret(secret.as_bytes()),
-            decoding: DecodingKey::from_secret(secret.as_bytes()),
-            validation,
-        }))
-    }
-
-    /// A token for `user`, valid for `ttl`.
-    pub fn issue(&self, user: UserId, admin: bool, ttl: Duration) -> anyhow::Result<String> {
-        self.issue_stamped(user, admin, ttl, None)
-    }
-
-    /// A token for `user`, valid for `ttl`, with a client, version and batch when given.
-    pub fn issue_stamped(
-        &self,
-        user: UserId,
-        admin: bool,
-        ttl: Duration,
-        stamp: Option<&TokenStamp>,
-    ) -> anyhow::Result<String> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
-        let claims = Claims {
-            sub: user.to_string(),
-            exp: now + ttl.as_secs(),
-            iat: Some(now),
-            roles: if admin { vec!["admin".into()] } else { vec![] },
-            cli: stamp.map(|s| s.client.clone()),
-            ver: stamp.map(|s| s.ver),
-            bat: stamp.map(|s| s.bat),
-        };
-        Ok(jsonwebtoken::encode(
-            &Header::new(Algorithm::HS256),
-            &claims,
-            &self.0.encoding,
-        )?)
-    }
-
-    /// The actor a bearer token names, or why it names none.
-    pub fn verify(&self, token: &str) -> Result<Actor, ApiError> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.0.decoding, &self.0.validation)
-            .map_err(|e| match e.kind() {
-                jsonwebtoken::errors::ErrorKind::ExpiredSignature => {
-                    ApiError::Unauthenticated("the token has expired")
-                }
-                jsonwebtoken::errors::ErrorKind::InvalidSignature => {
-                    ApiError::Unauthenticated("the token's signature is invalid")
-                }
-                _ => ApiError::Unauthenticated("the token is malformed"),
-            })?;
-        let user = data
-            .claims
-            .sub
-            .parse()
-            .map_err(|_| ApiError::Unauthenticated("the token's sub is not a user id"))?;
-        let claims = data.claims;
-        Ok(Actor {
-            user,
-            admin: claims.roles.iter().any(|r| r == "admin"),
-            stamp: TokenStamp {
-                client: claims.cli.unwrap_or_default(),
-                ver: claims.ver.unwrap_or(0),
-                bat: claims.bat.unwrap_or(0),
-            },
-        })
-    }
-}
-
-/// The authenticated caller.
-#[derive(Debug, Clone)]
-pub struct Actor {
-    /// The token's `sub`.
-    pub user: UserId,
-    /// Whether the token carries the `admin` role.
-    pub admin: bool,
-    /// The token's client, version and batch (what revocations compare).
-    pub stamp: TokenStamp,
-}
 
 /// Checks the bearer token of every routed request that carries one (see the module docs; it
 /// is the router's route layer) and leaves
@@ -175,8 +52,9 @@ async fn authenticate(state: &AppState, header: &HeaderValue) -> Result<Actor, A
             "expected Authorization: Bearer <token>",
         ))?;
     let actor = state.jwt.verify(token)?;
-    let (revoked, banned) = match state.graph.with(|g| {
+    let (erased, revoked, banned) = match state.graph.with(|g| {
         (
+            g.accounts().erased(actor.user),
             g.accounts().refuses(actor.user, &actor.stamp),
             g.accounts().banned(actor.user),
         )
@@ -185,9 +63,17 @@ async fn authenticate(state: &AppState, header: &HeaderValue) -> Result<Actor, A
         // The graph is still loading: read the account itself (startup only).
         None => {
             let account = relations_store::accounts::load(&state.pool, actor.user).await?;
-            (account.refuses(&actor.stamp), account.banned)
+            (
+                account.erased,
+                account.refuses(&actor.stamp),
+                account.banned,
+            )
         }
     };
+    // An erasure is final: it comes before any revocation or ban.
+    if erased {
+        return Err(ApiError::AccountErased);
+    }
     if revoked {
         return Err(ApiError::TokenRevoked);
     }
@@ -198,6 +84,28 @@ async fn authenticate(state: &AppState, header: &HeaderValue) -> Result<Actor, A
         });
     }
     Ok(actor)
+}
+
+/// Whether `user` is erased, as the replica knows (or, while it loads, the account's stream).
+pub async fn erased(state: &AppState, user: UserId) -> Result<bool, ApiError> {
+    match state.graph.with(|g| g.accounts().erased(user)) {
+        Some(erased) => Ok(erased),
+        None => Ok(relations_store::accounts::load(&state.pool, user)
+            .await?
+            .erased),
+    }
+}
+
+/// 401 `ACCOUNT_ERASED` if `user` is erased, as the log says now (the token check's replica may
+/// be up to a second behind): for a read that must never answer after an erasure.
+pub async fn refuse_erased_now(state: &AppState, user: UserId) -> Result<(), ApiError> {
+    match relations_store::accounts::load(&state.pool, user)
+        .await?
+        .erased
+    {
+        true => Err(ApiError::AccountErased),
+        false => Ok(()),
+    }
 }
 
 impl FromRequestParts<AppState> for Actor {

@@ -99,6 +99,44 @@ impl std::fmt::Debug for JwtConfig {
     }
 }
 
+/// The master key of the content's envelope encryption (issue 25): it wraps every user's data
+/// key, so every process that writes or reads post and comment content needs it.
+#[derive(Clone, Args)]
+pub struct KeysConfig {
+    /// 64 hex digits (32 bytes; `openssl rand -hex 32`). Never printed.
+    #[arg(
+        long = "master-key",
+        env = "RELATIONS_MASTER_KEY",
+        hide_env_values = true
+    )]
+    pub master_key: String,
+}
+
+impl std::fmt::Debug for KeysConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeysConfig { master_key: <redacted> }")
+    }
+}
+
+impl KeysConfig {
+    /// The master key; a malformed one refuses to start, with a message that never shows it.
+    pub fn master_key(&self) -> anyhow::Result<relations_store::MasterKey> {
+        self.master_key
+            .parse()
+            .map_err(|e: relations_store::keys::BadMasterKey| {
+                anyhow::anyhow!("RELATIONS_MASTER_KEY: {e}")
+            })
+    }
+
+    /// The keyring that looks data keys up on `pool`.
+    pub fn keyring(&self, pool: &sqlx::PgPool) -> anyhow::Result<relations_store::Keyring> {
+        Ok(relations_store::Keyring::new(
+            self.master_key()?,
+            pool.clone(),
+        ))
+    }
+}
+
 /// How the feed projector pushes and caps (every process that runs or rebuilds it needs the
 /// same values).
 #[derive(Debug, Clone, Copy, Args)]
@@ -170,6 +208,9 @@ pub struct Config {
     /// Token signing.
     #[command(flatten)]
     pub jwt: JwtConfig,
+    /// The master key sealing post and comment content.
+    #[command(flatten)]
+    pub keys: KeysConfig,
     /// Redis: rate limiter and caches.
     #[command(flatten)]
     pub redis: RedisConfig,

@@ -50,6 +50,9 @@ pub enum ApiError {
         /// What to tell the client.
         message: String,
     },
+    /// 403 `HIDDEN` (issue 26): the user hides their graph (or is locked) from the caller.
+    #[error("this user's graph is hidden from you")]
+    Hidden,
     /// 404.
     #[error("not found")]
     NotFound,
@@ -64,6 +67,9 @@ pub enum ApiError {
     /// 401: the token was revoked (a logout, or the sign-on service's revocation).
     #[error("this token has been revoked")]
     TokenRevoked,
+    /// 401: the token's user is erased (issue 25); no token of theirs is accepted again.
+    #[error("this account is erased")]
+    AccountErased,
     /// 413.
     #[error("request body larger than {0} bytes")]
     PayloadTooLarge(usize),
@@ -118,7 +124,9 @@ impl ApiError {
             ApiError::SelfRelation => (StatusCode::BAD_REQUEST, "SELF_RELATION"),
             ApiError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
             ApiError::TokenRevoked => (StatusCode::UNAUTHORIZED, "TOKEN_REVOKED"),
+            ApiError::AccountErased => (StatusCode::UNAUTHORIZED, "ACCOUNT_ERASED"),
             ApiError::Forbidden { code, .. } => (StatusCode::FORBIDDEN, code),
+            ApiError::Hidden => (StatusCode::FORBIDDEN, "HIDDEN"),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
@@ -220,6 +228,9 @@ impl From<StoreError> for ApiError {
                 code: "BLOCKED",
                 message: LikeError::Blocked.to_string(),
             },
+            StoreError::LikeRejected(LikeError::NotFound) => ApiError::NotFound,
+            // A command naming an erased user names nobody.
+            StoreError::Erased => ApiError::NotFound,
             StoreError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,
             unavailable if unavailable.is_unavailable() => {
                 tracing::warn!(error = %unavailable, "store unavailable");

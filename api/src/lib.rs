@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod jwt;
 pub mod metrics;
 pub mod openapi;
 pub mod outcome;

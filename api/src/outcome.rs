@@ -50,6 +50,7 @@ impl From<Publication> for Published {
                 author: publication.author,
                 content: publication.content.as_str().to_owned(),
                 created_at: publication.created_at,
+                visibility: publication.visibility,
                 like_count: 0,
                 comment_count: 0,
                 liked: Some(false),
@@ -277,8 +278,10 @@ impl Answer for AccountChange {}
 /// The answer to `PUT /me/settings`: `{locked, position}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Settings {
-    /// Whether the account approves its followers.
+    /// Whether the account approves its followers (and its posts are for them).
     pub locked: bool,
+    /// Whether the account's graph is hidden (issue 26).
+    pub hide_graph: bool,
     /// Where the last event of the change sits in the log; null when nothing changed.
     #[schema(value_type = Option<String>)]
     pub position: Option<LogPosition>,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use relations_kafka::Relay;
 use relations_projections::feed::read_marks::ReadMarks;
+use relations_projections::feed::stream::FeedHub;
 use relations_projections::replica::live::LiveGraph;
 use relations_projections::runtime::LogWatch;
 use relations_projections::{Projector, Runner, Wakeup};
@@ -16,8 +17,8 @@ use relations_store::{
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::JwtKeys;
 use crate::config::Config;
+use crate::jwt::JwtKeys;
 use crate::outcome::{render, AccountChange, Liking, PostAnswer, RelationOutcome, ThreadAnswer};
 use crate::rate_limit::RateLimiter;
 use crate::routes;
@@ -86,7 +87,9 @@ impl Application {
     /// Connects to PostgreSQL, applies migrations, and binds the listen address (port 0 picks a
     /// free port).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let master_key = config.keys.master_key()?;
         let pool = config.database.connect().await?;
+        let keys = relations_store::Keyring::new(master_key, pool.clone());
         db::migrate(&pool).await.context("applying migrations")?;
         let read_pool = config
             .database
@@ -98,7 +101,7 @@ impl Application {
             .with_context(|| format!("binding {}", config.http_addr))?;
         let signal = CommitSignal::spawn(pool.clone());
         let caches = Caches::new(redis.clone(), config.feed.settings());
-        let projectors = relations_projections::all(config.feed.settings(), Some(&caches));
+        let projectors = relations_projections::all(config.feed.settings(), &keys, Some(&caches));
         let (runners, relay) = read_side(&config, &pool, &projectors)?;
         let relay_configured = config.kafka.kafka_brokers.is_some();
         let projectors = projector_entries(&projectors, &runners, relay_configured, &relay);
@@ -109,10 +112,11 @@ impl Application {
             log_watch: LogWatch::new(Duration::from_millis(config.held_after_ms)),
             inboxes: caches.inboxes,
             likes: caches.likes,
-            hub: relations_projections::feed::stream::FeedHub::new(config.recommended()),
+            hub: FeedHub::new(config.recommended(), keys.clone()),
             closing: CancellationToken::new(),
             engagement: EngagementStore::new(
                 pool.clone(),
+                keys.clone(),
                 signal.clone(),
                 config.workers(),
                 render::<_, ThreadAnswer>,
@@ -127,6 +131,7 @@ impl Application {
             ),
             posts: PostStore::new(
                 pool.clone(),
+                keys.clone(),
                 signal.clone(),
                 config.workers(),
                 render::<_, PostAnswer>,
@@ -148,6 +153,7 @@ impl Application {
                 config.rate_refill_per_sec,
             ),
             redis,
+            keys,
             metrics: crate::metrics::handle(),
             pool,
             read_pool,

@@ -11,8 +11,8 @@ use relations_projections::runtime::{Health, LogWatch};
 use relations_store::{AccountStore, EngagementStore, PostStore, RelationStore, SettingsStore};
 use sqlx::PgPool;
 
-use crate::auth::JwtKeys;
 use crate::config::Config;
+use crate::jwt::JwtKeys;
 use crate::rate_limit::RateLimiter;
 use relations_projections::redis::Redis;
 
@@ -52,6 +52,9 @@ pub struct AppState {
     pub redis: Redis,
     /// Rule 7's per-user limiter.
     pub limiter: RateLimiter,
+    /// The master key and the data keys this process has unwrapped: what seals and opens post
+    /// and comment content (`forget` a user when their key is destroyed).
+    pub keys: relations_store::Keyring,
     /// Renders `/metrics`.
     pub metrics: PrometheusHandle,
     /// Every projector by name, with this process's runner health when it runs that projector.

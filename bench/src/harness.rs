@@ -21,6 +21,11 @@ pub struct Env {
     pub redis_url: String,
     /// The `relations` binary (release).
     pub bin: String,
+    /// The loaded world every fresh database copies, when the scenarios share one
+    /// (`--users`).
+    pub world: Option<String>,
+    /// The last copy of the world: dropped when the next is made, so the disk holds two.
+    pub last_copy: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Env {
@@ -30,18 +35,54 @@ impl Env {
         format!("{base}/{name}")
     }
 
-    /// A fresh, migrated database `name`.
+    /// A fresh, migrated database `name`: a copy of the world when there is one (the copy
+    /// before it dropped), else empty.
     pub async fn fresh_database(&self, name: &str) -> anyhow::Result<PgPool> {
         let mut admin = PgConnection::connect(&self.admin_url).await?;
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        let previous = match &self.world {
+            Some(_) => self
+                .last_copy
+                .lock()
+                .expect("not poisoned")
+                .replace(name.to_owned()),
+            None => None,
+        };
+        // Copies an earlier process left (a run with --reuse-world) go too: the disk holds two.
+        let mut stale: Vec<String> = match &self.world {
+            Some(world) => sqlx::query_scalar(
+                "SELECT datname::text FROM pg_database WHERE datname LIKE 'bench\\_%' AND datname <> $1",
+            )
+            .bind(world)
+            .fetch_all(&mut admin)
+            .await?,
+            None => Vec::new(),
+        };
+        stale.extend(previous);
+        for drop in stale.iter().map(String::as_str).chain([name]) {
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {drop} WITH (FORCE)"))
+                .execute(&mut admin)
+                .await?;
+        }
+        if let Some(world) = &self.world {
+            let copied = Instant::now();
+            sqlx::query(&format!(
+                "CREATE DATABASE {name} TEMPLATE {world} STRATEGY FILE_COPY"
+            ))
             .execute(&mut admin)
             .await?;
+            eprintln!(
+                "{name}: a copy of {world} in {:.1} s",
+                copied.elapsed().as_secs_f64()
+            );
+            return self.pool(name, 8).await;
+        }
         sqlx::query(&format!("CREATE DATABASE {name}"))
             .execute(&mut admin)
             .await?;
         let status = Command::new(&self.bin)
             .arg("migrate")
             .env("DATABASE_URL", self.url(name))
+            .env("RELATIONS_MASTER_KEY", crate::harness::MASTER_KEY)
             .env("RUST_LOG", "warn")
             .status()
             .context("running relations migrate")?;
@@ -87,6 +128,7 @@ impl Server {
             .arg("serve")
             .env("RELATIONS_RUN_PROJECTORS", projectors.is_none().to_string())
             .env("DATABASE_URL", env.url(database))
+            .env("RELATIONS_MASTER_KEY", crate::harness::MASTER_KEY)
             .env("REDIS_URL", &env.redis_url)
             .env("RELATIONS_REDIS_PREFIX", format!("bench:{database}:"))
             .env("RELATIONS_JWT_SECRET", SECRET)
@@ -112,6 +154,7 @@ impl Server {
                 Some(
                     command
                         .env("DATABASE_URL", env.url(database))
+                        .env("RELATIONS_MASTER_KEY", crate::harness::MASTER_KEY)
                         .env("REDIS_URL", &env.redis_url)
                         .env("RELATIONS_REDIS_PREFIX", format!("bench:{database}:"))
                         .env("RELATIONS_DB_MAX_CONNECTIONS", "8")
@@ -178,6 +221,25 @@ impl Server {
             .with_context(|| format!("no metric {name}"))
     }
 
+    /// The sum of a gauge over all its labels on the server's `/metrics` (0 when absent).
+    pub async fn metric_sum(&self, name: &str) -> anyhow::Result<f64> {
+        let text = reqwest::get(format!("{}/metrics", self.base))
+            .await?
+            .text()
+            .await?;
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let rest = line.strip_prefix(name)?;
+                let value = match rest.strip_prefix('{') {
+                    Some(labelled) => labelled.split_once("} ")?.1,
+                    None => rest.strip_prefix(' ')?,
+                };
+                value.trim().parse::<f64>().ok()
+            })
+            .fold(0.0, |sum, value| sum + value))
+    }
+
     /// The process id (for `perf` and `/proc`).
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -208,6 +270,17 @@ impl Drop for Server {
 
 /// The HS256 key the bench servers run with.
 pub const SECRET: &str = "bench-secret";
+
+/// The bench's `RELATIONS_MASTER_KEY` (every `relations` process it starts is given it).
+pub const MASTER_KEY: &str = "62656e6368206b6579206265636e68206b6579206265636e68206b6579212121";
+
+/// The keyring the bench's own loads seal content with (the service's, under [`MASTER_KEY`]).
+pub fn keyring(pool: &PgPool) -> anyhow::Result<relations_store::Keyring> {
+    let master = MASTER_KEY
+        .parse()
+        .map_err(|e| anyhow::anyhow!("MASTER_KEY: {e}"))?;
+    Ok(relations_store::Keyring::new(master, pool.clone()))
+}
 
 /// A token for `user`.
 pub fn token(user: i64) -> String {
@@ -305,6 +378,51 @@ where
     }
     let elapsed = start.elapsed();
     let (latency, ok, errors) = std::mem::replace(&mut *shared.lock().await, (histogram(), 0, 0));
+    Stats {
+        ok,
+        errors,
+        elapsed,
+        latency,
+    }
+}
+
+/// `op(i, scheduled)` started at a fixed `rate` per second for `duration`, each at its
+/// scheduled time whatever the earlier ones are doing (an open loop, as users arrive), and its
+/// latency measured from that scheduled time, not from when it could start: coordinated
+/// omission corrected as wrk2 does. The timer's 1 ms tick sends requests due within it
+/// together; each is still timed from its own schedule.
+pub async fn open_loop<F, Fut>(rate: f64, duration: Duration, op: F) -> Stats
+where
+    F: Fn(u64, Instant) -> Fut,
+    Fut: Future<Output = bool> + Send + 'static,
+{
+    let interval = Duration::from_secs_f64(1.0 / rate.max(1.0));
+    let total = (rate * duration.as_secs_f64()) as u64;
+    let shared = Arc::new(std::sync::Mutex::new((histogram(), 0u64, 0u64)));
+    let start = Instant::now();
+    let mut running = tokio::task::JoinSet::new();
+    for i in 0..total {
+        let scheduled = start + interval.mul_f64(i as f64);
+        tokio::time::sleep_until(scheduled.into()).await;
+        let (request, shared) = (op(i, scheduled), shared.clone());
+        running.spawn(async move {
+            let ok = request.await;
+            let micros = scheduled.elapsed().as_micros().max(1) as u64;
+            let mut shared = shared.lock().expect("not poisoned");
+            if ok {
+                shared.1 += 1;
+                let _ = shared.0.record(micros);
+            } else {
+                shared.2 += 1;
+            }
+        });
+    }
+    while running.join_next().await.is_some() {}
+    let elapsed = start.elapsed();
+    let (latency, ok, errors) = std::mem::replace(
+        &mut *shared.lock().expect("not poisoned"),
+        (histogram(), 0, 0),
+    );
     Stats {
         ok,
         errors,

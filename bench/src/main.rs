@@ -55,14 +55,20 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to m); all when empty.
+    /// Only these scenarios (letters a to n); all when empty.
     #[arg(long)]
     only: Vec<char>,
-    /// Users in the graph of (a), (b), (c), (f); the rebuild graph of (d) gets 2.4 times as
-    /// many. Defaults: 3,000 with --quick, else 50,000. LinkBench-like scales are 10k, 1M, 10M
-    /// (about 12 follows per user: a 1M-user graph appends about 12M events).
+    /// A world of this many users (about 12 follows each, LinkBench-shaped, and a post each),
+    /// loaded and folded once; every scenario then runs on a copy of it, its own users numbered
+    /// after the world's. (k) and (m) run on clusters of their own, only when named with
+    /// --only. Without it, each scenario loads its own graph (3,000 users with --quick, else
+    /// 50,000; the rebuild's 2.4 times as many).
     #[arg(long)]
     users: Option<i64>,
+    /// With --users: copy the world a previous run left in `bench_world` instead of loading it
+    /// again (the same N; a run at 1M spends half an hour loading and folding it).
+    #[arg(long)]
+    reuse_world: bool,
     /// Record a system-wide `perf` profile into this file during the 64-client follow run.
     #[arg(long)]
     profile: Option<String>,
@@ -71,10 +77,12 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let env = Env {
+    let mut env = Env {
         admin_url: args.database_url.clone(),
         redis_url: args.redis_url.clone(),
         bin: args.bin.clone(),
+        world: None,
+        last_copy: Default::default(),
     };
     let mut scale = if args.quick {
         Scale::quick()
@@ -87,7 +95,15 @@ async fn main() -> anyhow::Result<()> {
     let wanted = |c: char| args.only.is_empty() || args.only.contains(&c);
     let started = Instant::now();
     eprintln!("relations-bench: {scale:?}");
-    let mut rows = Vec::new();
+    let mut rows = match (args.reuse_world, scale.world()) {
+        (true, Some(_)) => {
+            env.world = Some(scenarios::WORLD.to_owned());
+            Vec::new()
+        }
+        _ => scenarios::world(&mut env, scale).await?,
+    };
+    // (k) and (m) run on clusters of their own, whatever the world's size: only when named.
+    let own_cluster = |c: char| scale.world().is_none() || args.only.contains(&c);
     if ['a', 'b', 'c', 'f', 'l'].into_iter().any(&wanted) {
         rows.extend(
             scenarios::graph_scenarios(&env, scale, &wanted, args.profile.as_deref()).await?,
@@ -111,10 +127,13 @@ async fn main() -> anyhow::Result<()> {
     if wanted('j') {
         rows.extend(scenarios::stream(&env, scale).await?);
     }
-    if wanted('k') {
+    if wanted('n') {
+        rows.extend(scenarios::erasure(&env, scale).await?);
+    }
+    if wanted('k') && own_cluster('k') {
         rows.extend(scenarios::read_pool(&env, scale).await?);
     }
-    if wanted('m') {
+    if wanted('m') && own_cluster('m') {
         rows.extend(scenarios::failover(&env).await?);
     }
     println!("{}", harness::table(&rows));

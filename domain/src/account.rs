@@ -2,7 +2,8 @@
 //! they are banned (seed 002's single sign-on: the sign-on service issues tokens carrying a
 //! client, a per-client version and a per-user batch; revoking raises a bound, and every token
 //! at or under it is refused), whether they are banned, and whether their account is locked
-//! (they approve their followers). One stream per user, `account:{id}`.
+//! (they approve their followers), and whether the account is erased (issue 25: for good; the
+//! id is never used again). One stream per user, `account:{id}`.
 
 use std::collections::BTreeMap;
 
@@ -53,6 +54,19 @@ pub enum AccountCommand {
         /// Locked or not.
         locked: bool,
     },
+    /// Hide the user's graph from everyone but them (issue 26), or show it again.
+    SetHideGraph {
+        /// Whose account.
+        user: UserId,
+        /// Hidden or not.
+        hide: bool,
+    },
+    /// Erase the user (issue 25): every relation, like, post and comment of theirs ends, and
+    /// the id never acts or is acted on again. Erasing an erased user changes nothing.
+    Erase {
+        /// Whose account.
+        user: UserId,
+    },
 }
 
 impl AccountCommand {
@@ -62,7 +76,9 @@ impl AccountCommand {
             Self::Revoke { user, .. }
             | Self::Ban { user }
             | Self::Unban { user }
-            | Self::SetLocked { user, .. } => *user,
+            | Self::SetLocked { user, .. }
+            | Self::SetHideGraph { user, .. }
+            | Self::Erase { user } => *user,
         }
     }
 }
@@ -101,6 +117,25 @@ pub enum AccountEvent {
         /// Who.
         user: UserId,
     },
+    /// `user` hid their graph (issue 26): their following, followers, friends and known-followers
+    /// lists are for them alone, relation queries naming them for the pair's two users alone.
+    GraphHidden {
+        /// Who.
+        user: UserId,
+    },
+    /// `user` showed their graph again.
+    GraphShown {
+        /// Who.
+        user: UserId,
+    },
+    /// `user` was erased (issue 25), in one decision: every relation of theirs ended both
+    /// ways, their likes are void, their posts and comments deleted (a comment with live
+    /// replies stays as a tombstone), and the id never acts or is acted on again. Not expanded
+    /// into per-pair events: each reader folds it set-based (docs/events.md).
+    UserErased {
+        /// Who.
+        user: UserId,
+    },
 }
 
 impl AccountEvent {
@@ -112,6 +147,9 @@ impl AccountEvent {
             Self::UserUnbanned { .. } => "UserUnbanned",
             Self::AccountLocked { .. } => "AccountLocked",
             Self::AccountUnlocked { .. } => "AccountUnlocked",
+            Self::GraphHidden { .. } => "GraphHidden",
+            Self::GraphShown { .. } => "GraphShown",
+            Self::UserErased { .. } => "UserErased",
         }
     }
 
@@ -127,16 +165,23 @@ impl AccountEvent {
             | Self::UserBanned { user }
             | Self::UserUnbanned { user }
             | Self::AccountLocked { user }
-            | Self::AccountUnlocked { user } => *user,
+            | Self::AccountUnlocked { user }
+            | Self::GraphHidden { user }
+            | Self::GraphShown { user }
+            | Self::UserErased { user } => *user,
         }
     }
 }
 
-/// Account commands are never refused: a revocation that lowers a bound, a second ban or an
-/// unban of someone not banned changes nothing (`changed: false`).
+/// Why an account command was refused. Only an erased account refuses: a revocation that
+/// lowers a bound, a second ban or an unban of someone not banned changes nothing
+/// (`changed: false`), and erasing an erased user changes nothing either.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("account commands are never refused")]
-pub enum AccountError {}
+pub enum AccountError {
+    /// The account is erased: nothing is decided on it again.
+    #[error("the user is erased")]
+    Erased,
+}
 
 /// An account's state, folded from its stream.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,6 +195,12 @@ pub struct Account {
     /// Whether the user approves their followers.
     #[serde(default)]
     pub locked: bool,
+    /// Whether the user hides their graph (issue 26).
+    #[serde(default)]
+    pub hide_graph: bool,
+    /// Whether the user is erased (for good).
+    #[serde(default)]
+    pub erased: bool,
 }
 
 impl Account {
@@ -158,7 +209,15 @@ impl Account {
 
     /// Decides a command: the events it appends (none when it changes nothing).
     pub fn decide(&self, command: AccountCommand) -> Result<Vec<AccountEvent>, AccountError> {
+        // An erasure is final: erasing again changes nothing, anything else is refused.
+        if self.erased {
+            return match command {
+                AccountCommand::Erase { .. } => Ok(vec![]),
+                _ => Err(AccountError::Erased),
+            };
+        }
         Ok(match command {
+            AccountCommand::Erase { user } => vec![AccountEvent::UserErased { user }],
             AccountCommand::Revoke {
                 user,
                 client,
@@ -188,9 +247,16 @@ impl Account {
                     false => AccountEvent::AccountUnlocked { user },
                 }]
             }
+            AccountCommand::SetHideGraph { user, hide } if hide != self.hide_graph => {
+                vec![match hide {
+                    true => AccountEvent::GraphHidden { user },
+                    false => AccountEvent::GraphShown { user },
+                }]
+            }
             AccountCommand::Ban { .. }
             | AccountCommand::Unban { .. }
-            | AccountCommand::SetLocked { .. } => vec![],
+            | AccountCommand::SetLocked { .. }
+            | AccountCommand::SetHideGraph { .. } => vec![],
         })
     }
 
@@ -208,6 +274,21 @@ impl Account {
             AccountEvent::UserUnbanned { .. } => self.banned = false,
             AccountEvent::AccountLocked { .. } => self.locked = true,
             AccountEvent::AccountUnlocked { .. } => self.locked = false,
+            AccountEvent::GraphHidden { .. } => self.hide_graph = true,
+            AccountEvent::GraphShown { .. } => self.hide_graph = false,
+            AccountEvent::UserErased { .. } => self.erased = true,
+        }
+    }
+
+    /// The settings the private-content rules read ([`crate::privacy`]).
+    pub fn privacy(&self) -> crate::privacy::Privacy {
+        if self.erased {
+            // An erased user has no relation with anyone, and nothing left to hide.
+            return crate::privacy::Privacy::default();
+        }
+        crate::privacy::Privacy {
+            locked: self.locked,
+            hide_graph: self.hide_graph,
         }
     }
 
@@ -288,5 +369,37 @@ mod tests {
         assert!(!account.locked);
         let (account, _) = fold(vec![set(true)]);
         assert!(account.locked);
+    }
+
+    #[test]
+    fn hiding_the_graph_toggles_and_repeats_as_no_change() {
+        let set = |hide| AccountCommand::SetHideGraph { user: user(), hide };
+        let (account, appended) = fold(vec![set(false), set(true), set(true), set(false)]);
+        assert_eq!(appended, vec![0, 1, 0, 1]);
+        assert!(!account.hide_graph);
+        let (account, _) = fold(vec![set(true)]);
+        assert!(account.privacy().hide_graph && !account.privacy().locked);
+    }
+
+    #[test]
+    fn an_erasure_is_final_and_a_second_one_changes_nothing() {
+        let erase = AccountCommand::Erase { user: user() };
+        let (account, appended) = fold(vec![erase.clone(), erase]);
+        assert_eq!(appended, vec![1, 0]);
+        assert!(account.erased);
+        for command in [
+            AccountCommand::Ban { user: user() },
+            AccountCommand::SetLocked {
+                user: user(),
+                locked: true,
+            },
+            AccountCommand::Revoke {
+                user: user(),
+                client: None,
+                up_to: 1,
+            },
+        ] {
+            assert_eq!(account.decide(command), Err(AccountError::Erased));
+        }
     }
 }

@@ -10,6 +10,7 @@ pub mod ids;
 pub mod like;
 pub mod pair;
 pub mod post;
+pub mod privacy;
 pub mod relation;
 pub mod thread;
 
@@ -24,8 +25,10 @@ pub use pair::{
     RelationPair, RequestEndCause, UnfollowCause,
 };
 pub use post::{
-    BadPostId, Post, PostCommand, PostContent, PostContentError, PostError, PostEvent, PostId,
+    BadPostId, BadVisibility, Post, PostCommand, PostContent, PostContentError, PostError,
+    PostEvent, PostId, Visibility,
 };
+pub use privacy::{Privacy, Reader};
 pub use relation::{Facts, Relation, RelationState};
 pub use thread::{
     BadCommentId, CommentId, CommentState, Thread, ThreadCommand, ThreadError, ThreadEvent,

@@ -146,6 +146,9 @@ pub enum LikeError {
     /// A block stands between the user and the author, either way.
     #[error("a block stands between you and the author")]
     Blocked,
+    /// The user may not read the post (issue 26): to them it does not exist.
+    #[error("no such post")]
+    NotFound,
 }
 
 /// What a like decision needs beyond the stream.
@@ -153,6 +156,9 @@ pub enum LikeError {
 pub struct LikeServices {
     /// Whether the user blocks the author or is blocked by them.
     pub blocked: bool,
+    /// Whether the user may not read the post liked, or the post of the comment liked
+    /// ([`crate::privacy::may_read`]).
+    pub unreadable: bool,
 }
 
 /// Whether the user likes the target, folded from the stream.
@@ -172,6 +178,10 @@ impl Like {
         command: LikeCommand,
         services: LikeServices,
     ) -> Result<Vec<LikeEvent>, LikeError> {
+        // What the user may not read does not exist for them, block or none.
+        if services.unreadable {
+            return Err(LikeError::NotFound);
+        }
         if services.blocked {
             return Err(LikeError::Blocked);
         }
@@ -232,11 +242,25 @@ mod tests {
             }
         }
         assert_eq!(appended, vec![0, 1, 0, 1]);
-        let blocked = LikeServices { blocked: true };
+        let blocked = LikeServices {
+            blocked: true,
+            unreadable: false,
+        };
         assert_eq!(
             state.decide(command(true), blocked),
             Err(LikeError::Blocked)
         );
+        // Issue 26: a post the user may not read does not exist for them, block or none.
+        for blocked in [false, true] {
+            let unreadable = LikeServices {
+                blocked,
+                unreadable: true,
+            };
+            assert_eq!(
+                state.decide(command(false), unreadable),
+                Err(LikeError::NotFound)
+            );
+        }
         assert_eq!(
             command(true).stream(),
             "comment:0190f5a2-7b6c-7def-8123-456789abcdef.3:2"

@@ -113,6 +113,52 @@ impl From<PostContent> for String {
     }
 }
 
+/// Who may read a post (issue 26): `public` (anyone), `unlisted` (anyone, but never in the
+/// recommended feed) or `followers` (the author and their followers at the moment of reading).
+/// A locked author's posts are all followers-only while the lock lasts, whatever this says
+/// ([`crate::privacy::may_read`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    /// Anyone (the default, and every post published before issue 26).
+    #[default]
+    Public,
+    /// Anyone who asks for it, never the recommended feed.
+    Unlisted,
+    /// The author and their followers.
+    Followers,
+}
+
+impl Visibility {
+    /// The name the API, the events and the read models use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Unlisted => "unlisted",
+            Self::Followers => "followers",
+        }
+    }
+}
+
+/// A string that is not a visibility.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("visibility: public, unlisted or followers")]
+pub struct BadVisibility;
+
+impl FromStr for Visibility {
+    type Err = BadVisibility;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "public" => Ok(Self::Public),
+            "unlisted" => Ok(Self::Unlisted),
+            "followers" => Ok(Self::Followers),
+            _ => Err(BadVisibility),
+        }
+    }
+}
+
 /// A command on one post.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PostCommand {
@@ -124,6 +170,8 @@ pub enum PostCommand {
         author: UserId,
         /// Its text.
         content: PostContent,
+        /// Who may read it.
+        visibility: Visibility,
         /// When it was written (the service's clock; the domain has none).
         created_at: DateTime<Utc>,
     },
@@ -161,7 +209,8 @@ impl PostCommand {
     }
 }
 
-/// The facts a post's stream holds. Version 1 of each.
+/// The facts a post's stream holds. `PostPublished` is stored as version 2 (its content
+/// sealed by the store); version 1 (plain content) stays readable.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PostEvent {
     /// `author` published the post.
@@ -170,10 +219,15 @@ pub enum PostEvent {
         post_id: PostId,
         /// Who wrote it.
         author: UserId,
-        /// Its text.
-        content: PostContent,
+        /// Its text: always set when decided; `None` when read back without it (the author's
+        /// key was destroyed by an erasure, or a sealed payload was not opened).
+        #[serde(default)]
+        content: Option<PostContent>,
         /// When it was written.
         created_at: DateTime<Utc>,
+        /// Who may read it (issue 26); absent from events stored before it: `public`.
+        #[serde(default)]
+        visibility: Visibility,
     },
     /// The author deleted the post; it never appears again anywhere.
     PostDeleted {
@@ -223,6 +277,9 @@ pub enum Post {
     Live {
         /// Who wrote it.
         author: UserId,
+        /// Who may read it.
+        #[serde(default)]
+        visibility: Visibility,
     },
     /// Deleted by its author.
     Deleted {
@@ -244,16 +301,18 @@ impl Post {
                     post_id,
                     author,
                     content,
+                    visibility,
                     created_at,
                 },
             ) => Ok(vec![PostEvent::PostPublished {
                 post_id,
                 author,
-                content,
+                content: Some(content),
                 created_at,
+                visibility,
             }]),
             (_, PostCommand::Publish { .. }) => Err(PostError::AlreadyExists),
-            (Post::Live { author }, PostCommand::Delete { post_id, actor }) => {
+            (Post::Live { author, .. }, PostCommand::Delete { post_id, actor }) => {
                 if *author != actor {
                     return Err(PostError::NotAuthor);
                 }
@@ -271,7 +330,9 @@ impl Post {
     /// Folds one event into the state.
     pub fn apply(&mut self, event: PostEvent) {
         *self = match event {
-            PostEvent::PostPublished { author, .. } => Post::Live { author },
+            PostEvent::PostPublished {
+                author, visibility, ..
+            } => Post::Live { author, visibility },
             PostEvent::PostDeleted { author, .. } => Post::Deleted { author },
         };
     }

@@ -108,6 +108,9 @@ pub enum ThreadCommand {
         actor: UserId,
         /// The post's author.
         post_author: UserId,
+        /// Who wrote the comment (read before the command, so the store refuses it when that
+        /// user is erased); checked against the thread.
+        comment_author: UserId,
     },
     /// Pin or unpin a comment: the post's author only.
     Pin {
@@ -117,6 +120,8 @@ pub enum ThreadCommand {
         actor: UserId,
         /// The post's author.
         post_author: UserId,
+        /// Who wrote the comment, as for a deletion.
+        comment_author: UserId,
         /// Pinned or not.
         pinned: bool,
     },
@@ -148,6 +153,19 @@ impl ThreadCommand {
         }
     }
 
+    /// Every user the command names: who asks, the post's author, and the author of the comment
+    /// it acts on or replies to.
+    pub fn users(&self) -> Vec<UserId> {
+        let mut users = vec![self.actor(), self.post_author()];
+        match self {
+            Self::Add { parent_author, .. } => users.extend(*parent_author),
+            Self::Delete { comment_author, .. } | Self::Pin { comment_author, .. } => {
+                users.push(*comment_author)
+            }
+        }
+        users
+    }
+
     /// The users a block with whom refuses the command: the post's author, and for a reply
     /// the author of the comment replied to. Deleting and pinning interact with nobody.
     pub fn interacts_with(&self) -> Vec<UserId> {
@@ -174,7 +192,8 @@ impl ThreadCommand {
     }
 }
 
-/// The facts a thread holds. Version 1 of each.
+/// The facts a thread holds. `CommentAdded` is stored as version 2 (its content sealed by
+/// the store); version 1 (plain content) stays readable.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ThreadEvent {
     /// `author` commented on the post (a reply when `parent` is set).
@@ -189,8 +208,10 @@ pub enum ThreadEvent {
         post_author: UserId,
         /// The comment replied to.
         parent: Option<u32>,
-        /// Its text.
-        content: PostContent,
+        /// Its text: always set when decided; `None` when read back without it (the author's
+        /// key was destroyed by an erasure, or a sealed payload was not opened).
+        #[serde(default)]
+        content: Option<PostContent>,
         /// When it was written.
         created_at: DateTime<Utc>,
     },
@@ -273,6 +294,9 @@ pub enum ThreadError {
 pub struct ThreadServices {
     /// Whether the actor blocks the post's author or is blocked by them.
     pub blocked: bool,
+    /// Whether the actor may not read the post ([`crate::privacy::may_read`]): to them it
+    /// does not exist.
+    pub unreadable: bool,
 }
 
 /// One comment as the thread knows it.
@@ -320,6 +344,16 @@ impl Thread {
             .ok_or(ThreadError::NotFound)
     }
 
+    /// Live comment `n`, if `author` wrote it (the command read its author before it was
+    /// decided: a stale read names nothing).
+    fn live_by(&self, n: u32, author: UserId) -> Result<&CommentState, ThreadError> {
+        self.live(n).and_then(|c| {
+            (c.author == author)
+                .then_some(c)
+                .ok_or(ThreadError::NotFound)
+        })
+    }
+
     /// Decides a command: the events it appends (none when nothing changes), or why it is
     /// refused.
     pub fn decide(
@@ -337,6 +371,9 @@ impl Thread {
                 content,
                 created_at,
             } => {
+                if services.unreadable {
+                    return Err(ThreadError::NotFound);
+                }
                 if let Some(parent) = parent {
                     let replied = self.live(parent)?;
                     if Some(replied.author) != parent_author {
@@ -352,7 +389,7 @@ impl Thread {
                     author,
                     post_author,
                     parent,
-                    content,
+                    content: Some(content),
                     created_at,
                 }]
             }
@@ -360,8 +397,9 @@ impl Thread {
                 comment,
                 actor,
                 post_author,
+                comment_author,
             } => {
-                let state = self.live(comment.n)?;
+                let state = self.live_by(comment.n, comment_author)?;
                 if actor != state.author && actor != post_author {
                     return Err(ThreadError::NotAllowed);
                 }
@@ -376,9 +414,10 @@ impl Thread {
                 comment,
                 actor,
                 post_author,
+                comment_author,
                 pinned,
             } => {
-                let state = self.live(comment.n)?;
+                let state = self.live_by(comment.n, comment_author)?;
                 if actor != post_author {
                     return Err(ThreadError::NotAllowed);
                 }
@@ -468,13 +507,26 @@ mod tests {
         assert_eq!(run(&mut t, add(2, None)), Ok(1));
         assert_eq!(run(&mut t, add(3, Some(1))), Ok(1));
         assert_eq!(run(&mut t, add(3, Some(9))), Err(ThreadError::NotFound));
-        let blocked = t.decide(add(4, None), ThreadServices { blocked: true });
-        assert_eq!(blocked, Err(ThreadError::Blocked));
+        let blocked = ThreadServices {
+            blocked: true,
+            unreadable: false,
+        };
+        assert_eq!(t.decide(add(4, None), blocked), Err(ThreadError::Blocked));
+        // Issue 26: a post the actor may not read does not exist for them.
+        let unreadable = ThreadServices {
+            blocked: true,
+            unreadable: true,
+        };
+        assert_eq!(
+            t.decide(add(4, Some(1)), unreadable),
+            Err(ThreadError::NotFound)
+        );
         // Deletion: the comment's author or the post's, once.
-        let delete = |actor, n| ThreadCommand::Delete {
+        let delete = |actor, n: u32| ThreadCommand::Delete {
             comment: comment(n),
             actor: u(actor),
             post_author: u(1),
+            comment_author: u([2, 3, 5][n as usize - 1]),
         };
         assert_eq!(run(&mut t, delete(3, 1)), Err(ThreadError::NotAllowed));
         assert_eq!(run(&mut t, delete(2, 1)), Ok(1));
@@ -491,8 +543,21 @@ mod tests {
             comment: comment(3),
             actor: u(actor),
             post_author: u(1),
+            comment_author: u(5),
             pinned,
         };
+        let stale = ThreadCommand::Pin {
+            comment: comment(3),
+            actor: u(1),
+            post_author: u(1),
+            comment_author: u(4),
+            pinned: true,
+        };
+        assert_eq!(
+            run(&mut t, stale),
+            Err(ThreadError::NotFound),
+            "a stale author"
+        );
         assert_eq!(run(&mut t, pin(5, true)), Err(ThreadError::NotAllowed));
         assert_eq!(run(&mut t, pin(1, true)), Ok(1));
         assert_eq!(run(&mut t, pin(1, true)), Ok(0));

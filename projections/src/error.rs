@@ -6,6 +6,11 @@ pub enum ProjectionError {
     /// PostgreSQL failed.
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
+    /// Content could not be opened: a data key does not unwrap under the master key, or a
+    /// sealed payload does not open (an erased author's content is no error: it reads as
+    /// null).
+    #[error("content keys: {0}")]
+    Keys(#[from] relations_store::KeyError),
     /// Redis refused or timed out (projector `cache`).
     #[error("cache: {0}")]
     Cache(String),

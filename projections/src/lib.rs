@@ -15,13 +15,17 @@
 //!   and follower changes;
 //! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
 //! - [`engagement`]: likes and comments, their counts and queries, the like-state cache;
+//! - [`privacy`]: the private-content rules (issue 26) with their facts from one graph state;
+//! - [`archive`]: a user's own data from every read model, for their archive;
 //! - [`views`]: a post and a comment as a reader sees them;
 //! - [`redis`]: the one Redis connection that the caches and the API's rate limiter share.
 
+pub mod archive;
 pub mod engagement;
 pub mod error;
 pub mod feed;
 pub mod history;
+pub mod privacy;
 pub mod redis;
 pub mod relations;
 pub mod replica;
@@ -31,6 +35,7 @@ pub mod views;
 use std::sync::Arc;
 
 pub use error::ProjectionError;
+use relations_store::Keyring;
 use runtime::verify::{Check, Scope};
 pub use runtime::{Projector, ProjectorStatus, Runner, Wakeup};
 
@@ -58,12 +63,20 @@ impl Caches {
 }
 
 /// Every projector, in the order they are reported; the cache projectors only with caches.
-pub fn all(feed: feed::Settings, caches: Option<&Caches>) -> Vec<Arc<dyn Projector>> {
+/// `keys` open the content the feed and engagement read models keep.
+pub fn all(
+    feed: feed::Settings,
+    keys: &Keyring,
+    caches: Option<&Caches>,
+) -> Vec<Arc<dyn Projector>> {
     let mut projectors: Vec<Arc<dyn Projector>> = vec![
         Arc::new(relations::Relations),
-        Arc::new(feed::Feed { settings: feed }),
+        Arc::new(feed::Feed {
+            settings: feed,
+            keys: keys.clone(),
+        }),
         Arc::new(history::History),
-        Arc::new(engagement::Engagement),
+        Arc::new(engagement::Engagement { keys: keys.clone() }),
     ];
     if let Some(caches) = caches {
         projectors.push(Arc::new(feed::inbox_cache::FeedCacheProjector::new(
@@ -77,15 +90,17 @@ pub fn all(feed: feed::Settings, caches: Option<&Caches>) -> Vec<Arc<dyn Project
 }
 
 /// The read-model projector called `name` (the ones `rebuild` can rebuild).
-pub fn by_name(name: &str, feed: feed::Settings) -> Option<Arc<dyn Projector>> {
-    all(feed, None).into_iter().find(|p| p.name() == name)
+pub fn by_name(name: &str, feed: feed::Settings, keys: &Keyring) -> Option<Arc<dyn Projector>> {
+    all(feed, keys, None).into_iter().find(|p| p.name() == name)
 }
 
 /// Every difference between the read models in `scope` (and always the write side's guard
 /// rows) and a fresh fold of the log; empty when they agree. Each model runs its own check.
+/// `keys` open the content the engagement check compares.
 pub async fn verify(
     pool: &sqlx::PgPool,
     feed: feed::Settings,
+    keys: &Keyring,
     scope: &Scope,
 ) -> Result<Vec<String>, ProjectionError> {
     let mut checks: Vec<Box<dyn Check>> =
@@ -102,5 +117,5 @@ pub async fn verify(
     if scope.covers(engagement::NAME) {
         checks.push(Box::<engagement::verify::EngagementCheck>::default());
     }
-    runtime::verify::run(pool, checks, scope).await
+    runtime::verify::run(pool, keys, checks, scope).await
 }

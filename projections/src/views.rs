@@ -3,7 +3,7 @@
 //! answer shows one as it was just written.
 
 use chrono::{DateTime, Utc};
-use relations_domain::{CommentId, PostId, UserId};
+use relations_domain::{CommentId, PostId, UserId, Visibility};
 use serde::Serialize;
 
 /// A post as a reader sees it (SPEC.md's `Post`).
@@ -18,6 +18,8 @@ pub struct PostView {
     pub content: String,
     /// When it was written.
     pub created_at: DateTime<Utc>,
+    /// Who may read it (issue 26).
+    pub visibility: Visibility,
     /// Likes (projector `engagement`).
     pub like_count: i64,
     /// Live comments, replies included (projector `engagement`).

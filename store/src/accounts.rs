@@ -6,6 +6,7 @@ use sqlx::PgPool;
 
 use crate::error::StoreError;
 use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
+use crate::guards::erasure::ErasureGuard;
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
@@ -36,7 +37,7 @@ impl AccountStore {
         render: Render<AccountOutcome>,
     ) -> Self {
         Self {
-            executor: Executor::spawn(pool, signal, workers, render),
+            executor: Executor::spawn(pool, None, signal, workers, render),
         }
     }
 
@@ -83,7 +84,7 @@ struct AccountCommandOf {
 
 impl StoreCommand for AccountCommandOf {
     type Aggregate = Account;
-    type Guard = ();
+    type Guard = ErasureGuard;
     type Outcome = AccountOutcome;
 
     fn stream(&self) -> &str {
@@ -94,13 +95,26 @@ impl StoreCommand for AccountCommandOf {
         self.actor
     }
 
+    /// The account's user (the admin acting on it is not named: an erased admin's token is
+    /// refused before any command).
+    fn users(&self) -> Vec<UserId> {
+        vec![self.command.user()]
+    }
+
+    fn erases(&self) -> Option<UserId> {
+        match self.command {
+            AccountCommand::Erase { user } => Some(user),
+            _ => None,
+        }
+    }
+
     fn command(&self) -> AccountCommand {
         self.command.clone()
     }
 
     fn ask(&self) {}
 
-    fn services(&self, _guard: &()) {}
+    fn services(&self, _guard: &ErasureGuard) {}
 
     fn outcome(&self, _account: &Account, position: Option<LogPosition>) -> AccountOutcome {
         AccountOutcome {

@@ -13,6 +13,8 @@ use cqrs_es::{Aggregate, DomainEvent};
 use sqlx::{FromRow, PgConnection, Row};
 
 use crate::error::StoreError;
+use crate::keys::Keyring;
+use crate::log::content::{self, Unsealed, CONTENT_TYPES};
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 
@@ -94,6 +96,7 @@ pub(crate) struct Decided<'a, A: Aggregate> {
 /// the versions first (the transaction is aborted: roll back, load again and decide again).
 pub(crate) async fn append_decided<A: Aggregate>(
     conn: &mut PgConnection,
+    keys: Option<&Keyring>,
     decisions: &[Decided<'_, A>],
 ) -> Result<Option<Vec<Option<LogPosition>>>, StoreError> {
     let new: Vec<NewEvent<'_, A>> = decisions
@@ -111,7 +114,7 @@ pub(crate) async fn append_decided<A: Aggregate>(
                 })
         })
         .collect();
-    let Appended::At(positions) = append(conn, &new).await? else {
+    let Appended::At(positions) = append(conn, keys, &new).await? else {
         return Ok(None);
     };
     let mut positions = positions.into_iter();
@@ -144,9 +147,11 @@ enum Appended {
     Conflict,
 }
 
-/// Appends `events` in one statement and returns each one's place in the log.
+/// Appends `events` in one statement, their content sealed with `keys`, and returns each
+/// one's place in the log.
 async fn append<A: Aggregate>(
     conn: &mut PgConnection,
+    keys: Option<&Keyring>,
     events: &[NewEvent<'_, A>],
 ) -> Result<Appended, StoreError> {
     if events.is_empty() {
@@ -163,6 +168,7 @@ async fn append<A: Aggregate>(
         columns.payloads.push(payload);
         columns.metadata.push(new.metadata.to_json());
     }
+    columns.seal(conn, A::TYPE, keys).await?;
     let inserted = sqlx::query(
         "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
          SELECT $1, s, v, t, tv, p::json, m::json
@@ -199,6 +205,46 @@ async fn append<A: Aggregate>(
             .map(|e| at[&(e.stream.to_owned(), e.version as i64)])
             .collect(),
     ))
+}
+
+impl Columns<'_> {
+    /// Seals the content the events carry (their payload version becomes 2); only a kind
+    /// whose events carry none may come without keys.
+    async fn seal(
+        &mut self,
+        conn: &mut PgConnection,
+        stream_type: &str,
+        keys: Option<&Keyring>,
+    ) -> Result<(), StoreError> {
+        let Some(keys) = keys else {
+            return match self
+                .types
+                .iter()
+                .find(|t| CONTENT_TYPES.contains(&t.as_str()))
+            {
+                Some(t) => Err(StoreError::Failed(format!("{t} appended without keys"))),
+                None => Ok(()),
+            };
+        };
+        let mut unsealed: Vec<Unsealed<'_>> = self
+            .streams
+            .iter()
+            .zip(&self.versions)
+            .zip(&self.types)
+            .zip(self.type_versions.iter_mut().zip(self.payloads.iter_mut()))
+            .map(
+                |(((stream, sequence), event_type), (version, payload))| Unsealed {
+                    stream_type,
+                    stream_id: stream,
+                    sequence: *sequence,
+                    event_type,
+                    version,
+                    payload,
+                },
+            )
+            .collect();
+        Ok(content::seal(conn, keys, &mut unsealed).await?)
+    }
 }
 
 /// The columns of an append, as arrays.

@@ -6,6 +6,10 @@ use std::collections::HashMap;
 
 use sqlx::PgPool;
 
+use crate::error::StoreError;
+use crate::keys::Keyring;
+use crate::log::content::{self, Unsealed};
+
 /// Appends a `Followed` event per `(follower, followee)` edge (a pair followed both ways gets
 /// versions 1 and 2 of its stream) and sets the followers' guard rows. Returns the events
 /// appended. The log must hold no relation events yet.
@@ -47,23 +51,58 @@ pub async fn append_follows(pool: &PgPool, edges: &[(i64, i64)]) -> Result<u64, 
     Ok(rows.len() as u64)
 }
 
-/// Appends a `PostPublished` per author in `authors` (one post each, in order).
-pub async fn append_posts(pool: &PgPool, authors: &[i64]) -> Result<u64, sqlx::Error> {
+/// Appends a `PostPublished` per author in `authors` (one post each, in order), its content
+/// sealed with the author's key as a publish command seals it (version 2; each chunk's keys are
+/// made in the chunk's transaction).
+pub async fn append_posts(
+    pool: &PgPool,
+    keys: &Keyring,
+    authors: &[i64],
+) -> Result<u64, StoreError> {
     for chunk in authors.chunks(1000) {
-        let ids: Vec<uuid::Uuid> = chunk.iter().map(|_| uuid::Uuid::now_v7()).collect();
+        let ids: Vec<String> = chunk
+            .iter()
+            .map(|_| uuid::Uuid::now_v7().to_string())
+            .collect();
+        let created_at = crate::metadata::now();
+        let mut payloads: Vec<serde_json::Value> = chunk
+            .iter()
+            .zip(&ids)
+            .map(|(author, id)| {
+                serde_json::json!({"PostPublished": {
+                    "post_id": id, "author": author, "content": "a benchmark post",
+                    "created_at": created_at,
+                }})
+            })
+            .collect();
+        let mut versions = vec!["1".to_owned(); chunk.len()];
+        let mut tx = pool.begin().await?;
+        let mut unsealed: Vec<Unsealed<'_>> = ids
+            .iter()
+            .zip(versions.iter_mut().zip(payloads.iter_mut()))
+            .map(|(id, (version, payload))| Unsealed {
+                stream_type: "post",
+                stream_id: id,
+                sequence: 1,
+                event_type: "PostPublished",
+                version,
+                payload,
+            })
+            .collect();
+        content::seal(&mut tx, keys, &mut unsealed).await?;
         sqlx::query(
             "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
-             SELECT 'post', id::text, 1, 'PostPublished', '1',
-                    json_build_object('PostPublished', json_build_object(
-                        'post_id', id, 'author', a, 'content', 'a benchmark post',
-                        'created_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))),
+             SELECT 'post', id, 1, 'PostPublished', v, p::json,
                     json_build_object('request_id', 'bench', 'actor', a::text)
-               FROM unnest($1::uuid[], $2::bigint[]) AS x(id, a)",
+               FROM unnest($1::text[], $2::bigint[], $3::text[], $4::jsonb[]) AS x(id, a, v, p)",
         )
         .bind(&ids)
         .bind(chunk)
-        .execute(pool)
+        .bind(&versions)
+        .bind(&payloads)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
     }
     Ok(authors.len() as u64)
 }

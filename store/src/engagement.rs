@@ -12,8 +12,10 @@ use sqlx::PgPool;
 
 use crate::error::StoreError;
 use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
-use crate::guards::pairs::PairGuard;
+pub use crate::guards::pairs::PostAccess;
+use crate::guards::pairs::{PairAsk, PairGuard};
 use crate::idempotency::Idempotency;
+use crate::keys::Keyring;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 use crate::posts::Deletion;
@@ -78,17 +80,19 @@ pub struct EngagementStore {
 
 impl EngagementStore {
     /// A store on `pool`; see [`crate::PostStore::new`]. Thread outcomes are kept under their
-    /// idempotency keys as `threads` renders them, likes as `likes` does.
+    /// idempotency keys as `threads` renders them, likes as `likes` does; comments are sealed
+    /// with `keys`.
     pub fn new(
         pool: PgPool,
+        keys: Keyring,
         signal: CommitSignal,
         workers: Workers,
         threads: Render<ThreadOutcome>,
         likes: Render<LikeChange>,
     ) -> Self {
         Self {
-            threads: Executor::spawn(pool.clone(), signal.clone(), workers, threads),
-            likes: Executor::spawn(pool, signal, workers, likes),
+            threads: Executor::spawn(pool.clone(), Some(keys), signal.clone(), workers, threads),
+            likes: Executor::spawn(pool, None, signal, workers, likes),
         }
     }
 
@@ -98,27 +102,29 @@ impl EngagementStore {
         self.threads.peek(&post.to_string()).await
     }
 
-    /// Decides a thread command and appends its events.
+    /// Decides a thread command on `post` and appends its events; a comment is refused as not
+    /// found when its author may not read the post.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
         command = command.name(), user.id = %command.actor(), post.id = %command.post_id()
     ))]
     pub async fn thread_command(
         &self,
         command: ThreadCommand,
+        post: PostAccess,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<ThreadOutcome>, StoreError> {
-        let command = ThreadCommandOf::new(command);
+        let command = ThreadCommandOf::new(command, post);
         self.threads.execute(command, metadata, idempotency).await
     }
 
-    /// A new comment by `author` on `post` (by `post_author`), made now.
+    /// A new comment by `author` on `post` (by `access.author`), made now.
     #[allow(clippy::too_many_arguments)]
     pub async fn comment(
         &self,
         post: PostId,
         author: UserId,
-        post_author: UserId,
+        access: PostAccess,
         parent: Option<(u32, UserId)>,
         content: PostContent,
         metadata: &EventMetadata,
@@ -128,28 +134,32 @@ impl EngagementStore {
         let command = ThreadCommand::Add {
             post_id: post,
             author,
-            post_author,
+            post_author: access.author,
             parent: parent.map(|p| p.0),
             parent_author: parent.map(|p| p.1),
             content,
             created_at,
         };
-        self.thread_command(command, metadata, idempotency).await
+        self.thread_command(command, access, metadata, idempotency)
+            .await
     }
 
-    /// Decides a like or unlike and appends its event.
+    /// Decides a like or unlike of something on `post` and appends its event; refused as not
+    /// found when the user may not read the post.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
         command = command.name(), user.id = %command.user, target = %command.target
     ))]
     pub async fn like(
         &self,
         command: LikeCommand,
+        post: PostAccess,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<LikeChange>, StoreError> {
         let command = LikeCommandOf {
             stream: command.stream(),
             command,
+            post,
         };
         self.likes.execute(command, metadata, idempotency).await
     }
@@ -158,14 +168,22 @@ impl EngagementStore {
 struct ThreadCommandOf {
     command: ThreadCommand,
     stream: String,
+    post: PostAccess,
 }
 
 impl ThreadCommandOf {
-    fn new(command: ThreadCommand) -> Self {
+    fn new(command: ThreadCommand, post: PostAccess) -> Self {
         Self {
             stream: command.post_id().to_string(),
             command,
+            post,
         }
+    }
+
+    /// Only a new comment is refused on an unreadable post here (the API refuses the rest
+    /// before they get here); the post's author is its pair's other user.
+    fn adds(&self) -> bool {
+        matches!(self.command, ThreadCommand::Add { .. })
     }
 }
 
@@ -182,24 +200,35 @@ impl StoreCommand for ThreadCommandOf {
         self.command.actor()
     }
 
+    fn users(&self) -> Vec<UserId> {
+        self.command.users()
+    }
+
     fn command(&self) -> ThreadCommand {
         self.command.clone()
     }
 
     /// A new comment reads whether a block stands between the commenter and the post's
-    /// author, or the author of the comment replied to.
-    fn ask(&self) -> Vec<PairId> {
+    /// author, or the author of the comment replied to, and whether the commenter may read
+    /// the post.
+    fn ask(&self) -> PairAsk {
         let actor = self.command.actor();
-        self.command
-            .interacts_with()
-            .into_iter()
-            .filter_map(|other| PairId::new(actor, other).ok())
-            .collect()
+        PairAsk {
+            pairs: self
+                .command
+                .interacts_with()
+                .into_iter()
+                .filter_map(|other| PairId::new(actor, other).ok())
+                .collect(),
+            author: self.adds().then_some(self.post.author),
+        }
     }
 
     fn services(&self, guard: &PairGuard) -> ThreadServices {
+        let actor = self.command.actor();
         ThreadServices {
-            blocked: guard.blocked(self.command.actor(), self.command.interacts_with()),
+            blocked: guard.blocked(actor, self.command.interacts_with()),
+            unreadable: self.adds() && guard.unreadable(actor, self.post),
         }
     }
 
@@ -240,6 +269,7 @@ impl StoreCommand for ThreadCommandOf {
 struct LikeCommandOf {
     command: LikeCommand,
     stream: String,
+    post: PostAccess,
 }
 
 impl StoreCommand for LikeCommandOf {
@@ -255,20 +285,32 @@ impl StoreCommand for LikeCommandOf {
         self.command.user
     }
 
+    /// The liker and the author of what is liked.
+    fn users(&self) -> Vec<UserId> {
+        vec![self.command.user, self.command.author]
+    }
+
     fn command(&self) -> LikeCommand {
         self.command
     }
 
-    /// A like reads whether a block stands between the liker and the author.
-    fn ask(&self) -> Vec<PairId> {
-        PairId::new(self.command.user, self.command.author)
-            .into_iter()
-            .collect()
+    /// A like reads whether a block stands between the liker and the author, and whether the
+    /// liker may read the post (its author's pair: the same one for a post).
+    fn ask(&self) -> PairAsk {
+        let user = self.command.user;
+        PairAsk {
+            pairs: [self.command.author, self.post.author]
+                .into_iter()
+                .filter_map(|other| PairId::new(user, other).ok())
+                .collect(),
+            author: Some(self.post.author),
+        }
     }
 
     fn services(&self, guard: &PairGuard) -> LikeServices {
         LikeServices {
             blocked: guard.blocked(self.command.user, [self.command.author]),
+            unreadable: guard.unreadable(self.command.user, self.post),
         }
     }
 

@@ -17,6 +17,9 @@ pub enum StoreError {
     /// The domain refused a like or unlike; nothing was appended.
     #[error(transparent)]
     LikeRejected(#[from] LikeError),
+    /// A user the command names is erased (issue 25): nothing is decided about them again.
+    #[error("the user is erased")]
+    Erased,
     /// The Idempotency-Key was used before with another request.
     #[error("this Idempotency-Key was used with another request")]
     IdempotencyKeyReused,
@@ -84,9 +87,22 @@ pub fn unavailable(error: &sqlx::Error) -> bool {
     }
 }
 
+impl From<crate::keys::KeyError> for StoreError {
+    /// A database failure stays one (it may be unavailable); anything else means the keys or
+    /// the payload are not what this build expects.
+    fn from(error: crate::keys::KeyError) -> Self {
+        match error {
+            crate::keys::KeyError::Database(error) => StoreError::Database(error),
+            other => StoreError::Failed(other.to_string()),
+        }
+    }
+}
+
 impl From<relations_domain::AccountError> for StoreError {
-    fn from(never: relations_domain::AccountError) -> Self {
-        match never {}
+    fn from(error: relations_domain::AccountError) -> Self {
+        match error {
+            relations_domain::AccountError::Erased => StoreError::Erased,
+        }
     }
 }
 

@@ -15,6 +15,7 @@ pub mod error;
 mod executor;
 mod guards;
 pub mod idempotency;
+pub mod keys;
 pub mod log;
 pub mod metadata;
 pub mod position;
@@ -23,15 +24,19 @@ pub mod relations;
 mod retry;
 pub mod settings;
 pub mod signal;
+mod user_locks;
 
 pub use accounts::{AccountOutcome, AccountStore};
-pub use engagement::{EngagementStore, LikeChange, NewComment, PinChange, ThreadOutcome};
+pub use engagement::{
+    EngagementStore, LikeChange, NewComment, PinChange, PostAccess, ThreadOutcome,
+};
 pub use error::StoreError;
 pub use executor::{Executed, Render, Workers};
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
+pub use keys::{KeyError, Keyring, MasterKey};
 pub use metadata::EventMetadata;
 pub use position::{BadPosition, LogPosition};
 pub use posts::{Deletion, PostOutcome, PostStore, Publication};
 pub use relations::{RelationChange, RelationStore};
-pub use settings::SettingsStore;
+pub use settings::{SettingsAsk, SettingsChange, SettingsStore};
 pub use signal::CommitSignal;

@@ -2,12 +2,13 @@
 //! transaction with the idempotency answer.
 
 use chrono::{DateTime, Utc};
-use relations_domain::{Post, PostCommand, PostContent, PostId, UserId};
+use relations_domain::{Post, PostCommand, PostContent, PostId, UserId, Visibility};
 use sqlx::PgPool;
 
 use crate::error::StoreError;
 use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
 use crate::idempotency::Idempotency;
+use crate::keys::Keyring;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 use crate::signal::CommitSignal;
@@ -21,6 +22,8 @@ pub struct Publication {
     pub author: UserId,
     /// Its text.
     pub content: PostContent,
+    /// Who may read it.
+    pub visibility: Visibility,
     /// When it was written (to the microsecond, as PostgreSQL keeps it).
     pub created_at: DateTime<Utc>,
     /// Where its event sits in the log.
@@ -52,19 +55,21 @@ pub struct PostStore {
 impl PostStore {
     /// A store on `pool` that wakes log readers through `signal` after each commit; `workers`
     /// groups of commands are decided at once, and an outcome is kept under its idempotency key
-    /// as `render` gives it. Starts its workers on the current runtime.
+    /// as `render` gives it; content is sealed with `keys`. Starts its workers on the current
+    /// runtime.
     pub fn new(
         pool: PgPool,
+        keys: Keyring,
         signal: CommitSignal,
         workers: Workers,
         render: Render<PostOutcome>,
     ) -> Self {
         Self {
-            executor: Executor::spawn(pool, signal, workers, render),
+            executor: Executor::spawn(pool, Some(keys), signal, workers, render),
         }
     }
 
-    /// Publishes a new post by `author`, made now.
+    /// Publishes a new post by `author`, readable as `visibility` says, made now.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
         command = "publish_post", user.id = %author, post.id
     ))]
@@ -72,6 +77,7 @@ impl PostStore {
         &self,
         author: UserId,
         content: PostContent,
+        visibility: Visibility,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<Publication>, StoreError> {
@@ -81,6 +87,7 @@ impl PostStore {
             post_id,
             author,
             content,
+            visibility,
             created_at: crate::metadata::now(),
         };
         let command = PostCommandOf::new(command);
@@ -151,6 +158,10 @@ impl StoreCommand for PostCommandOf {
         self.command.actor()
     }
 
+    fn users(&self) -> Vec<UserId> {
+        vec![self.command.actor()]
+    }
+
     fn command(&self) -> PostCommand {
         self.command.clone()
     }
@@ -168,11 +179,13 @@ impl StoreCommand for PostCommandOf {
                 post_id,
                 author,
                 content,
+                visibility,
                 created_at,
             } => PostOutcome::Published(Publication {
                 post: *post_id,
                 author: *author,
                 content: content.clone(),
+                visibility: *visibility,
                 created_at: *created_at,
                 position,
             }),

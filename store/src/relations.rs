@@ -46,7 +46,7 @@ impl RelationStore {
         render: Render<RelationChange>,
     ) -> Self {
         Self {
-            executor: Executor::spawn(pool, signal, workers, render),
+            executor: Executor::spawn(pool, None, signal, workers, render),
             follow_limit,
         }
     }
@@ -89,6 +89,11 @@ impl StoreCommand for GuardedRelationCommand {
 
     fn actor(&self) -> UserId {
         self.command.actor()
+    }
+
+    /// Both users of the pair.
+    fn users(&self) -> Vec<UserId> {
+        vec![self.command.actor(), self.command.target()]
     }
 
     fn command(&self) -> RelationCommand {

@@ -1,4 +1,5 @@
-//! Locking and unlocking an account: the one command that spans aggregates. Unlocking approves
+//! An account's settings: locking and unlocking it, and hiding its graph (issue 26). Locking
+//! is the one command that spans aggregates. Unlocking approves
 //! every pending request, so it appends to the user's `account` stream and to the stream of
 //! every pair with a pending request, in one transaction.
 //!
@@ -19,8 +20,8 @@
 use std::collections::HashMap;
 
 use relations_domain::{
-    following_deltas, Account, AccountCommand, FollowBudget, PairId, RelationCommand, RelationPair,
-    UserId,
+    following_deltas, Account, AccountCommand, AccountEvent, FollowBudget, PairId, RelationCommand,
+    RelationPair, UserId,
 };
 use sqlx::{PgConnection, PgPool};
 
@@ -32,6 +33,28 @@ use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
 use crate::retry;
 use crate::signal::CommitSignal;
+use crate::user_locks;
+
+/// The settings asked for: each one omitted stays as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SettingsAsk {
+    /// Lock (`true`) or unlock the account.
+    pub locked: Option<bool>,
+    /// Hide (`true`) or show the account's graph.
+    pub hide_graph: Option<bool>,
+}
+
+/// The account's settings after a change, and where the change's last event sits in the log
+/// (none when nothing changed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingsChange {
+    /// Locked now.
+    pub locked: bool,
+    /// Graph hidden now.
+    pub hide_graph: bool,
+    /// Where the change's last event sits; none when nothing changed.
+    pub position: Option<LogPosition>,
+}
 
 /// Carries out settings changes against the event store.
 #[derive(Clone)]
@@ -46,41 +69,46 @@ impl SettingsStore {
         Self { pool, signal }
     }
 
-    /// Locks or unlocks `user`'s account; unlocking approves every pending request in the same
-    /// transaction. Where the change's last event sits in the log; none when nothing changed.
+    /// Changes `user`'s settings in one transaction: locks or unlocks the account (unlocking
+    /// approves every pending request), hides or shows its graph. The settings as they are
+    /// then, and where the change's last event sits in the log.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
-        command = "settings", user.id = %user, locked
+        command = "settings", user.id = %user, locked = ?ask.locked, hide_graph = ?ask.hide_graph
     ))]
-    pub async fn set_locked(
+    pub async fn set(
         &self,
         user: UserId,
-        locked: bool,
+        ask: SettingsAsk,
         metadata: &EventMetadata,
-    ) -> Result<Option<LogPosition>, StoreError> {
-        let position = retry::until_committed(|| async {
+    ) -> Result<SettingsChange, StoreError> {
+        let change = retry::until_committed(|| async {
             let mut tx = self.pool.begin().await?;
-            let result = set_locked(&mut tx, user, locked, metadata).await;
-            end_transaction(tx, result, |o| matches!(o, Some(Some(_)))).await
+            let result = set(&mut tx, user, ask, metadata).await;
+            end_transaction(tx, result, |o| matches!(o, Some(c) if c.position.is_some())).await
         })
         .await?;
-        if position.is_some() {
+        if change.position.is_some() {
             self.signal.committed();
         }
-        Ok(position)
+        Ok(change)
     }
 }
 
-/// One attempt in `conn`'s transaction: `Some(position)` to commit (`Some(None)`: nothing
+/// One attempt in `conn`'s transaction: `Some(change)` to commit (with no position: nothing
 /// changed, roll back), `None` after a lost race (roll back and decide again).
-async fn set_locked(
+async fn set(
     conn: &mut PgConnection,
     user: UserId,
-    locked: bool,
+    ask: SettingsAsk,
     metadata: &EventMetadata,
-) -> Result<Option<Option<LogPosition>>, StoreError> {
+) -> Result<Option<SettingsChange>, StoreError> {
+    // The user's lock before the stream's, as every writer takes them (`user_locks`).
+    if !user_locks::lock_users(conn, &[user], &[]).await?.is_empty() {
+        return Err(StoreError::Erased);
+    }
     let stream = user.to_string();
     append::lock::<Account>(conn, &[&stream]).await?;
-    if !locked {
+    if ask.locked == Some(false) {
         sqlx::query("SELECT 1 FROM account_locks WHERE user_id = $1 FOR UPDATE")
             .bind(user.get())
             .execute(&mut *conn)
@@ -89,13 +117,27 @@ async fn set_locked(
     let mut accounts = HashMap::from([(stream.clone(), Loaded::<Account>::default())]);
     append::catch_up(conn, &mut accounts).await?;
     let account = &accounts[&stream];
-    let command = AccountCommand::SetLocked { user, locked };
-    let account_events = account
-        .aggregate
-        .decide(command)
-        .unwrap_or_else(|e| match e {});
+    let mut after = account.aggregate.clone();
+    let mut account_events = Vec::new();
+    let commands = [
+        ask.locked
+            .map(|locked| AccountCommand::SetLocked { user, locked }),
+        ask.hide_graph
+            .map(|hide| AccountCommand::SetHideGraph { user, hide }),
+    ];
+    for command in commands.into_iter().flatten() {
+        for event in after.decide(command)? {
+            after.apply(event.clone());
+            account_events.push(event);
+        }
+    }
+    let unchanged = |position| SettingsChange {
+        locked: after.locked,
+        hide_graph: after.hide_graph,
+        position,
+    };
     if account_events.is_empty() {
-        return Ok(Some(None));
+        return Ok(Some(unchanged(None)));
     }
     let decided = Decided::<Account> {
         stream: &stream,
@@ -103,25 +145,36 @@ async fn set_locked(
         events: &account_events,
         metadata,
     };
-    let Some(mut positions) = append::append_decided(conn, &[decided]).await? else {
+    let Some(mut positions) = append::append_decided(conn, None, &[decided]).await? else {
         return Ok(None);
     };
-    if locked {
-        sqlx::query("INSERT INTO account_locks (user_id) VALUES ($1) ON CONFLICT DO NOTHING")
+    for event in &account_events {
+        let sql = match event {
+            AccountEvent::AccountLocked { .. } => {
+                "INSERT INTO account_locks (user_id) VALUES ($1) ON CONFLICT DO NOTHING"
+            }
+            AccountEvent::AccountUnlocked { .. } => "DELETE FROM account_locks WHERE user_id = $1",
+            AccountEvent::GraphHidden { .. } => {
+                "INSERT INTO hidden_graphs (user_id) VALUES ($1) ON CONFLICT DO NOTHING"
+            }
+            AccountEvent::GraphShown { .. } => "DELETE FROM hidden_graphs WHERE user_id = $1",
+            _ => continue,
+        };
+        sqlx::query(sql)
             .bind(user.get())
             .execute(&mut *conn)
             .await?;
-    } else {
-        sqlx::query("DELETE FROM account_locks WHERE user_id = $1")
-            .bind(user.get())
-            .execute(&mut *conn)
-            .await?;
+    }
+    if account_events
+        .iter()
+        .any(|e| matches!(e, AccountEvent::AccountUnlocked { .. }))
+    {
         match approve_all(conn, user, metadata).await? {
             Some(approved) => positions.extend(approved),
             None => return Ok(None),
         }
     }
-    Ok(Some(positions.into_iter().flatten().max()))
+    Ok(Some(unchanged(positions.into_iter().flatten().max())))
 }
 
 /// Approves every request pending to `user`, each on its pair; each approval's last position,
@@ -136,11 +189,16 @@ async fn approve_all(
             .bind(user.get())
             .fetch_all(&mut *conn)
             .await?;
+    let requesters = requesters
+        .into_iter()
+        .map(|r| UserId::try_from(r).map_err(|e| StoreError::Corrupt(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    // A requester erased meanwhile has no request left (its erasure deleted them); none can be
+    // erased while these shared locks are held.
+    let erased = user_locks::lock_users(conn, &requesters, &[]).await?;
     let mut pairs: HashMap<String, Loaded<RelationPair>> = HashMap::new();
     let mut requests = Vec::with_capacity(requesters.len());
-    for requester in requesters {
-        let requester =
-            UserId::try_from(requester).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    for requester in requesters.into_iter().filter(|r| !erased.contains(r)) {
         let stream = PairId::new(user, requester)
             .map_err(|_| StoreError::Corrupt(format!("{user} has a request from themselves")))?
             .stream_id();
@@ -173,7 +231,7 @@ async fn approve_all(
             metadata,
         })
         .collect();
-    let Some(positions) = append::append_decided(conn, &decided).await? else {
+    let Some(positions) = append::append_decided(conn, None, &decided).await? else {
         return Ok(None);
     };
     let changes = approvals

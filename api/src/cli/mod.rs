@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::{Config, DatabaseConfig};
+use crate::config::Config;
 
 /// relations: an event-sourced service for follows, blocks and the follow feed.
 #[derive(Debug, Parser)]
@@ -28,8 +28,9 @@ enum Command {
     /// Run the HTTP API (migrates first).
     #[command(mut_arg("redis_url", |arg| arg.required(true)))]
     Serve(Box<Config>),
-    /// Apply pending database migrations and exit.
-    Migrate(DatabaseConfig),
+    /// Apply pending database migrations, seal the plain-text content older events hold (the
+    /// one sanctioned rewrite of the log, once), and exit.
+    Migrate(migrate::MigrateArgs),
     /// Run the projectors alone (no HTTP), until SIGTERM: from PostgreSQL's log (with the Kafka
     /// relay when KAFKA_BROKERS is set), or from the Kafka topic as a consumer group.
     Project(project::ProjectArgs),
@@ -61,7 +62,7 @@ pub async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(config) => serve::run(*config).await,
-        Command::Migrate(database) => migrate::run(database).await,
+        Command::Migrate(args) => migrate::run(args).await,
         Command::Project(args) => project::run(args).await,
         Command::Rebuild(args) => rebuild::run(args).await,
         Command::Replay(args) => replay::run(args).await,

@@ -8,7 +8,7 @@ use relations_projections::Projector;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DatabaseConfig, FeedConfig, KafkaConfig, RedisConfig};
+use crate::config::{DatabaseConfig, FeedConfig, KafkaConfig, KeysConfig, RedisConfig};
 use crate::startup::{cancel_on_signal, spawn_projectors};
 
 /// `relations project` arguments.
@@ -37,6 +37,8 @@ pub struct ProjectArgs {
     feed: FeedConfig,
     #[command(flatten)]
     database: DatabaseConfig,
+    #[command(flatten)]
+    keys: KeysConfig,
 }
 
 /// Who assigns a Kafka consumer group's partitions.
@@ -66,15 +68,18 @@ impl ProjectArgs {
 
 /// Runs the chosen projectors until a signal.
 pub async fn run(args: ProjectArgs) -> anyhow::Result<()> {
+    let master_key = args.keys.master_key()?;
     let pool = args.database.connect().await?;
+    let keys = relations_store::Keyring::new(master_key, pool.clone());
     let caches = args
         .redis
         .connect()?
         .map(|redis| relations_projections::Caches::new(redis, args.feed.settings()));
-    let projectors: Vec<_> = relations_projections::all(args.feed.settings(), caches.as_ref())
-        .into_iter()
-        .filter(|p| args.wanted(p.name()))
-        .collect();
+    let projectors: Vec<_> =
+        relations_projections::all(args.feed.settings(), &keys, caches.as_ref())
+            .into_iter()
+            .filter(|p| args.wanted(p.name()))
+            .collect();
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     match args.source {

@@ -4,7 +4,7 @@ use anyhow::Context;
 
 use relations_projections::runtime::rebuild::{rebuild, PublishedProgress};
 
-use crate::config::{DatabaseConfig, FeedConfig};
+use crate::config::{DatabaseConfig, FeedConfig, KeysConfig};
 
 /// `relations rebuild` arguments.
 #[derive(Debug, clap::Args)]
@@ -15,6 +15,8 @@ pub struct RebuildArgs {
     feed: FeedConfig,
     #[command(flatten)]
     database: DatabaseConfig,
+    #[command(flatten)]
+    keys: KeysConfig,
 }
 
 /// Rebuilds with a progress bar on stderr.
@@ -23,15 +25,19 @@ pub async fn run(args: RebuildArgs) -> anyhow::Result<()> {
         name,
         feed,
         database,
+        keys,
     } = args;
-    let projector = relations_projections::by_name(&name, feed.settings()).with_context(|| {
-        let names: Vec<_> = relations_projections::all(feed.settings(), None)
-            .iter()
-            .map(|p| p.name())
-            .collect();
-        format!("no projector named {name:?}; there are {names:?}")
-    })?;
+    let master_key = keys.master_key()?;
     let pool = database.connect().await?;
+    let keys = relations_store::Keyring::new(master_key, pool.clone());
+    let projector =
+        relations_projections::by_name(&name, feed.settings(), &keys).with_context(|| {
+            let names: Vec<_> = relations_projections::all(feed.settings(), &keys, None)
+                .iter()
+                .map(|p| p.name())
+                .collect();
+            format!("no projector named {name:?}; there are {names:?}")
+        })?;
     let bar = indicatif::ProgressBar::new(0).with_style(indicatif::ProgressStyle::with_template(
         "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
     )?);

@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::time::Duration;
 
-use relations_store::log::Replay;
+use relations_store::log::{self, Replay};
 use relations_store::LogPosition;
 
-use crate::config::DatabaseConfig;
+use crate::config::{DatabaseConfig, KeysConfig};
 
 /// `relations replay` filters; all optional, all combined.
 #[derive(Debug, clap::Args)]
@@ -31,6 +31,8 @@ pub struct ReplayArgs {
     up_to: Option<LogPosition>,
     #[command(flatten)]
     database: DatabaseConfig,
+    #[command(flatten)]
+    keys: KeysConfig,
 }
 
 impl ReplayArgs {
@@ -44,16 +46,20 @@ impl ReplayArgs {
 }
 
 /// Prints every kept event committed when replay starts (waiting up to a minute for a
-/// horizon that an open writer elsewhere in the cluster holds back).
+/// horizon that an open writer elsewhere in the cluster holds back), content opened (`null`
+/// with `"erased": true` where the author's key is gone).
 pub async fn run(args: ReplayArgs) -> anyhow::Result<()> {
+    let master_key = args.keys.master_key()?;
     let pool = args.database.connect().await?;
+    let keys = relations_store::Keyring::new(master_key, pool.clone());
     let mut conn = pool.acquire().await?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let after = args.after.unwrap_or(LogPosition::START);
     let mut replay = Replay::start(&mut conn, after, Duration::from_secs(60)).await?;
     let mut written = 0u64;
-    'log: while let Some(batch) = replay.next_batch(&mut conn).await? {
+    'log: while let Some(mut batch) = replay.next_batch(&mut conn).await? {
+        log::reveal(&keys, &mut batch).await?;
         for event in &batch {
             if args.up_to.is_some_and(|end| event.position > end) {
                 break 'log;

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use relations_domain::{TokenStamp, UserId};
 
-use crate::auth::JwtKeys;
 use crate::config::JwtConfig;
+use crate::jwt::JwtKeys;
 
 /// `relations token` arguments.
 #[derive(Debug, clap::Args)]

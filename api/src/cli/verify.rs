@@ -1,6 +1,6 @@
 //! `relations verify`: fold the log afresh and compare every read model; exit 1 on a difference.
 
-use crate::config::{DatabaseConfig, FeedConfig};
+use crate::config::{DatabaseConfig, FeedConfig, KeysConfig};
 
 /// `relations verify` arguments.
 #[derive(Debug, clap::Args)]
@@ -16,16 +16,21 @@ pub struct VerifyArgs {
     feed: FeedConfig,
     #[command(flatten)]
     database: DatabaseConfig,
+    #[command(flatten)]
+    keys: KeysConfig,
 }
 
 /// Prints each difference; fails when there is any.
 pub async fn run(args: VerifyArgs) -> anyhow::Result<()> {
+    let master_key = args.keys.master_key()?;
     let pool = args.database.connect().await?;
+    let keys = relations_store::Keyring::new(master_key, pool.clone());
     let scope = relations_projections::runtime::verify::Scope {
         whole_log: args.whole_log,
         projectors: args.only,
     };
-    let differences = relations_projections::verify(&pool, args.feed.settings(), &scope).await?;
+    let differences =
+        relations_projections::verify(&pool, args.feed.settings(), &keys, &scope).await?;
     if differences.is_empty() {
         println!("read models agree with the log");
         return Ok(());

@@ -41,15 +41,8 @@ error_sets! {
     /// What a route that needs no token answers when one is sent anyway: every routed request
     /// has its token checked (a malformed, expired or revoked token is 401, a banned user's 403).
     TokenErrors = [
-        (401, "UNAUTHENTICATED, TOKEN_REVOKED: a token was sent, and it is refused"),
+        (401, "UNAUTHENTICATED, TOKEN_REVOKED, ACCOUNT_ERASED: a token was sent, and it is refused"),
         (403, "USER_BANNED: a token was sent, and its user is banned"),
-    ];
-    /// A query's errors when it needs no token and names no resource.
-    QueryErrors = [
-        (400, ""),
-        (401, "a token was sent, and it is refused"),
-        (403, "USER_BANNED: a token was sent, and its user is banned"),
-        (503, "NOT_CAUGHT_UP"),
     ];
     /// A query's errors when it needs a bearer token.
     BearerQueryErrors = [
@@ -64,6 +57,21 @@ error_sets! {
         (401, "a token was sent, and it is refused"),
         (403, "USER_BANNED: a token was sent, and its user is banned"),
         (404, ""),
+        (503, "NOT_CAUGHT_UP"),
+    ];
+    /// A query of a user's graph (following, followers, friends), which needs no token.
+    GraphListErrors = [
+        (400, ""),
+        (401, "a token was sent, and it is refused"),
+        (403, "USER_BANNED: a token was sent, and its user is banned; HIDDEN: the user hides their graph from the caller (or is locked and not followed by them)"),
+        (404, ""),
+        (503, "NOT_CAUGHT_UP"),
+    ];
+    /// A relation query's errors (status, batch), which needs no token.
+    RelationQueryErrors = [
+        (400, ""),
+        (401, "a token was sent, and it is refused"),
+        (403, "USER_BANNED: a token was sent, and its user is banned; HIDDEN: a user asked about hides their graph, and the caller is not one of the pair"),
         (503, "NOT_CAUGHT_UP"),
     ];
     /// A relation command's errors (`{"target"}` commands).
@@ -83,7 +91,7 @@ error_sets! {
         (400, ""),
         (401, ""),
         (403, "BLOCKED: a block either way"),
-        (404, "unknown, deleted or malformed id"),
+        (404, "unknown, deleted or malformed id, or a post the caller may not read"),
         (422, ""),
         (429, ""),
         (503, ""),
@@ -93,6 +101,15 @@ error_sets! {
         (400, ""),
         (401, ""),
         (403, "NOT_ALLOWED: not the post's author"),
+        (404, ""),
+        (422, ""),
+        (429, ""),
+        (503, ""),
+    ];
+    /// An erasure's errors (`DELETE /me`, and the admin's).
+    EraseErrors = [
+        (401, "UNAUTHENTICATED, TOKEN_REVOKED, ACCOUNT_ERASED"),
+        (403, "USER_BANNED; not an admin"),
         (404, ""),
         (422, ""),
         (429, ""),

@@ -3,17 +3,20 @@
 use crate::outcome::Liking;
 use axum::http::StatusCode;
 use relations_domain::{LikeCommand, LikeTarget, UserId};
+use relations_store::PostAccess;
 
 use crate::error::ApiError;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 
-/// Likes (`like`) or unlikes `target`, whose author is `author`: rule 7, then the decision.
+/// Likes (`like`) or unlikes `target`, whose author is `author`, on `post`: rule 7, then the
+/// decision (refused as not found when the caller may not read `post`).
 pub async fn run_like(
     state: AppState,
     mut request: CommandRequest,
     target: LikeTarget,
     author: UserId,
+    post: PostAccess,
     like: bool,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
     let command = LikeCommand {
@@ -27,7 +30,7 @@ pub async fn run_like(
         .await?;
     let executed = state
         .engagement
-        .like(command, &request.metadata, idempotency.as_ref())
+        .like(command, post, &request.metadata, idempotency.as_ref())
         .await?;
     Ok(CommandAnswer::new(command.name(), executed, StatusCode::OK))
 }

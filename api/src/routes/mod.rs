@@ -11,12 +11,13 @@ mod comments;
 mod contract;
 mod feed;
 mod liking;
-mod live;
+pub(crate) mod live;
 mod me;
 mod ops;
 pub mod page;
 mod posts;
 pub mod query;
+mod readable;
 mod relation;
 mod users;
 

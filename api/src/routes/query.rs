@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
+use relations_projections::privacy;
 use relations_projections::relations::query::ListEntry;
 use relations_projections::relations::reads::Source;
 use relations_store::LogPosition;
@@ -35,6 +36,34 @@ pub async fn graph_source(
         },
     }
     Ok(wait_for_essential(state, min_position).await?)
+}
+
+/// [`graph_source`] for a read about `user` (`/users/{id}/...`): 404 when the user is erased,
+/// judged once the source reflects `min_position`.
+pub async fn user_source(
+    state: &AppState,
+    user: UserId,
+    min_position: Option<LogPosition>,
+) -> Result<Source<'_>, ApiError> {
+    let source = graph_source(state, min_position).await?;
+    crate::routes::live::live_user(state, user).await?;
+    Ok(source)
+}
+
+/// [`user_source`] for a read of `user`'s graph (following, followers, friends, known
+/// followers): 403 `HIDDEN` when `user` hides it from `viewer` (issue 26's rule,
+/// `relations_projections::privacy`), judged on the same source.
+pub async fn graph_list_source(
+    state: &AppState,
+    user: UserId,
+    viewer: Option<UserId>,
+    min_position: Option<LogPosition>,
+) -> Result<Source<'_>, ApiError> {
+    let source = user_source(state, user, min_position).await?;
+    match privacy::graph_hidden(source, viewer, user).await? {
+        true => Err(ApiError::Hidden),
+        false => Ok(source),
+    }
 }
 
 /// The pool a read that waits for no position reads the read models from (the one place it is

@@ -15,6 +15,7 @@ async fn migrate_then_serve_then_sigterm_exits_cleanly() {
     let status = Command::new(BIN)
         .arg("migrate")
         .env("DATABASE_URL", &database_url)
+        .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
         .status()
         .unwrap();
     assert!(status.success());
@@ -34,6 +35,7 @@ async fn migrate_then_serve_then_sigterm_exits_cleanly() {
     let mut server = Command::new(BIN)
         .arg("serve")
         .env("DATABASE_URL", &database_url)
+        .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
         .env("REDIS_URL", "redis://127.0.0.1:6379")
         .env(
             "RELATIONS_REDIS_PREFIX",

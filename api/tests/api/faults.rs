@@ -401,8 +401,9 @@ async fn kill_9_under_load_loses_no_acknowledged_write() {
             .await
             .unwrap();
     assert!(caught_up, "the restarted service never caught up");
+    let keys = config.keys.keyring(&pool).unwrap();
     let differences =
-        relations_projections::verify(&pool, config.feed.settings(), &Default::default())
+        relations_projections::verify(&pool, config.feed.settings(), &keys, &Default::default())
             .await
             .unwrap();
     assert!(differences.is_empty(), "{differences:#?}");

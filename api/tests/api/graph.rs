@@ -1,5 +1,5 @@
 //! The in-memory graph (`relations_projections::replica`) against projector `following`'s read
-//! model and a fold of the log: equal for random histories, equal when loaded while commands
+//! model and a fold of the log: equal for random histories (erasures included), equal when loaded while commands
 //! run or while a transaction holds the horizon, and serving with Redis down.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -96,6 +96,7 @@ struct Fold {
     blocks: BTreeSet<(i64, i64)>,
     requests: BTreeSet<(i64, i64)>,
     posts: BTreeMap<i64, i64>,
+    erased: BTreeSet<i64>,
 }
 
 async fn fold(app: &TestApp) -> Fold {
@@ -129,6 +130,14 @@ async fn fold(app: &TestApp) -> Fold {
                     .remove(&(id(body, "requester"), id(body, "target")));
             }
             "Muted" | "Unmuted" | "AccountLocked" | "AccountUnlocked" => {}
+            "UserErased" => {
+                let u = id(body, "user");
+                for edges in [&mut fold.follows, &mut fold.blocks, &mut fold.requests] {
+                    edges.retain(|&(a, b)| a != u && b != u);
+                }
+                fold.posts.remove(&u);
+                fold.erased.insert(u);
+            }
             "PostPublished" => *fold.posts.entry(id(body, "author")).or_default() += 1,
             "PostDeleted" => *fold.posts.entry(id(body, "author")).or_default() -= 1,
             other => panic!("unexpected event {other}"),
@@ -229,6 +238,8 @@ enum Op {
     Mute(i64, i64, bool),
     /// a locks or unlocks their account.
     Lock(i64, bool),
+    /// a erases their account (issue 25).
+    Erase(i64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -241,6 +252,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => who.prop_map(Op::Post),
         1 => (0usize..32).prop_map(Op::Delete),
         1 => (1..=USERS, 1..=USERS, any::<bool>()).prop_map(|(a, b, endless)| Op::Mute(a, b, endless)),
+        // Two users at most, so that most histories go on among the others.
+        1 => (USERS - 1..=USERS).prop_map(Op::Erase),
     ]
 }
 
@@ -267,7 +280,20 @@ async fn run_ops(app: &TestApp, ops: &[Op]) -> Option<String> {
                 let duration = if endless { Value::Null } else { json!(3600) };
                 app.mute(a, b, duration).await
             }
-            Op::Lock(a, locked) => (StatusCode::OK, app.set_locked(a, locked).await),
+            // An erased user's is refused (401, or 404 within the second before): no position.
+            Op::Lock(a, locked) => {
+                crate::helpers::read(
+                    app.client
+                        .put(format!("{}/api/v1/me/settings", app.base))
+                        .bearer_auth(app.token(a))
+                        .json(&json!({ "locked": locked }))
+                        .send()
+                        .await
+                        .unwrap(),
+                )
+                .await
+            }
+            Op::Erase(a) => app.erase_me(a).await,
         };
         if let Some(p) = body["position"].as_str() {
             last = Some(p.to_owned());
@@ -292,6 +318,7 @@ async fn property(ops: Vec<Op>) {
     let database = answers(&app.pool).await;
     let fold = fold(&app).await;
     assert_matches_fold(&database, &fold, "read model");
+    let erased = fold.erased.clone();
     assert_eq!(
         answers(&early).await,
         database,
@@ -304,9 +331,13 @@ async fn property(ops: Vec<Op>) {
     );
     // And the service's own replica, over HTTP.
     for a in 1..=USERS {
-        let (_, body) = app
+        let (status, body) = app
             .get(&format!("/api/v1/users/{a}/counts?min_position={last}"))
             .await;
+        if erased.contains(&a) {
+            assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+            continue;
+        }
         assert_eq!(
             serde_json::from_value::<Counts>(body).unwrap(),
             database.counts[(a - 1) as usize]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use relations_api::auth::JwtKeys;
 use relations_api::config::{
-    Config, DatabaseConfig, FeedConfig, JwtConfig, KafkaConfig, RedisConfig,
+    Config, DatabaseConfig, FeedConfig, JwtConfig, KafkaConfig, KeysConfig, RedisConfig,
 };
 use relations_api::Application;
 use relations_domain::UserId;
@@ -15,6 +15,9 @@ use sqlx::{Connection, PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
 
 pub const SECRET: &str = "test-secret-do-not-use";
+
+/// The tests' `RELATIONS_MASTER_KEY` (every process a test starts is given it).
+pub const MASTER_KEY: &str = "7465737420746573742074657374207465737420746573742074657374212121";
 
 /// The server under test.
 pub struct TestApp {
@@ -98,6 +101,9 @@ pub async fn test_config() -> Config {
         database_read_url: None,
         jwt: JwtConfig {
             jwt_secret: SECRET.to_owned(),
+        },
+        keys: KeysConfig {
+            master_key: MASTER_KEY.to_owned(),
         },
         redis: RedisConfig {
             redis_url: Some(redis_url()),
@@ -229,11 +235,17 @@ impl TestApp {
 
     /// Publishes a post as `author`.
     pub async fn post(&self, author: i64, content: &str) -> (StatusCode, Value) {
+        self.post_with(author, serde_json::json!({ "content": content }))
+            .await
+    }
+
+    /// `POST /api/v1/posts` with `body` (content, visibility) as `author`.
+    pub async fn post_with(&self, author: i64, body: Value) -> (StatusCode, Value) {
         read(
             self.client
                 .post(format!("{}/api/v1/posts", self.base))
                 .bearer_auth(self.token(author))
-                .json(&serde_json::json!({ "content": content }))
+                .json(&body)
                 .send()
                 .await
                 .unwrap(),
@@ -267,11 +279,17 @@ impl TestApp {
 
     /// `PUT /api/v1/me/settings {"locked": locked}` as `user`, asserting success; the answer.
     pub async fn set_locked(&self, user: i64, locked: bool) -> Value {
+        self.settings(user, serde_json::json!({ "locked": locked }))
+            .await
+    }
+
+    /// `PUT /api/v1/me/settings` with `body` as `user`, asserting success; the answer.
+    pub async fn settings(&self, user: i64, body: Value) -> Value {
         let (status, body) = read(
             self.client
                 .put(format!("{}/api/v1/me/settings", self.base))
                 .bearer_auth(self.token(user))
-                .json(&serde_json::json!({ "locked": locked }))
+                .json(&body)
                 .send()
                 .await
                 .unwrap(),
@@ -287,6 +305,19 @@ impl TestApp {
             self.client
                 .delete(format!("{}/api/v1/posts/{id}", self.base))
                 .bearer_auth(self.token(actor))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Erases `user` with their own token (`DELETE /api/v1/me`).
+    pub async fn erase_me(&self, user: i64) -> (StatusCode, Value) {
+        read(
+            self.client
+                .delete(format!("{}/api/v1/me", self.base))
+                .bearer_auth(self.token(user))
                 .send()
                 .await
                 .unwrap(),
@@ -396,8 +427,10 @@ pub async fn projector_reached(app: &TestApp, name: &str, position: &str) {
 /// `relations verify` in process: every read model (the feed's inbox invariant included)
 /// equals a fresh fold of the log, under the app's own feed settings.
 pub async fn assert_verified(app: &TestApp) {
+    let keys = app.config.keys.keyring(&app.pool).unwrap();
+    let settings = app.config.feed.settings();
     let differences =
-        relations_projections::verify(&app.pool, app.config.feed.settings(), &Default::default())
+        relations_projections::verify(&app.pool, settings, &keys, &Default::default())
             .await
             .unwrap();
     assert!(differences.is_empty(), "{differences:#?}");
@@ -441,4 +474,26 @@ where
             Ok(())
         })
         .unwrap();
+}
+
+/// `relations ARGS` (the binary under test) against `app`'s database, as it ended.
+pub fn run_relations(app: &TestApp, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_relations"))
+        .args(args)
+        .env("DATABASE_URL", &app.config.database.database_url)
+        .env("RELATIONS_MASTER_KEY", MASTER_KEY)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+/// `relations ARGS` against `app`'s database, which must succeed.
+pub fn relations(app: &TestApp, args: &[&str]) -> std::process::Output {
+    let output = run_relations(app, args);
+    assert!(
+        output.status.success(),
+        "relations {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
 }

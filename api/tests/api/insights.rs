@@ -2,31 +2,15 @@
 //! follower changes, and moving a following list as CSV; over HTTP against the real services.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_verified, code, projector_reached, read, spawn_app, TestApp};
-
-const BIN: &str = env!("CARGO_BIN_EXE_relations");
-
-fn relations(app: &TestApp, args: &[&str]) -> std::process::Output {
-    let output = Command::new(BIN)
-        .args(args)
-        .env("DATABASE_URL", &app.config.database.database_url)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
+use crate::helpers::{
+    assert_verified, code, projector_reached, read, relations, spawn_app, TestApp,
+};
 
 fn position(body: &Value) -> String {
     body["position"].as_str().expect("a position").to_owned()
@@ -139,11 +123,15 @@ async fn as_of_answers_each_moment_exactly_as_a_fold_of_the_replayed_log() {
         let at_param = rfc3339(at);
         for a in 1..=4 {
             let to: Vec<String> = (1..=4).map(|b: i64| b.to_string()).collect();
+            // As `from`: a locked user's relations are for the pair (issue 26).
             let (status, batch) = app
-                .get(&format!(
-                    "/api/v1/relation/batch?from={a}&to={}&as_of={at_param}",
-                    to.join(",")
-                ))
+                .get_as(
+                    a,
+                    &format!(
+                        "/api/v1/relation/batch?from={a}&to={}&as_of={at_param}",
+                        to.join(",")
+                    ),
+                )
                 .await;
             assert_eq!(status, StatusCode::OK, "{batch}");
             for (b, relation) in (1..=4).zip(batch["relations"].as_array().unwrap()) {
@@ -159,9 +147,10 @@ async fn as_of_answers_each_moment_exactly_as_a_fold_of_the_replayed_log() {
                 assert_eq!(relation["muting"], json!(false));
             }
             let (_, status_answer) = app
-                .get(&format!(
-                    "/api/v1/relation/status?from={a}&to=3&as_of={at_param}"
-                ))
+                .get_as(
+                    a,
+                    &format!("/api/v1/relation/status?from={a}&to=3&as_of={at_param}"),
+                )
                 .await;
             if a != 3 {
                 assert_eq!(flags(&status_answer), folded(&events, a, 3, at));
@@ -170,15 +159,19 @@ async fn as_of_answers_each_moment_exactly_as_a_fold_of_the_replayed_log() {
     }
     // Before anything, nothing; now, the present (the replica and history agree).
     let (_, present) = app
-        .get(&format!(
-            "/api/v1/relation/status?from=1&to=2&min_position={last}"
-        ))
+        .get_as(
+            1,
+            &format!("/api/v1/relation/status?from=1&to=2&min_position={last}"),
+        )
         .await;
     let (_, now) = app
-        .get(&format!(
-            "/api/v1/relation/status?from=1&to=2&as_of={}&min_position={last}",
-            rfc3339(Utc::now())
-        ))
+        .get_as(
+            1,
+            &format!(
+                "/api/v1/relation/status?from=1&to=2&as_of={}&min_position={last}",
+                rfc3339(Utc::now())
+            ),
+        )
         .await;
     assert_eq!(flags(&present), flags(&now));
     let (status, body) = app

@@ -107,6 +107,7 @@ fn background(app: &TestApp, args: &[&str]) -> Background {
     let child = Command::new(BIN)
         .args(args)
         .env("DATABASE_URL", &app.config.database.database_url)
+        .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
         .env(
             "KAFKA_BROKERS",
             app.config.kafka.kafka_brokers.as_ref().unwrap(),
@@ -144,7 +145,7 @@ fn kill_hard(process: &mut Background) {
 
 /// What Python's confluent-kafka reads from the topic, once it has seen `expected` distinct
 /// events or nothing more comes: (partition, offset, key, value).
-fn read_topic(app: &TestApp, expected: usize) -> Vec<(i64, i64, String, Value)> {
+pub fn read_topic(app: &TestApp, expected: usize) -> Vec<(i64, i64, String, Value)> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/read_topic.py");
     let output = Command::new("python3")
         .arg(script)
@@ -389,6 +390,7 @@ async fn consumers_killed_at_random(coordinator: &str) {
         let verify = Command::new(BIN)
             .args(["verify", "--whole-log", "--only", "following"])
             .env("DATABASE_URL", &app.config.database.database_url)
+            .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
             .env("RUST_LOG", "error")
             .output()
             .unwrap();
@@ -437,6 +439,7 @@ async fn a_duplicate_published_after_newer_events_is_skipped_by_stream_version()
     let replay = Command::new(BIN)
         .args(["replay", "--type", "Followed"])
         .env("DATABASE_URL", &app.config.database.database_url)
+        .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
         .output()
         .unwrap();
     let followed = String::from_utf8(replay.stdout).unwrap();

@@ -468,6 +468,21 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             Call::new("post", path.replace("{id}", "0"), S::NOT_FOUND).token(app.admin_token(9)),
             Call::new("post", path.replace("{id}", "40"), S::UNAUTHORIZED),
         ],
+        // Erasures of users no other call uses.
+        ("delete", "/api/v1/me") => vec![
+            Call::new("delete", path, S::OK).token(app.token(43)),
+            Call::new("delete", path, S::UNAUTHORIZED),
+        ],
+        ("post", "/api/v1/admin/users/{id}/erase") => vec![
+            Call::new("post", path.replace("{id}", "44"), S::OK).token(app.admin_token(9)),
+            Call::new("post", path.replace("{id}", "44"), S::FORBIDDEN).token(t1.clone()),
+            Call::new("post", path.replace("{id}", "x"), S::NOT_FOUND).token(app.admin_token(9)),
+            Call::new("post", path.replace("{id}", "44"), S::UNAUTHORIZED),
+        ],
+        ("get", "/api/v1/me/archive") => vec![
+            Call::new("get", path, S::OK).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
         ("post", "/api/v1/me/logout") => vec![
             Call::new("post", path, S::OK).token(app.token(42)),
             Call::new("post", path, S::UNAUTHORIZED),

@@ -461,6 +461,7 @@ impl ServiceProcess {
         let child = Command::new(env!("CARGO_BIN_EXE_relations"))
             .arg(verb)
             .env("DATABASE_URL", &config.database.database_url)
+            .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
             .env("REDIS_URL", config.redis.redis_url.clone().unwrap())
             .env("RELATIONS_REDIS_PREFIX", &config.redis.redis_prefix)
             .env("RELATIONS_JWT_SECRET", crate::helpers::SECRET)

@@ -59,7 +59,10 @@ async fn a_locked_account_turns_follows_into_requests_its_owner_approves_or_reje
     assert_eq!(locked["locked"], json!(true));
     assert!(locked["position"].is_string(), "{locked}");
     let again = app.set_locked(1, true).await;
-    assert_eq!(again, json!({"locked": true, "position": null}));
+    assert_eq!(
+        again,
+        json!({"locked": true, "hide_graph": false, "position": null})
+    );
 
     // A follow becomes a request; asking again changes nothing.
     let (status, body) = app.command("follow", 2, 1).await;
@@ -82,12 +85,13 @@ async fn a_locked_account_turns_follows_into_requests_its_owner_approves_or_reje
     );
     // Both sides see it, in status, batch and the owner's list; the follower count does not.
     let (_, status_2) = app
-        .get(&format!(
-            "/api/v1/relation/status?from=2&to=1&min_position={asked_at}"
-        ))
+        .get_as(
+            2,
+            &format!("/api/v1/relation/status?from=2&to=1&min_position={asked_at}"),
+        )
         .await;
     assert_eq!(status_2["requested"], json!(true), "{status_2}");
-    let (_, batch) = app.get("/api/v1/relation/batch?from=1&to=2,3").await;
+    let (_, batch) = app.get_as(1, "/api/v1/relation/batch?from=1&to=2,3").await;
     assert_eq!(
         batch["relations"][0]["requested_by"],
         json!(true),
@@ -272,7 +276,7 @@ async fn unlocking_approves_every_pending_request_in_one_transaction() {
     assert_eq!(body["relation"]["following"], json!(true), "{body}");
     assert_eq!(
         app.set_locked(1, false).await,
-        json!({"locked": false, "position": null})
+        json!({"locked": false, "hide_graph": false, "position": null})
     );
     projector_reached(&app, "feed", &position(&body)).await;
     assert_verified(&app).await;
@@ -346,15 +350,19 @@ async fn blocks_racing_approvals_never_leave_a_request_or_a_follow_beside_a_bloc
     }
     let (_, last) = app.command("follow", 99, 98).await;
     let at = position(&last);
+    // As user 1, locked: its relations are for the pairs it is in (issue 26).
     let (_, batch) = app
-        .get(&format!(
-            "/api/v1/relation/batch?from=1&to={}&min_position={at}",
-            requesters_ids
-                .iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        ))
+        .get_as(
+            1,
+            &format!(
+                "/api/v1/relation/batch?from=1&to={}&min_position={at}",
+                requesters_ids
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        )
         .await;
     for relation in batch["relations"].as_array().unwrap() {
         let blocked = relation["blocking"] == json!(true) || relation["blocked_by"] == json!(true);
@@ -393,11 +401,15 @@ async fn unlocking_racing_withdrawals_and_new_requests_leaves_nothing_pending() 
     let at = position(&last);
     assert!(requesters(&app, 1, &at).await.is_empty());
     let new: Vec<String> = (100..130).map(|r| r.to_string()).collect();
+    // As user 1, locked: its relations are for the pairs it is in (issue 26).
     let (_, batch) = app
-        .get(&format!(
-            "/api/v1/relation/batch?from=1&to={}&min_position={at}",
-            new.join(",")
-        ))
+        .get_as(
+            1,
+            &format!(
+                "/api/v1/relation/batch?from=1&to={}&min_position={at}",
+                new.join(",")
+            ),
+        )
         .await;
     for relation in batch["relations"].as_array().unwrap() {
         assert_eq!(relation["followed_by"], json!(true), "{relation}");

@@ -428,3 +428,73 @@ async fn a_revocation_answered_by_one_instance_ends_the_stream_held_by_another_w
     as_admin(&first, "/api/v1/admin/users/1/ban", json!({})).await;
     ends_within_a_second(&mut kept, (&second, &tablet), Instant::now(), "USER_BANNED").await;
 }
+
+#[tokio::test]
+async fn an_erased_users_stream_ends_within_a_second() {
+    let app = spawn_app().await;
+    one_follows_two(&app, &app).await;
+    let token = app.token(1);
+    let mut reader = Reader::connect_with(&app, &token, None).await;
+    as_admin(&app, "/api/v1/admin/users/1/erase", json!({})).await;
+    ends_within_a_second(
+        &mut reader,
+        (&app, &token),
+        Instant::now(),
+        "ACCOUNT_ERASED",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_reader_whose_follow_ends_receives_no_later_followers_only_post() {
+    let app = spawn_app().await;
+    // 2 will unfollow 1, 3 is removed by 1, 4 is blocked by 1; all follow 9 too, whose posts
+    // mark how far each stream has come.
+    let mut at = String::new();
+    for reader in [2, 3, 4] {
+        for author in [1, 9] {
+            let (_, body) = app.command("follow", reader, author).await;
+            at = body["position"].as_str().unwrap().to_owned();
+        }
+    }
+    app.get(&format!(
+        "/api/v1/relation/status?from=4&to=9&min_position={at}"
+    ))
+    .await;
+    let mut readers = Vec::new();
+    for reader in [2, 3, 4] {
+        readers.push(Reader::connect(&app, reader, None).await);
+    }
+    let publish = |content: &'static str, author: i64, visibility: &'static str| {
+        let app = &app;
+        async move {
+            let body = json!({"content": content, "visibility": visibility});
+            let (status, body) = app.post_with(author, body).await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+        }
+    };
+    publish("for followers", 1, "followers").await;
+    for reader in &mut readers {
+        let event = reader
+            .next(DELIVERY)
+            .await
+            .expect("the followers-only post");
+        assert_eq!(event.data["content"], json!("for followers"));
+        assert_eq!(event.data["visibility"], json!("followers"));
+    }
+    // The follows end, each its own way; the next followers-only post reaches none of them.
+    assert_eq!(app.command("unfollow", 2, 1).await.0, StatusCode::OK);
+    assert_eq!(app.command("remove_follower", 1, 3).await.0, StatusCode::OK);
+    assert_eq!(app.command("block", 1, 4).await.0, StatusCode::OK);
+    publish("after the end", 1, "followers").await;
+    publish("public, unfollowed", 1, "public").await;
+    publish("marker", 9, "public").await;
+    for (reader, who) in readers.iter_mut().zip([2, 3, 4]) {
+        let event = reader.next(DELIVERY).await.expect("the marker");
+        assert_eq!(
+            event.data["content"],
+            json!("marker"),
+            "reader {who}: {event:?}"
+        );
+    }
+}

@@ -26,7 +26,8 @@ pub async fn bookkeeping(server: &Server, pool: &PgPool, events: u64) -> anyhow:
         .execute(&mut *holder)
         .await?;
     let authors: Vec<i64> = (1..=COUNTED * 2).collect();
-    relations_store::bulk::append_posts(pool, &authors).await?;
+    let keys = crate::harness::keyring(pool)?;
+    relations_store::bulk::append_posts(pool, &keys, &authors).await?;
     let held = format!("{} events held", authors.len());
     rows.extend(looks(pool, events, &held).await?);
     rows.push(scrapes(server, events, &held).await?);

@@ -39,7 +39,7 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let server = Server::start(env, db, 18086, &[], None).await?;
     let http = client();
     let base = server.base.clone();
-    let posts = Arc::new(publish_posts(&http, &base).await?);
+    let posts = Arc::new(publish_posts(&http, &base, scale.base()).await?);
     let stage = Stage {
         env,
         scale,
@@ -56,11 +56,15 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Posts by 100 authors, published over HTTP; their ids.
-async fn publish_posts(http: &reqwest::Client, base: &str) -> anyhow::Result<Vec<String>> {
+/// Posts by 100 authors (numbered from `shift`), published over HTTP; their ids.
+async fn publish_posts(
+    http: &reqwest::Client,
+    base: &str,
+    shift: i64,
+) -> anyhow::Result<Vec<String>> {
     let mut posts = Vec::with_capacity(POSTS);
     for i in 0..POSTS {
-        let author = 1 + (i as i64 % AUTHORS);
+        let author = shift + 1 + (i as i64 % AUTHORS);
         let answer: Value = http
             .post(format!("{base}/api/v1/posts"))
             .bearer_auth(token(author))
@@ -77,13 +81,15 @@ async fn publish_posts(http: &reqwest::Client, base: &str) -> anyhow::Result<Vec
 /// Like commands (random users like random posts) against the plain-table design: a likes row
 /// and a counter row, one transaction.
 async fn like_commands(stage: &Stage<'_>) -> anyhow::Result<Row> {
+    // Users are numbered after the world's, when there is one.
+    let shift = stage.scale.base();
     let clients = CLIENTS;
     let likes = {
         let (http, base, posts) = (stage.http.clone(), stage.base.clone(), stage.posts.clone());
         closed_loop(clients, stage.scale.run, move |_, _| {
             let (http, base) = (http.clone(), base.clone());
             let mut rng = rand::rng();
-            let user = rng.random_range(1_000..1_000 + LIKERS);
+            let user = shift + rng.random_range(1_000..1_000 + LIKERS);
             let post = posts[rng.random_range(0..posts.len())].clone();
             async move {
                 http.post(format!("{base}/api/v1/posts/{post}/like"))
@@ -106,7 +112,7 @@ async fn like_commands(stage: &Stage<'_>) -> anyhow::Result<Row> {
         closed_loop(clients, stage.scale.run, move |_, _| {
             let pool = sql_pool.clone();
             let mut rng = rand::rng();
-            let user = rng.random_range(1_000..1_000 + LIKERS);
+            let user = shift + rng.random_range(1_000..1_000 + LIKERS);
             let post = posts[rng.random_range(0..posts.len())].clone();
             async move { plain_like(&pool, &post, user).await.is_ok() }
         })
@@ -147,6 +153,8 @@ async fn plain_like(pool: &sqlx::PgPool, post: &str, user: i64) -> Result<(), sq
 /// "Which of these 100 posts did I like", through the like-state cache, against SQL; and the
 /// cache's hit rate meanwhile.
 async fn like_checks_of_posts(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
+    // Users are numbered after the world's, when there is one.
+    let shift = stage.scale.base();
     let (clients, base) = (CLIENTS, &stage.base);
     let head = relations_store::log::head(&stage.pool).await?;
     let engaged = format!("{base}/api/v1/users/1/counts?min_position={head}");
@@ -158,7 +166,7 @@ async fn like_checks_of_posts(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
         closed_loop(clients, stage.scale.run, move |_, _| {
             let (http, base) = (http.clone(), base.clone());
             let mut rng = rand::rng();
-            let user = rng.random_range(1_000..1_000 + LIKERS);
+            let user = shift + rng.random_range(1_000..1_000 + LIKERS);
             let start = rng.random_range(0..posts.len() - 100);
             let ids = posts[start..start + 100].join(",");
             async move {
@@ -177,7 +185,7 @@ async fn like_checks_of_posts(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
         closed_loop(clients, stage.scale.run, move |_, _| {
             let pool = sql_pool.clone();
             let mut rng = rand::rng();
-            let user = rng.random_range(1_000..1_000 + LIKERS);
+            let user = shift + rng.random_range(1_000..1_000 + LIKERS);
             let start = rng.random_range(0..posts.len() - 100);
             let targets: Vec<String> = posts[start..start + 100]
                 .iter()
@@ -222,6 +230,8 @@ async fn like_checks_of_posts(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
 /// A post with many comments, the viewer blocking 100 of the commenters: its comment page
 /// with a bearer (blocks filtered) against without.
 async fn comment_pages(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
+    // Users are numbered after the world's, when there is one.
+    let shift = stage.scale.base();
     let comments: usize = if stage.scale.graph_users < 10_000 {
         1_000
     } else {
@@ -232,7 +242,7 @@ async fn comment_pages(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
     let commenters: i64 = 2_000;
     for chunk in (0..comments).collect::<Vec<_>>().chunks(clients) {
         let made = chunk.iter().map(|_| {
-            let author = 10_000 + rand::rng().random_range(0..commenters);
+            let author = shift + 10_000 + rand::rng().random_range(0..commenters);
             http.post(format!("{base}/api/v1/posts/{thread}/comments"))
                 .bearer_auth(token(author))
                 .json(&json!({"content": "a comment"}))
@@ -244,8 +254,8 @@ async fn comment_pages(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
     }
     for blocked in 0..100 {
         http.post(format!("{base}/api/v1/relation/block"))
-            .bearer_auth(token(VIEWER))
-            .json(&json!({"target": 10_000 + blocked * 20}))
+            .bearer_auth(token(shift + VIEWER))
+            .json(&json!({"target": shift + 10_000 + blocked * 20}))
             .send()
             .await?;
     }
@@ -272,7 +282,7 @@ async fn comment_pages(stage: &Stage<'_>) -> anyhow::Result<Vec<Row>> {
     };
     let mut rows = Vec::new();
     for sort in ["new", "top"] {
-        let filtered = page(Some(VIEWER), sort).await;
+        let filtered = page(Some(shift + VIEWER), sort).await;
         let plain = page(None, sort).await;
         rows.push(
             Row::new(

@@ -60,6 +60,7 @@ pub async fn failover(env: &Env) -> anyhow::Result<Vec<Row>> {
 async fn measure(env: &Env) -> anyhow::Result<Vec<Row>> {
     let env = Env {
         admin_url: WRITE_URL.to_owned(),
+        world: None,
         ..env.clone()
     };
     let server = Server::start(&env, "postgres", 18080, &[], None).await?;

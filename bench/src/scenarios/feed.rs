@@ -14,7 +14,7 @@ use crate::harness::{client, closed_loop, token, Env, Row, Server, Stats};
 /// of whom 50 are over the threshold: hybrid vs pure push vs pure pull; Stream-Framework.
 pub async fn feed(env: &Env, scale: Scale, python: Option<&str>) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
-    let (mut row, median) = fan_out(env).await?;
+    let (mut row, median) = fan_out(env, scale.base()).await?;
     let stream_framework = python.map(|python| stream_framework(python, &env.redis_url));
     if let Some(Ok((fanout_ms, _))) = &stream_framework {
         row = row.against(
@@ -47,11 +47,12 @@ pub async fn feed(env: &Env, scale: Scale, python: Option<&str>) -> anyhow::Resu
 }
 
 /// Fan-out of one post to 5,000 followers, pushed: the row (median of 5; max) and the median.
-async fn fan_out(env: &Env) -> anyhow::Result<(Row, f64)> {
+/// Its users are numbered from `base`.
+async fn fan_out(env: &Env, base: i64) -> anyhow::Result<(Row, f64)> {
     // Fan-out: author 1 with 5,000 followers, under a threshold above that (push).
     let db = "bench_fanout";
     let pool = env.fresh_database(db).await?;
-    let edges: Vec<(i64, i64)> = (2..=5001).map(|f| (f, 1)).collect();
+    let edges: Vec<(i64, i64)> = (2..=5001).map(|f| (base + f, base + 1)).collect();
     graph::load_follows(&pool, &edges).await?;
     let server = Server::start(
         env,
@@ -63,7 +64,7 @@ async fn fan_out(env: &Env) -> anyhow::Result<(Row, f64)> {
     .await?;
     graph::caught_up(&pool, &[relations_projections::feed::NAME]).await?;
     let client = client();
-    let author = token(1);
+    let author = token(base + 1);
     let mut fanouts = Vec::new();
     for i in 0..5 {
         let response: serde_json::Value = client
@@ -96,9 +97,11 @@ async fn fan_out(env: &Env) -> anyhow::Result<(Row, f64)> {
     drop(server);
     fanouts.sort_by(f64::total_cmp);
     let median = fanouts[fanouts.len() / 2];
-    let inboxes: i64 = sqlx::query_scalar("SELECT count(DISTINCT reader) FROM feed_inbox")
-        .fetch_one(&pool)
-        .await?;
+    let inboxes: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT reader) FROM feed_inbox WHERE author = $1")
+            .bind(base + 1)
+            .fetch_one(&pool)
+            .await?;
     let row = Row::new(
         "e. fan-out of one post to 5,000 followers",
         "answer to every inbox written (median of 5; max)",
@@ -120,13 +123,14 @@ async fn feed_pages(
 ) -> anyhow::Result<(Stats, Option<Row>)> {
     let db = format!("bench_feed_{}", mode.replace(' ', "_"));
     let pool = env.fresh_database(&db).await?;
-    let authors: Vec<i64> = (100_000..101_000).collect();
+    let base = scale.base();
+    let authors: Vec<i64> = (base + 100_000..base + 101_000).collect();
     let mut edges: Vec<(i64, i64)> = Vec::new();
-    for reader in 1..=scale.feed_readers {
+    for reader in base + 1..=base + scale.feed_readers {
         edges.extend(authors.iter().map(|&a| (reader, a)));
     }
     for (i, &big) in authors[..50].iter().enumerate() {
-        edges.extend((0..100).map(|f| (200_000 + i as i64 * 100 + f, big)));
+        edges.extend((0..100).map(|f| (base + 200_000 + i as i64 * 100 + f, big)));
     }
     graph::load_follows(&pool, &edges).await?;
     let mut posts = Vec::new();
@@ -151,7 +155,8 @@ async fn feed_pages(
     )
     .await?;
     eprintln!("feed {mode}: caught up in {:.1} s", took.as_secs_f64());
-    let tokens: Arc<Vec<String>> = Arc::new((1..=scale.feed_readers).map(token).collect());
+    let tokens: Arc<Vec<String>> =
+        Arc::new((base + 1..=base + scale.feed_readers).map(token).collect());
     let (client, base) = (client(), server.base.clone());
     let stats = closed_loop(16, scale.run, move |c, i| {
         let (client, base, tokens) = (client.clone(), base.clone(), tokens.clone());

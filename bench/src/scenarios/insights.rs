@@ -15,6 +15,11 @@ use crate::harness::{client, closed_loop, token, Env, Row, Server};
 
 /// The user with many followers.
 const TARGET: i64 = 1;
+/// The target's id in a run at `scale` (after the world's users).
+fn target(scale: Scale) -> i64 {
+    scale.base() + TARGET
+}
+
 /// The callers: each follows `FOLLOWED` users, half of whom follow the target.
 const CALLERS: i64 = 16;
 const FOLLOWED: i64 = 1_000;
@@ -31,7 +36,12 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let db = "bench_insights";
     let pool = env.fresh_database(db).await?;
     let first_caller = followers + 1_000_000;
-    let edges = edges(followers, first_caller);
+    // Every id below is shifted by the scenario's base (after the world's users).
+    let shift = scale.base();
+    let edges: Vec<(i64, i64)> = edges(followers, first_caller)
+        .into_iter()
+        .map(|(f, t)| (shift + f, shift + t))
+        .collect();
     let events = graph::load_follows(&pool, &edges).await?;
     let names = [
         relations_projections::relations::NAME,
@@ -48,7 +58,7 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             ),
             format!("{events} follow events"),
         ),
-        known_followers(env, db, &server.base, first_caller, scale).await?,
+        known_followers(env, db, &server.base, shift + first_caller, scale).await?,
         status_as_of(&server.base, followers, scale).await,
     ];
     drop(server);
@@ -91,7 +101,10 @@ async fn known_followers(
             let token = tokens[i % tokens.len()].clone();
             async move {
                 client
-                    .get(format!("{base}/api/v1/users/{TARGET}/known_followers"))
+                    .get(format!(
+                        "{base}/api/v1/users/{}/known_followers",
+                        target(scale)
+                    ))
                     .bearer_auth(token)
                     .send()
                     .await
@@ -109,7 +122,7 @@ async fn known_followers(
                 relations_projections::relations::query::known_followers(
                     &pool,
                     user(caller),
-                    user(TARGET),
+                    user(target(scale)),
                     None,
                     20,
                 )
@@ -139,10 +152,11 @@ async fn status_as_of(base: &str, followers: i64, scale: Scale) -> Row {
         let at = moment.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         closed_loop(CLIENTS, scale.run, move |_, _| {
             let (client, base) = (client.clone(), base.clone());
-            let from = rand::rng().random_range(2..=followers + 1);
+            let from = scale.base() + rand::rng().random_range(2..=followers + 1);
+            let to = target(scale);
             let query = match as_of {
-                true => format!("from={from}&to={TARGET}&as_of={at}"),
-                false => format!("from={from}&to={TARGET}"),
+                true => format!("from={from}&to={to}&as_of={at}"),
+                false => format!("from={from}&to={to}"),
             };
             async move {
                 client

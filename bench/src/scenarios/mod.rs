@@ -1,11 +1,12 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
 //! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `read_pool`, (l)
-//! `bookkeeping`, (m) `failover`. (a), (b), (c), (f) and (l) share one loaded graph
+//! `bookkeeping`, (m) `failover`, (n) `erasure`. (a), (b), (c), (f) and (l) share one loaded graph
 //! ([`graph_scenarios`]).
 
 mod bookkeeping;
 mod engagement;
+mod erasure;
 mod failover;
 mod feed;
 mod follow_commands;
@@ -18,6 +19,7 @@ mod reads;
 mod rebuild;
 mod scale;
 mod stream;
+mod world;
 
 use std::time::Instant;
 
@@ -25,6 +27,7 @@ use crate::graph;
 use crate::harness::{Env, Row, Server};
 
 pub use engagement::engagement;
+pub use erasure::erasure;
 pub use failover::failover;
 pub use feed::feed;
 pub use insights::insights;
@@ -33,8 +36,27 @@ pub use read_pool::read_pool;
 pub use rebuild::rebuild;
 pub use scale::Scale;
 pub use stream::stream;
+pub use world::{world, WORLD};
 
-/// (a), (b), (c) and (f), on one loaded graph.
+/// The graph of (a), (b), (c), (f) and (l) in `pool`: the world's (seed 42), or loaded here
+/// with the same seed; how many follow events it holds.
+async fn load_graph(pool: &sqlx::PgPool, scale: Scale) -> anyhow::Result<u64> {
+    if scale.world().is_some() {
+        // Every event of the world but its posts, one per user.
+        let events = relations_store::log::footprint(pool).await?.0 as u64;
+        return Ok(events - scale.graph_users as u64);
+    }
+    let edges = graph::follows(scale.graph_users, 42);
+    let loaded = Instant::now();
+    let events = graph::load_follows(pool, &edges).await?;
+    eprintln!(
+        "graph: {events} follow events appended in {:.1} s",
+        loaded.elapsed().as_secs_f64()
+    );
+    Ok(events)
+}
+
+/// (a), (b), (c), (f) and (l), on one loaded graph.
 pub async fn graph_scenarios(
     env: &Env,
     scale: Scale,
@@ -44,13 +66,7 @@ pub async fn graph_scenarios(
     let mut rows = Vec::new();
     let db = "bench_graph";
     let pool = env.fresh_database(db).await?;
-    let edges = graph::follows(scale.graph_users, 42);
-    let loaded = Instant::now();
-    let events = graph::load_follows(&pool, &edges).await?;
-    eprintln!(
-        "graph: {events} follow events appended in {:.1} s",
-        loaded.elapsed().as_secs_f64()
-    );
+    let events = load_graph(&pool, scale).await?;
     // The relation scenarios need `following`; it runs in a projector process of its own, as
     // deployed, so the feed's projectors stay out of these figures.
     let server = Server::start(
@@ -67,18 +83,21 @@ pub async fn graph_scenarios(
         "graph: the server's in-memory graph caught up {:.1} s after the projector",
         graph_took.as_secs_f64()
     );
-    rows.push(Row::new(
-        "graph",
-        &format!(
-            "{} users, {events} follows: projectors caught up",
-            scale.graph_users
-        ),
-        format!(
-            "{:.1} s ({:.0} events/s)",
-            took.as_secs_f64(),
-            events as f64 / took.as_secs_f64()
-        ),
-    ));
+    // With a world, its rows say how long the fold took; this copy was folded already.
+    if scale.world().is_none() {
+        rows.push(Row::new(
+            "graph",
+            &format!(
+                "{} users, {events} follows: projectors caught up",
+                scale.graph_users
+            ),
+            format!(
+                "{:.1} s ({:.0} events/s)",
+                took.as_secs_f64(),
+                events as f64 / took.as_secs_f64()
+            ),
+        ));
+    }
     if wanted('b') {
         rows.extend(reads::reads(&server, env, db, scale).await?);
     }

@@ -177,6 +177,7 @@ pub async fn read_pool(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let cluster = Cluster::start()?;
     let env = Env {
         admin_url: cluster.url(0, "postgres"),
+        world: None,
         ..env.clone()
     };
     let users = scale.graph_users;

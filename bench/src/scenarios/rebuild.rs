@@ -14,11 +14,22 @@ use crate::harness::{Env, Row};
 pub async fn rebuild(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let db = "bench_rebuild";
     let pool = env.fresh_database(db).await?;
-    let edges = graph::follows(scale.rebuild_users, 7);
-    let follows = graph::load_follows(&pool, &edges).await?;
-    let authors: Vec<i64> = (1..=scale.rebuild_users).collect();
-    let posts = graph::load_posts(&pool, &authors).await?;
-    eprintln!("rebuild: {follows} follows and {posts} posts appended");
+    let (edges, follows, posts) = match scale.world() {
+        // The world's log: its follows (seed 42) and a post per user.
+        Some(users) => {
+            let edges = graph::follows(users, 42);
+            let follows = edges.len() as u64;
+            (edges, follows, users as u64)
+        }
+        None => {
+            let edges = graph::follows(scale.rebuild_users, 7);
+            let follows = graph::load_follows(&pool, &edges).await?;
+            let authors: Vec<i64> = (1..=scale.rebuild_users).collect();
+            let posts = graph::load_posts(&pool, &authors).await?;
+            eprintln!("rebuild: {follows} follows and {posts} posts appended");
+            (edges, follows, posts)
+        }
+    };
     let copy_rate = copy_rate(&pool, &edges).await?;
     let mut rows = Vec::new();
     for (name, events) in [
@@ -47,11 +58,12 @@ pub async fn rebuild(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
 }
 
 /// Runs `relations rebuild NAME` on `db`; how long it took.
-fn run_rebuild(env: &Env, db: &str, name: &str) -> anyhow::Result<Duration> {
+pub(super) fn run_rebuild(env: &Env, db: &str, name: &str) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let status = Command::new(&env.bin)
         .args(["rebuild", name])
         .env("DATABASE_URL", env.url(db))
+        .env("RELATIONS_MASTER_KEY", crate::harness::MASTER_KEY)
         .env("RUST_LOG", "warn")
         .stderr(std::process::Stdio::null())
         .status()?;

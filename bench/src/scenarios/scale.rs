@@ -12,6 +12,10 @@ pub struct Scale {
     pub(super) lag_for: Duration,
     pub(super) feed_posts_per_author: usize,
     pub(super) feed_readers: i64,
+    /// With `--users`: every scenario runs on a copy of one loaded world of this many users
+    /// (their follows and a post each, folded by every projector), its own users numbered
+    /// after the world's.
+    pub(super) world: Option<i64>,
 }
 
 impl Scale {
@@ -24,6 +28,7 @@ impl Scale {
             lag_for: Duration::from_secs(3),
             feed_posts_per_author: 1,
             feed_readers: 2,
+            world: None,
         }
     }
 
@@ -36,15 +41,27 @@ impl Scale {
             lag_for: Duration::from_secs(10),
             feed_posts_per_author: 10,
             feed_readers: 20,
+            world: None,
         }
     }
 
-    /// The same scale on a graph of `users` (the rebuild graph 2.4 times as large).
+    /// The same scale in a world of `users`: every scenario runs on a copy of it.
     pub fn with_users(self, users: i64) -> Self {
         Self {
             graph_users: users,
-            rebuild_users: users * 12 / 5,
+            rebuild_users: users,
+            world: Some(users),
             ..self
         }
+    }
+
+    /// The world's size, when the scenarios share one.
+    pub fn world(&self) -> Option<i64> {
+        self.world
+    }
+
+    /// The first id a scenario's own users may take: after the world's, when there is one.
+    pub(super) fn base(&self) -> i64 {
+        self.world.unwrap_or(0)
     }
 }

@@ -26,7 +26,8 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     };
     let db = "bench_stream";
     let pool = env.fresh_database(db).await?;
-    let edges: Vec<(i64, i64)> = (1..=readers).map(|r| (r, AUTHOR)).collect();
+    let (base, author) = (scale.base(), scale.base() + AUTHOR);
+    let edges: Vec<(i64, i64)> = (base + 1..=base + readers).map(|r| (r, author)).collect();
     graph::load_follows(&pool, &edges).await?;
     let extra = [("RELATIONS_MAX_CONNECTIONS", (readers * 2).to_string())];
     let server = Server::start(env, db, 18087, &extra, None).await?;
@@ -39,7 +40,7 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         .pool_max_idle_per_host(0)
         .build()?;
     let connected = Arc::new(tokio::sync::Semaphore::new(0));
-    for reader in 1..=readers {
+    for reader in base + 1..=base + readers {
         tokio::spawn(listen(
             client.clone(),
             server.base.clone(),
@@ -53,7 +54,7 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let idle = server.rss_kib();
     let per_connection = (idle.saturating_sub(before) as f64 * 1024.0) / readers as f64;
 
-    let answered = publish(&client, &server.base).await?;
+    let answered = publish(&client, &server.base, author).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (latency, delivered) = latencies(&received.lock().await, &answered)?;
     let expected = readers as u64 * POSTS as u64;
@@ -125,12 +126,16 @@ async fn listen(
 }
 
 /// Posts, one at a time: each one's id and when its command was answered.
-async fn publish(client: &reqwest::Client, base: &str) -> anyhow::Result<Vec<(String, Instant)>> {
+async fn publish(
+    client: &reqwest::Client,
+    base: &str,
+    author: i64,
+) -> anyhow::Result<Vec<(String, Instant)>> {
     let mut answered = Vec::with_capacity(POSTS);
     for i in 0..POSTS {
         let response: serde_json::Value = client
             .post(format!("{base}/api/v1/posts"))
-            .bearer_auth(token(AUTHOR))
+            .bearer_auth(token(author))
             .json(&json!({"content": format!("live {i}")}))
             .send()
             .await?

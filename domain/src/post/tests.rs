@@ -22,8 +22,9 @@ fn published(author: i64) -> PostEvent {
     PostEvent::PostPublished {
         post_id: id(),
         author: u(author),
-        content: content("hello"),
+        content: Some(content("hello")),
         created_at: at(),
+        visibility: Visibility::Public,
     }
 }
 
@@ -40,6 +41,7 @@ fn publish(author: i64) -> PostCommand {
         post_id: id(),
         author: u(author),
         content: content("hello"),
+        visibility: Visibility::Public,
         created_at: at(),
     }
 }
@@ -138,10 +140,36 @@ fn events_serialise_in_the_logs_externally_tagged_form() {
             "author": 7,
             "content": "hello",
             "created_at": "2023-11-14T22:13:20Z",
+            "visibility": "public",
         }})
     );
     assert_eq!(
         serde_json::from_value::<PostEvent>(json).unwrap(),
         published(7)
     );
+}
+
+#[test]
+fn visibility_is_in_the_event_and_defaults_to_public_for_old_events() {
+    let old = serde_json::json!({"PostPublished": {
+        "post_id": id().to_string(), "author": 1, "content": "hello",
+        "created_at": "2023-11-14T22:13:20Z"}});
+    let event: PostEvent = serde_json::from_value(old).unwrap();
+    let post = given(vec![event]);
+    assert_eq!(
+        post,
+        Post::Live {
+            author: u(1),
+            visibility: Visibility::Public
+        }
+    );
+    let mut command = publish(1);
+    if let PostCommand::Publish { visibility, .. } = &mut command {
+        *visibility = Visibility::Followers;
+    }
+    let events = Post::default().decide(command).unwrap();
+    let json = serde_json::to_value(&events[0]).unwrap();
+    assert_eq!(json["PostPublished"]["visibility"], "followers");
+    assert_eq!("unlisted".parse(), Ok(Visibility::Unlisted));
+    assert_eq!("secret".parse::<Visibility>(), Err(BadVisibility));
 }

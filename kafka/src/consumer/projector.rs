@@ -386,6 +386,8 @@ impl KafkaProjector {
                 next: last.map_or(0, |l| l.1 + 1),
             });
         }
+        // The message holds the payload as the log stores it (content sealed, version 2): a
+        // projector that keeps content opens it itself, as it does reading the log.
         self.projector.apply(tx, event).await?;
         sqlx::query(
             "INSERT INTO kafka_stream_versions (consumer, stream, version, last_offset)

@@ -28,7 +28,7 @@ use sqlx::{PgConnection, PgPool};
 use super::query;
 use crate::error::ProjectionError;
 use crate::redis::{Redis, CALL_TIMEOUT};
-use crate::runtime::projector::{decode, Projector};
+use crate::runtime::projector::{decode, erased_user, Projector};
 
 /// The cache projector's name.
 pub const NAME: &str = "likes_cache";
@@ -240,6 +240,29 @@ impl LikeCache {
     }
 }
 
+impl LikeCache {
+    /// Drops `user`'s set (an erasure: their likes are void) and moves their generation, so a
+    /// load racing this stores nothing.
+    async fn forget(&self, user: i64, generation: &str) -> Result<(), ProjectionError> {
+        let mut conn = self
+            .redis
+            .connection()
+            .await
+            .map_err(|e| ProjectionError::Cache(e.to_string()))?;
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .del(self.key(user))
+            .ignore()
+            .set_ex(self.generation_key(user), generation, TTL.as_secs() * 2)
+            .ignore();
+        self.redis
+            .call(CALL_TIMEOUT, pipe.query_async::<()>(&mut conn))
+            .await
+            .map_err(|e| ProjectionError::Cache(e.to_string()))?;
+        Ok(())
+    }
+}
+
 /// Projector `likes_cache`: keeps loaded sets current, never ahead of projector `engagement`.
 pub struct LikeCacheProjector {
     cache: LikeCache,
@@ -275,6 +298,9 @@ impl Projector for LikeCacheProjector {
         _conn: &mut PgConnection,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
+        if let Some(user) = erased_user(event)? {
+            return self.cache.forget(user, &event.position.to_string()).await;
+        }
         if event.stream_type != Like::TYPE {
             return Ok(());
         }

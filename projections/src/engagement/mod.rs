@@ -7,6 +7,10 @@
 //! visible while it is live or has a visible reply: a deleted comment with replies stays as a
 //! tombstone, and disappears (with any deleted ancestors left without replies) when its last
 //! reply goes.
+//!
+//! An erasure (`UserErased`) voids the user's likes and deletes their comments under the same
+//! rule, set-based ([`erase`]): each liked post or comment loses one like, each thread loses
+//! the user's live comments, and a deleted comment left without visible replies disappears.
 
 pub mod like_cache;
 pub mod query;
@@ -14,19 +18,23 @@ pub mod verify;
 pub mod visible;
 
 use async_trait::async_trait;
-use relations_domain::{Like, LikeEvent, LikeTarget, Thread, ThreadEvent};
-use relations_store::log::RecordedEvent;
+use relations_domain::{Like, LikeEvent, LikeTarget, Thread, ThreadEvent, UserId};
+use relations_store::log::{self, RecordedEvent};
+use relations_store::Keyring;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::error::ProjectionError;
-use crate::runtime::projector::{decode, Projector};
+use crate::runtime::projector::{decode, erased_user, Projector};
 
 /// The projector's name.
 pub const NAME: &str = "engagement";
 
 /// See the module docs.
-pub struct Engagement;
+pub struct Engagement {
+    /// What opens the comments' content (`rm_comments.content` is null for an erased author).
+    pub keys: Keyring,
+}
 
 #[async_trait]
 impl Projector for Engagement {
@@ -43,6 +51,37 @@ impl Projector for Engagement {
         conn: &mut PgConnection,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
+        self.apply_batch(conn, std::slice::from_ref(event)).await
+    }
+
+    /// The batch's content opened at once (one key look-up for its authors), then event by
+    /// event.
+    async fn apply_batch(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        for event in log::revealed(&self.keys, events).await?.iter() {
+            self.apply_one(conn, event).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Engagement {
+    /// Folds one revealed event.
+    async fn apply_one(
+        &self,
+        conn: &mut PgConnection,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        if let Some(user) = erased_user(event)? {
+            // This process opens none of the user's content from now on (their key is gone).
+            if let Ok(erased) = UserId::try_from(user) {
+                self.keys.forget(erased);
+            }
+            return erase(conn, user).await;
+        }
         match event.stream_type.as_str() {
             Like::TYPE => like(conn, decode(event)?, event).await,
             Thread::TYPE => thread(conn, decode(event)?).await,
@@ -133,7 +172,7 @@ async fn thread(conn: &mut PgConnection, event: ThreadEvent) -> Result<(), Proje
             .bind(comment as i32)
             .bind(author.get())
             .bind(parent.map(|p| p as i32))
-            .bind(content.as_str())
+            .bind(content.as_ref().map(|c| c.as_str()))
             .bind(created_at)
             .execute(&mut *conn)
             .await?;
@@ -180,39 +219,91 @@ async fn comment_deleted(
     .bind(comment)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((replies, mut parent)) = row else {
-        return Ok(());
-    };
-    post_stats(conn, post, 0, -1).await?;
-    if replies > 0 {
+    if row.is_none() {
         return Ok(());
     }
-    hide(conn, post, comment).await?;
-    while let Some(p) = parent {
-        let row: (i64, bool, Option<i32>) = sqlx::query_as(
-            "UPDATE rm_comments SET reply_count = reply_count - 1
-              WHERE post = $1 AND n = $2 RETURNING reply_count, deleted, parent",
+    post_stats(conn, post, 0, -1).await?;
+    hide_bare(conn, vec![(post, comment)]).await
+}
+
+/// Hides each deleted comment of `candidates` left without visible replies; each one hidden
+/// takes a reply from its parent, which is a candidate in turn (one statement per thread
+/// level, however many comments).
+async fn hide_bare(
+    conn: &mut PgConnection,
+    mut candidates: Vec<(Uuid, i32)>,
+) -> Result<(), ProjectionError> {
+    while !candidates.is_empty() {
+        let (posts, ns): (Vec<Uuid>, Vec<i32>) = candidates.into_iter().unzip();
+        candidates = sqlx::query_as(
+            "WITH h AS (
+                 UPDATE rm_comments c SET visible = false
+                   FROM unnest($1::uuid[], $2::int[]) AS k(post, n)
+                  WHERE c.post = k.post AND c.n = k.n
+                    AND c.deleted AND c.visible AND c.reply_count = 0
+                 RETURNING c.post, c.parent),
+             p AS (SELECT post, parent, count(*) AS k FROM h
+                    WHERE parent IS NOT NULL GROUP BY post, parent)
+             UPDATE rm_comments c SET reply_count = c.reply_count - p.k
+               FROM p WHERE c.post = p.post AND c.n = p.parent
+             RETURNING c.post, c.n",
         )
-        .bind(post)
-        .bind(p)
-        .fetch_one(&mut *conn)
+        .bind(&posts)
+        .bind(&ns)
+        .fetch_all(&mut *conn)
         .await?;
-        let (replies, deleted, grandparent) = row;
-        if !(deleted && replies == 0) {
-            break;
-        }
-        hide(conn, post, p).await?;
-        parent = grandparent;
     }
     Ok(())
 }
 
-/// Comment `n` of `post` is no longer shown.
-async fn hide(conn: &mut PgConnection, post: Uuid, n: i32) -> Result<(), ProjectionError> {
-    sqlx::query("UPDATE rm_comments SET visible = false WHERE post = $1 AND n = $2")
-        .bind(post)
-        .bind(n)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
+/// Folds `user`'s erasure set-based: every like of theirs goes and its post or comment loses
+/// one; every live comment of theirs is deleted as a deletion deletes one (content dropped,
+/// unpinned, the post's count down), and those left without visible replies disappear.
+async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError> {
+    let targets: Vec<String> =
+        sqlx::query_scalar("DELETE FROM rm_likes WHERE user_id = $1 RETURNING target")
+            .bind(user)
+            .fetch_all(&mut *conn)
+            .await?;
+    let (mut posts, mut comments): (Vec<Uuid>, Vec<(Uuid, i32)>) = Default::default();
+    for target in targets {
+        match target.parse::<LikeTarget>() {
+            Ok(LikeTarget::Post(post)) => posts.push(post.uuid()),
+            Ok(LikeTarget::Comment(c)) => comments.push((c.post.uuid(), c.n as i32)),
+            Err(e) => return Err(sqlx::Error::Decode(format!("{target}: {e}").into()).into()),
+        }
+    }
+    let (comment_posts, comment_ns): (Vec<Uuid>, Vec<i32>) = comments.into_iter().unzip();
+    sqlx::query(
+        "UPDATE rm_post_stats s SET like_count = s.like_count - 1
+           FROM unnest($1::uuid[]) AS k(post) WHERE s.post = k.post",
+    )
+    .bind(&posts)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE rm_comments c SET like_count = c.like_count - 1
+           FROM unnest($1::uuid[], $2::int[]) AS k(post, n) WHERE c.post = k.post AND c.n = k.n",
+    )
+    .bind(&comment_posts)
+    .bind(&comment_ns)
+    .execute(&mut *conn)
+    .await?;
+    let deleted: Vec<(Uuid, i32)> = sqlx::query_as(
+        "UPDATE rm_comments SET deleted = true, content = NULL, pinned = false
+          WHERE author = $1 AND NOT deleted RETURNING post, n",
+    )
+    .bind(user)
+    .fetch_all(&mut *conn)
+    .await?;
+    let deleted_posts: Vec<Uuid> = deleted.iter().map(|d| d.0).collect();
+    sqlx::query(
+        "UPDATE rm_post_stats s SET comment_count = s.comment_count - d.k
+           FROM (SELECT post, count(*) AS k FROM unnest($1::uuid[]) AS p(post) GROUP BY post) AS d
+          WHERE s.post = d.post",
+    )
+    .bind(&deleted_posts)
+    .execute(&mut *conn)
+    .await?;
+    hide_bare(conn, deleted).await
 }

@@ -1,5 +1,6 @@
 //! `verify`'s check of projector `engagement`: likes, counts and comments against a fold of
-//! the `like` and `thread` events, written from the rules (not from the projector's SQL).
+//! the `like` and `thread` events and the erasures, written from the rules (not from the
+//! projector's SQL).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,7 +10,7 @@ use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
-use crate::runtime::projector::decode;
+use crate::runtime::projector::{decode, erased_user};
 use crate::runtime::verify::{diff, Check};
 
 /// A comment as folded: (author, parent, content, deleted, pinned).
@@ -119,6 +120,15 @@ impl Check for EngagementCheck {
     }
 
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        if let Some(user) = erased_user(event)? {
+            // The user's likes are void, their comments deleted (the visibility rule decides
+            // which stay as tombstones).
+            self.likes.retain(|(_, u)| *u != user);
+            for c in self.comments.values_mut().filter(|c| c.author == user) {
+                (c.deleted, c.pinned, c.content) = (true, false, None);
+            }
+            return Ok(());
+        }
         match event.stream_type.as_str() {
             Like::TYPE => match decode(event)? {
                 LikeEvent::Liked { user, target, .. } => {
@@ -144,7 +154,7 @@ impl Check for EngagementCheck {
                             Folded {
                                 author: author.get(),
                                 parent: parent.map(|p| p as i32),
-                                content: Some(content.as_str().to_owned()),
+                                content: content.map(|c| c.as_str().to_owned()),
                                 deleted: false,
                                 pinned: false,
                             },

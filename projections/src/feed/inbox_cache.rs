@@ -18,14 +18,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::Script;
-use relations_domain::{Post, PostEvent, RelationEvent, RelationPair, UserId};
+use relations_domain::{Account, Post, PostEvent, RelationEvent, RelationPair, UserId};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, PgPool};
 
 use super::query::{inbox_head, Inbox, InboxEntries, InboxRange, PgInbox};
 use crate::error::ProjectionError;
 use crate::redis::{Redis, CALL_TIMEOUT};
-use crate::runtime::projector::{decode, Projector};
+use crate::runtime::projector::{decode, erased_user, Projector};
 
 /// The inbox cache projector's name.
 pub const NAME: &str = "feed_cache";
@@ -357,6 +357,14 @@ impl Projector for FeedCacheProjector {
                     }
                 }
             },
+            // The erased user's own inbox goes. Other readers' cached entries of their posts
+            // are only seqs: every read resolves them against `rm_posts`, where the posts are
+            // deleted, so none shows.
+            Account::TYPE => {
+                if let Some(user) = erased_user(event)? {
+                    self.cache.remove(&[user], None, &generation).await?;
+                }
+            }
             _ => {}
         }
         // An author who switched to push mode here had their posts backfilled into every

@@ -14,6 +14,10 @@
 //! - an inbox holds at most `inbox_cap` entries; trimming raises the reader's watermark, below
 //!   which readers pull from every followed author instead. Raising a watermark is always safe.
 //!
+//! - an erasure (`UserErased`) deletes the user's posts (content dropped, as a deletion), takes
+//!   them out of every inbox, ends the user's follows both ways (followees' counts and modes
+//!   settled), and drops the user's inbox, mutes and rows ([`Feed::erase`]).
+//!
 //! Invariant, at every checkpoint: for every reader R and push-mode author A that R follows,
 //! every live post of A with a seq above R's watermark is in R's inbox.
 
@@ -21,7 +25,8 @@ use async_trait::async_trait;
 use relations_domain::{
     Account, AccountEvent, Post, PostEvent, RelationEvent, RelationPair, UserId,
 };
-use relations_store::log::RecordedEvent;
+use relations_store::log::{self, RecordedEvent};
+use relations_store::Keyring;
 use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
@@ -42,16 +47,48 @@ pub mod verify;
 pub use settings::Settings;
 
 /// The projector; see the module docs.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone)]
 pub struct Feed {
     /// Its threshold and cap.
     pub settings: Settings,
+    /// What opens the posts' content (`rm_posts.content` is null for an erased author).
+    pub keys: Keyring,
 }
 
 /// The projector's name.
 pub const NAME: &str = "feed";
 
 impl Feed {
+    /// An account event's effect on the feed: bans hide posts, an erasure removes everything.
+    async fn apply_account(
+        &self,
+        conn: &mut PgConnection,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        let account = decode::<AccountEvent>(event)?;
+        let sql = match account {
+            AccountEvent::UserBanned { .. } => {
+                "INSERT INTO feed_banned (author) VALUES ($1) ON CONFLICT DO NOTHING"
+            }
+            AccountEvent::UserUnbanned { .. } => "DELETE FROM feed_banned WHERE author = $1",
+            AccountEvent::UserErased { user } => {
+                return self.erase(conn, event.position, user).await;
+            }
+            // Locks and hidden graphs are read at read time from the replica
+            // (`crate::privacy`), so every feed reader sees them at once.
+            AccountEvent::TokensRevoked { .. }
+            | AccountEvent::AccountLocked { .. }
+            | AccountEvent::AccountUnlocked { .. }
+            | AccountEvent::GraphHidden { .. }
+            | AccountEvent::GraphShown { .. } => return Ok(()),
+        };
+        sqlx::query(sql)
+            .bind(account.user().get())
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
     /// A relation event's effect on the feed: follows move inboxes, mutes are kept.
     async fn apply_relation(
         &self,
@@ -110,9 +147,10 @@ impl Projector for Feed {
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
+        let events = log::revealed(&self.keys, events).await?;
         let mut run: Vec<&RecordedEvent> = Vec::new();
         let mut kind = None;
-        for event in events {
+        for event in events.iter() {
             let this = Run::of(event)?;
             if this != kind || this.is_none() {
                 self.apply_run(conn, kind, &mut run).await?;
@@ -131,6 +169,8 @@ impl Projector for Feed {
         conn: &mut PgConnection,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
+        let revealed = log::revealed(&self.keys, std::slice::from_ref(event)).await?;
+        let event = &revealed[0];
         match event.stream_type.as_str() {
             RelationPair::TYPE => self.apply_relation(conn, event).await,
             Post::TYPE => match decode::<PostEvent>(event)? {
@@ -139,16 +179,18 @@ impl Projector for Feed {
                     author,
                     content,
                     created_at,
+                    visibility,
                 } => {
                     let seq: i64 = sqlx::query_scalar(
-                        "INSERT INTO rm_posts (post_id, seq, author, content, created_at)
-                         SELECT $1, COALESCE(max(seq), 0) + 1, $2, $3, $4 FROM rm_posts
+                        "INSERT INTO rm_posts (post_id, seq, author, content, created_at, visibility)
+                         SELECT $1, COALESCE(max(seq), 0) + 1, $2, $3, $4, $5 FROM rm_posts
                          RETURNING seq",
                     )
                     .bind(post_id.uuid())
                     .bind(author.get())
-                    .bind(content.as_str())
+                    .bind(content.as_ref().map(|c| c.as_str()))
                     .bind(created_at)
+                    .bind(visibility.as_str())
                     .fetch_one(&mut *conn)
                     .await?;
                     author_counts(conn, author, 0, 1).await?;
@@ -178,25 +220,7 @@ impl Projector for Feed {
                     Ok(())
                 }
             },
-            Account::TYPE => {
-                let account = decode::<AccountEvent>(event)?;
-                let sql = match account {
-                    AccountEvent::UserBanned { .. } => {
-                        "INSERT INTO feed_banned (author) VALUES ($1) ON CONFLICT DO NOTHING"
-                    }
-                    AccountEvent::UserUnbanned { .. } => {
-                        "DELETE FROM feed_banned WHERE author = $1"
-                    }
-                    AccountEvent::TokensRevoked { .. }
-                    | AccountEvent::AccountLocked { .. }
-                    | AccountEvent::AccountUnlocked { .. } => return Ok(()),
-                };
-                sqlx::query(sql)
-                    .bind(account.user().get())
-                    .execute(&mut *conn)
-                    .await?;
-                Ok(())
-            }
+            Account::TYPE => self.apply_account(conn, event).await,
             _ => Ok(()),
         }
     }
@@ -284,6 +308,58 @@ impl Feed {
         .await?;
         author_counts(conn, followee, -1, 0).await?;
         self.settle_mode(conn, position, followee).await?;
+        Ok(())
+    }
+
+    /// Folds `user`'s erasure set-based: their live posts are deleted (content dropped) and
+    /// leave every inbox; their follows end both ways (each followee loses a follower and is
+    /// put in the mode its count now calls for: at most the follow limit of them); their own
+    /// inbox, mutes and rows go.
+    async fn erase(
+        &self,
+        conn: &mut PgConnection,
+        position: LogPosition,
+        user: UserId,
+    ) -> Result<(), ProjectionError> {
+        // This process opens none of the user's content from now on (their key is gone).
+        self.keys.forget(user);
+        let followees: Vec<i64> = sqlx::query_scalar(
+            "WITH gone AS (DELETE FROM feed_follows WHERE follower = $1 RETURNING followee)
+             UPDATE feed_authors a SET followers = a.followers - 1
+               FROM gone WHERE a.author = gone.followee
+             RETURNING a.author",
+        )
+        .bind(user.get())
+        .fetch_all(&mut *conn)
+        .await?;
+        let statements = [
+            // The live posts' inbox entries by seq (indexed), before the posts are deleted.
+            "WITH gone AS (
+                 DELETE FROM feed_inbox WHERE seq IN
+                     (SELECT seq FROM rm_posts WHERE author = $1 AND NOT deleted)
+                 RETURNING reader)
+             UPDATE feed_readers r SET size = r.size - g.n
+               FROM (SELECT reader, count(*) AS n FROM gone GROUP BY reader) AS g
+              WHERE r.reader = g.reader",
+            "UPDATE rm_posts SET deleted = true, content = NULL WHERE author = $1 AND NOT deleted",
+            "DELETE FROM feed_follows WHERE followee = $1",
+            "DELETE FROM feed_inbox WHERE reader = $1",
+            "DELETE FROM feed_readers WHERE reader = $1",
+            "DELETE FROM feed_authors WHERE author = $1",
+            "DELETE FROM feed_mode_changes WHERE author = $1",
+            "DELETE FROM feed_banned WHERE author = $1",
+            "DELETE FROM feed_mutes WHERE muter = $1 OR muted = $1",
+        ];
+        for sql in statements {
+            sqlx::query(sql)
+                .bind(user.get())
+                .execute(&mut *conn)
+                .await?;
+        }
+        for followee in followees {
+            let followee = UserId::try_from(followee).map_err(|e| sqlx::Error::Decode(e.into()))?;
+            self.settle_mode(conn, position, followee).await?;
+        }
         Ok(())
     }
 

@@ -22,8 +22,10 @@ use crate::runtime::projector::decode;
 struct Posts {
     ids: Vec<uuid::Uuid>,
     authors: Vec<i64>,
-    contents: Vec<String>,
+    /// `None`: erased.
+    contents: Vec<Option<String>>,
     created: Vec<chrono::DateTime<chrono::Utc>>,
+    visibilities: Vec<&'static str>,
 }
 
 impl Feed {
@@ -41,11 +43,13 @@ impl Feed {
                 author,
                 content,
                 created_at,
+                visibility,
             } = decode(event)?
             {
+                posts.visibilities.push(visibility.as_str());
                 posts.ids.push(post_id.uuid());
                 posts.authors.push(UserId::get(author));
-                posts.contents.push(content.as_str().to_owned());
+                posts.contents.push(content.map(|c| c.as_str().to_owned()));
                 posts.created.push(created_at);
             }
         }
@@ -53,10 +57,10 @@ impl Feed {
             return Ok(false);
         }
         let numbered: Vec<(i64, i64)> = sqlx::query_as(
-            "INSERT INTO rm_posts (post_id, seq, author, content, created_at)
-             SELECT id, m.top + n, a, c, t
-               FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[])
-                    WITH ORDINALITY AS x(id, a, c, t, n),
+            "INSERT INTO rm_posts (post_id, seq, author, content, created_at, visibility)
+             SELECT id, m.top + n, a, c, t, v
+               FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[])
+                    WITH ORDINALITY AS x(id, a, c, t, v, n),
                     (SELECT COALESCE(max(seq), 0) AS top FROM rm_posts) AS m
               ORDER BY n
              RETURNING seq, author",
@@ -65,6 +69,7 @@ impl Feed {
         .bind(&posts.authors)
         .bind(&posts.contents)
         .bind(&posts.created)
+        .bind(&posts.visibilities)
         .fetch_all(&mut *conn)
         .await?;
         sqlx::query(

@@ -6,16 +6,19 @@
 //! pages already read. A page is assembled from candidate seqs (inbox, pulled authors, and
 //! below the inbox's watermark every followed author), then hydrated with a filter that holds
 //! rules 8 and 9 whatever the candidates' source: live posts of authors the reader follows at
-//! the feed's position (a block removes both follows first, so that excludes blocks too). When
-//! the filter drops candidates (a cached inbox behind the model), the page is refilled from
-//! further down, so a page is only short at the true end.
+//! the feed's position (a block removes both follows first, so that excludes blocks too). Then
+//! a [`PostFilter`] keeps what the reader may read at the moment of reading (issue 26: the
+//! visibility beside each post is a column; the follows and locks come from the caller's
+//! graph state, the replica). When the filters drop candidates (a cached inbox behind the
+//! model, a follow that ended), the page is refilled from further down, so a page is only
+//! short at the true end.
 
 use std::collections::BTreeSet;
 
 use crate::views::PostView;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use relations_domain::{PostId, UserId};
+use relations_domain::{PostId, UserId, Visibility};
 use sqlx::{PgPool, Row};
 
 use crate::error::ProjectionError;
@@ -102,10 +105,46 @@ pub async fn inbox_head(
     PgInbox.entries(pool, range).await
 }
 
-const POST_COLUMNS: &str = "seq, post_id, author, content, created_at";
+/// Which posts a reader may read, judged at the moment of reading (see `crate::privacy`).
+#[async_trait]
+pub trait PostFilter: Send + Sync {
+    /// For each `(author, visibility)`, whether the reader may read such a post; of the
+    /// recommended feed (`recommended`), whether it may be recommended.
+    async fn readable(
+        &self,
+        posts: &[(UserId, Visibility)],
+        recommended: bool,
+    ) -> Result<Vec<bool>, ProjectionError>;
+}
+
+/// The posts of `posts` that `filter` keeps, in order.
+async fn keep(
+    filter: &dyn PostFilter,
+    posts: Vec<(i64, PostView)>,
+    recommended: bool,
+) -> Result<Vec<(i64, PostView)>, ProjectionError> {
+    let asked: Vec<(UserId, Visibility)> = posts
+        .iter()
+        .map(|(_, p)| (p.author, p.visibility))
+        .collect();
+    let readable = filter.readable(&asked, recommended).await?;
+    Ok(posts
+        .into_iter()
+        .zip(readable)
+        .filter_map(|(post, keep)| keep.then_some(post))
+        .collect())
+}
+
+/// A post's visibility as `rm_posts` stores it.
+fn visibility(stored: &str) -> Result<Visibility, sqlx::Error> {
+    stored.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
+const POST_COLUMNS: &str = "seq, post_id, author, content, created_at, visibility";
 
 fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), ProjectionError> {
     let author: i64 = row.try_get("author")?;
+    let visibility = visibility(row.try_get("visibility")?)?;
     Ok((
         row.try_get("seq")?,
         PostView {
@@ -115,6 +154,7 @@ fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), ProjectionError>
                 .try_get::<Option<String>, _>("content")?
                 .unwrap_or_default(),
             created_at: row.try_get("created_at")?,
+            visibility,
             // Filled by the API from projector `engagement` for the page shown.
             like_count: 0,
             comment_count: 0,
@@ -141,26 +181,37 @@ async fn start_bound(pool: &PgPool, start: PageStart) -> Result<i64, ProjectionE
     Ok(bound)
 }
 
-/// `author`'s live posts, newest first.
+/// `author`'s live posts of the visibilities `readable` (what the reader may read of them:
+/// `relations_domain::privacy::readable`), newest first.
 pub async fn timeline(
     pool: &PgPool,
     author: UserId,
+    readable: &[Visibility],
     start: PageStart,
     size: i64,
 ) -> Result<Page, ProjectionError> {
+    if readable.is_empty() {
+        return Ok(Page {
+            items: vec![],
+            next: None,
+        });
+    }
     let bound = start_bound(pool, start).await?;
     let sql = format!(
         "SELECT {POST_COLUMNS} FROM rm_posts
           WHERE author = $1 AND NOT deleted AND seq < $2
             AND ($3::timestamptz IS NULL OR created_at <= $3)
+            AND visibility = ANY($5)
             AND NOT EXISTS (SELECT 1 FROM feed_banned WHERE author = $1)
           ORDER BY seq DESC LIMIT $4"
     );
+    let readable: Vec<&str> = readable.iter().map(|v| v.as_str()).collect();
     let rows = sqlx::query(&sql)
         .bind(author.get())
         .bind(bound)
         .bind(start.max_time)
         .bind(size + 1)
+        .bind(&readable)
         .fetch_all(pool)
         .await?;
     let posts = rows.iter().map(post).collect::<Result<Vec<_>, _>>()?;
@@ -328,12 +379,14 @@ async fn hydrate(
 }
 
 /// A page of `reader`'s feed: the follow feed, or the recommended feed when they follow
-/// nobody. `inbox` serves the pushed part (PostgreSQL or its cache). Also the newest post's
-/// seq, read before the page (the read mark a first page sets: a post that lands meanwhile
-/// stays counted as new).
+/// nobody. `inbox` serves the pushed part (PostgreSQL or its cache); `filter` keeps what the
+/// reader may read. Also the newest post's seq, read before the page (the read mark a first
+/// page sets: a post that lands meanwhile stays counted as new).
+#[allow(clippy::too_many_arguments)]
 pub async fn feed(
     pool: &PgPool,
     inbox: &dyn Inbox,
+    filter: &dyn PostFilter,
     reader: UserId,
     recommended: &[UserId],
     start: PageStart,
@@ -385,7 +438,9 @@ pub async fn feed(
         // answer, so the next round continues below it without a gap.
         let round: Vec<i64> = candidates.into_iter().rev().take(want as usize).collect();
         let Some(&lowest) = round.last() else { break };
-        found.extend(hydrate(pool, reader, &round, &sources, start.max_time).await?);
+        let hydrated = hydrate(pool, reader, &round, &sources, start.max_time).await?;
+        let recommended = matches!(sources, Sources::Recommended { .. });
+        found.extend(keep(filter, hydrated, recommended).await?);
         if found.len() as i64 > size || (exhausted && round.len() < want as usize) {
             break;
         }
@@ -395,9 +450,11 @@ pub async fn feed(
 }
 
 /// How many posts of `reader`'s feed are newer than their read mark (the written one, or
-/// `pending` when higher: see [`super::read_marks`]), pushed and pulled alike.
+/// `pending` when higher: see [`super::read_marks`]), pushed and pulled alike, that `filter`
+/// lets them read (counted per author and visibility, then judged).
 pub async fn new_count(
     pool: &PgPool,
+    filter: &dyn PostFilter,
     reader: UserId,
     recommended: &[UserId],
     pending: Option<i64>,
@@ -409,25 +466,27 @@ pub async fn new_count(
     .bind(pending.unwrap_or(0))
     .fetch_one(pool)
     .await?;
-    Ok(match sources(pool, reader, recommended, (0, 0)).await?.0 {
+    let (sources, ..) = sources(pool, reader, recommended, (0, 0)).await?;
+    let groups: Vec<(i64, String, i64)> = match &sources {
         Sources::Following { .. } => {
-            sqlx::query_scalar(
-                "SELECT count(*) FROM feed_follows f
+            sqlx::query_as(
+                "SELECT p.author, p.visibility, count(*) FROM feed_follows f
                    JOIN rm_posts p ON p.author = f.followee AND NOT p.deleted AND p.seq > $2
                   WHERE f.follower = $1
                     AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
                     AND NOT EXISTS (SELECT 1 FROM feed_mutes m
                                      WHERE m.muter = $1 AND m.muted = p.author
-                                       AND (m.until IS NULL OR m.until > now()))",
+                                       AND (m.until IS NULL OR m.until > now()))
+                  GROUP BY p.author, p.visibility",
             )
             .bind(reader.get())
             .bind(mark)
-            .fetch_one(pool)
+            .fetch_all(pool)
             .await?
         }
         Sources::Recommended { authors } => {
-            sqlx::query_scalar(
-                "SELECT count(*) FROM rm_posts p
+            sqlx::query_as(
+                "SELECT p.author, p.visibility, count(*) FROM rm_posts p
                   WHERE p.author = ANY($2) AND NOT p.deleted AND p.seq > $3
                     AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
                     AND NOT EXISTS (SELECT 1 FROM feed_mutes m
@@ -435,15 +494,28 @@ pub async fn new_count(
                                        AND (m.until IS NULL OR m.until > now()))
                     AND NOT EXISTS (SELECT 1 FROM rm_blocks
                                      WHERE (blocker = $1 AND blocked = p.author)
-                                        OR (blocker = p.author AND blocked = $1))",
+                                        OR (blocker = p.author AND blocked = $1))
+                  GROUP BY p.author, p.visibility",
             )
             .bind(reader.get())
-            .bind(&authors)
+            .bind(authors)
             .bind(mark)
-            .fetch_one(pool)
+            .fetch_all(pool)
             .await?
         }
-    })
+    };
+    let mut asked = Vec::with_capacity(groups.len());
+    for (author, visibility, _) in &groups {
+        let author = UserId::try_from(*author).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+        asked.push((author, self::visibility(visibility)?));
+    }
+    let recommended = matches!(sources, Sources::Recommended { .. });
+    let readable = filter.readable(&asked, recommended).await?;
+    Ok(groups
+        .iter()
+        .zip(readable)
+        .filter_map(|(group, keep)| keep.then_some(group.2))
+        .sum())
 }
 
 /// `author`'s live posts.

@@ -15,14 +15,18 @@
 //! the batch's posts: every instance does so as its own replica applies the event, so a
 //! revocation or a ban answered anywhere ends the streams everywhere within the replica's lag.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use relations_domain::{Account, AccountEvent, Post, PostEvent, PostId, TokenStamp, UserId};
+use relations_domain::privacy;
+use relations_domain::{
+    Account, AccountEvent, Post, PostEvent, PostId, TokenStamp, UserId, Visibility,
+};
 use relations_store::log::{self, RecordedEvent};
-use relations_store::LogPosition;
+use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -30,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ProjectionError;
 use crate::replica::live::LiveGraph;
 use crate::replica::MemoryGraph;
-use crate::runtime::projector::decode;
+use crate::runtime::projector::{decode, erased_user};
 use crate::views::PostView;
 
 /// Items buffered per connection before it is told to catch up from the log instead.
@@ -69,6 +73,8 @@ pub enum EndReason {
     TokenRevoked,
     /// The user was banned: 403.
     UserBanned,
+    /// The user was erased: 401, for good.
+    AccountErased,
 }
 
 impl EndReason {
@@ -77,13 +83,16 @@ impl EndReason {
         match self {
             Self::TokenRevoked => "TOKEN_REVOKED",
             Self::UserBanned => "USER_BANNED",
+            Self::AccountErased => "ACCOUNT_ERASED",
         }
     }
 
     /// Why `stamp`'s stream of `user` may not go on, as the replica stands; revocation first,
     /// as the request check orders them.
     fn of(graph: &MemoryGraph, user: UserId, stamp: &TokenStamp) -> Option<Self> {
-        if graph.accounts().refuses(user, stamp) {
+        if graph.accounts().erased(user) {
+            Some(Self::AccountErased)
+        } else if graph.accounts().refuses(user, stamp) {
             Some(Self::TokenRevoked)
         } else if graph.accounts().banned(user) {
             Some(Self::UserBanned)
@@ -111,6 +120,8 @@ pub struct FeedHub {
     connections: Arc<Mutex<Connections>>,
     next: Arc<AtomicU64>,
     recommended: Arc<Vec<UserId>>,
+    /// What opens the posts' content.
+    keys: Keyring,
 }
 
 /// A reader's connection: its items, and its place in the hub (left when dropped).
@@ -139,12 +150,14 @@ impl Drop for Subscription {
 }
 
 impl FeedHub {
-    /// A hub whose readers who follow nobody get `recommended` authors' posts, as the feed does.
-    pub fn new(recommended: Vec<UserId>) -> Self {
+    /// A hub whose readers who follow nobody get `recommended` authors' posts, as the feed
+    /// does; `keys` open the posts' content.
+    pub fn new(recommended: Vec<UserId>, keys: Keyring) -> Self {
         Self {
             connections: Arc::default(),
             next: Arc::default(),
             recommended: Arc::new(recommended),
+            keys,
         }
     }
 
@@ -218,27 +231,31 @@ impl FeedHub {
         }
     }
 
-    /// Whether `post` by `author` belongs in `reader`'s feed now (the feed's rules 8 and 9,
-    /// mutes and bans).
+    /// Whether a post of `visibility` by `author` belongs in `reader`'s feed now (the feed's
+    /// rules 8 and 9, mutes, bans, and who may read it: issue 26, by the replica's state as it
+    /// applies the post, so a follow that ended before it sends nothing).
     fn in_feed(
         &self,
         graph: &MemoryGraph,
         reader: UserId,
         author: UserId,
+        visibility: Visibility,
         now: DateTime<Utc>,
     ) -> bool {
-        if reader == author || graph.accounts().banned(author) || graph.muting(reader, author, now)
-        {
+        let gone = graph.accounts().banned(author) || graph.accounts().erased(author);
+        if reader == author || gone || graph.muting(reader, author, now) {
             return false;
         }
         let facts = graph.facts(reader, author);
         if facts.following {
-            return true;
+            let privacy = graph.privacy(author);
+            return privacy::may_read(visibility, privacy, privacy::Reader::Follower);
         }
         graph.counts(reader).following == 0
             && self.recommended.contains(&author)
             && !facts.blocking
             && !facts.blocked_by
+            && privacy::recommendable(visibility, graph.privacy(author))
     }
 
     /// What `signal` sends `reader`, if anything.
@@ -251,25 +268,31 @@ impl FeedHub {
         now: DateTime<Utc>,
     ) -> Option<StreamItem> {
         match event {
+            // An erased author's post enters no feed.
+            PostEvent::PostPublished { content: None, .. } => None,
             PostEvent::PostPublished {
                 post_id,
                 author,
-                content,
+                content: Some(content),
                 created_at,
-            } => self.in_feed(graph, reader, *author, now).then(|| {
-                StreamItem::Post(
-                    position,
-                    PostView {
-                        id: *post_id,
-                        author: *author,
-                        content: content.as_str().to_owned(),
-                        created_at: *created_at,
-                        like_count: 0,
-                        comment_count: 0,
-                        liked: None,
-                    },
-                )
-            }),
+                visibility,
+            } => self
+                .in_feed(graph, reader, *author, *visibility, now)
+                .then(|| {
+                    StreamItem::Post(
+                        position,
+                        PostView {
+                            id: *post_id,
+                            author: *author,
+                            content: content.as_str().to_owned(),
+                            created_at: *created_at,
+                            visibility: *visibility,
+                            like_count: 0,
+                            comment_count: 0,
+                            liked: None,
+                        },
+                    )
+                }),
             PostEvent::PostDeleted { post_id, author } => {
                 let related =
                     graph.facts(reader, *author).following || self.recommended.contains(author);
@@ -288,7 +311,10 @@ impl FeedHub {
                 batch = signals.recv() => batch,
             };
             match batch {
-                Ok(batch) => self.deliver(&graph, &batch),
+                Ok(batch) => {
+                    self.forget_erased(&batch);
+                    self.deliver(&graph, &self.reveal(&batch).await)
+                }
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::warn!(
                         missed,
@@ -301,6 +327,21 @@ impl FeedHub {
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }
+    }
+
+    /// The batch with its posts' content opened, when anyone is connected to be sent it. A
+    /// batch that cannot be opened goes as it is (its posts, unreadable, reach nobody), so
+    /// the batch's account events still end the streams they refuse.
+    async fn reveal<'b>(&self, batch: &'b [RecordedEvent]) -> Cow<'b, [RecordedEvent]> {
+        if self.connections.lock().expect("not poisoned").is_empty() {
+            return Cow::Borrowed(batch);
+        }
+        log::revealed(&self.keys, batch)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "feed stream cannot open a batch's posts");
+                Cow::Borrowed(batch)
+            })
     }
 
     /// The post events of an applied batch (the replica decoded them already, so they decode).
@@ -337,6 +378,19 @@ impl FeedHub {
         users
     }
 
+    /// Stops opening the content of the users a batch erases, at once: every serving instance
+    /// sees every erasure here, within a second of its commit (projector processes forget in
+    /// the feed's and engagement's folds).
+    fn forget_erased(&self, batch: &[RecordedEvent]) {
+        for event in batch {
+            if let Ok(Some(user)) = erased_user(event) {
+                if let Ok(user) = UserId::try_from(user) {
+                    self.keys.forget(user);
+                }
+            }
+        }
+    }
+
     /// Ends the connections a batch's account events refuse, then delivers its posts.
     fn deliver(&self, graph: &LiveGraph, batch: &[RecordedEvent]) {
         let mut connections = self.connections.lock().expect("not poisoned");
@@ -344,6 +398,11 @@ impl FeedHub {
             return;
         }
         let accounts = Self::accounts(batch);
+        // An erased user's posts leave every feed at once: the replica no longer knows who
+        // followed them, so every reader reloads (erasures are rare).
+        let erasure = batch
+            .iter()
+            .any(|e| erased_user(e).ok().flatten().is_some());
         let batch = Self::posts(batch);
         if batch.is_empty() && accounts.is_empty() {
             return;
@@ -351,6 +410,11 @@ impl FeedHub {
         let now = Utc::now();
         graph.with(|g| {
             Self::end_refused_in(&mut connections, g, accounts);
+            if erasure {
+                for connection in connections.values().flatten() {
+                    let _ = connection.items.try_send(StreamItem::Reset);
+                }
+            }
             for signal in &batch {
                 for (reader, list) in connections.iter_mut() {
                     let Some(item) = self.item_for(g, *reader, signal.position, &signal.event, now)
@@ -391,10 +455,11 @@ impl FeedHub {
         let Some(until) = graph.position() else {
             return Ok(VecDeque::new());
         };
-        let events: Vec<RecordedEvent> = {
+        let mut events: Vec<RecordedEvent> = {
             let mut conn = pool.acquire().await?;
             log::read_after(&mut conn, after, MAX_REPLAY + 1).await?
         };
+        log::reveal(&self.keys, &mut events).await?;
         if events.len() as i64 > MAX_REPLAY && events.last().is_some_and(|e| e.position <= until) {
             return Ok(VecDeque::from([StreamItem::Reset]));
         }

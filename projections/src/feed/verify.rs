@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use relations_domain::{Account, AccountEvent, Post, PostEvent};
+use relations_domain::{Account, AccountEvent, Post, PostEvent, Visibility};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
@@ -23,6 +23,8 @@ pub struct FeedCheck {
     posts: BTreeMap<uuid::Uuid, (i64, i64, bool)>,
     /// Banned authors.
     banned: BTreeSet<i64>,
+    /// Posts that are not public, with their visibility (issue 26).
+    not_public: BTreeSet<(uuid::Uuid, String)>,
 }
 
 impl FeedCheck {
@@ -33,6 +35,7 @@ impl FeedCheck {
             relations: RelationFold::default(),
             posts: BTreeMap::new(),
             banned: BTreeSet::new(),
+            not_public: BTreeSet::new(),
         }
     }
 }
@@ -53,9 +56,17 @@ impl Check for FeedCheck {
                 AccountEvent::UserUnbanned { user } => {
                     self.banned.remove(&user.get());
                 }
+                AccountEvent::UserErased { user } => {
+                    self.banned.remove(&user.get());
+                    for post in self.posts.values_mut().filter(|p| p.1 == user.get()) {
+                        post.2 = false;
+                    }
+                }
                 AccountEvent::TokensRevoked { .. }
                 | AccountEvent::AccountLocked { .. }
-                | AccountEvent::AccountUnlocked { .. } => {}
+                | AccountEvent::AccountUnlocked { .. }
+                | AccountEvent::GraphHidden { .. }
+                | AccountEvent::GraphShown { .. } => {}
             }
         }
         if event.stream_type != Post::TYPE {
@@ -63,8 +74,15 @@ impl Check for FeedCheck {
         }
         match decode(event)? {
             PostEvent::PostPublished {
-                post_id, author, ..
+                post_id,
+                author,
+                visibility,
+                ..
             } => {
+                if visibility != Visibility::Public {
+                    self.not_public
+                        .insert((post_id.uuid(), visibility.as_str().to_owned()));
+                }
                 let seq = self.posts.len() as i64 + 1;
                 self.posts.insert(post_id.uuid(), (seq, author.get(), true));
             }
@@ -91,6 +109,8 @@ impl Check for FeedCheck {
 struct FeedRows {
     follows: BTreeSet<(i64, i64)>,
     posts: BTreeSet<(uuid::Uuid, (i64, i64, bool))>,
+    /// Deleted posts (by their author or by an erasure) that still hold their text.
+    kept_content: BTreeSet<uuid::Uuid>,
     /// author -> (followers, posts, pulled)
     authors: BTreeMap<i64, (i64, i64, bool)>,
     inbox: BTreeSet<(i64, i64)>,
@@ -98,6 +118,7 @@ struct FeedRows {
     readers: BTreeMap<i64, (i64, i64)>,
     banned: BTreeSet<i64>,
     mutes: BTreeSet<(i64, i64, Option<i64>)>,
+    not_public: BTreeSet<(uuid::Uuid, String)>,
 }
 
 impl FeedRows {
@@ -110,6 +131,13 @@ impl FeedRows {
             .iter()
             .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
             .collect::<Result<_, sqlx::Error>>()?;
+        let kept_content = sqlx::query_scalar(
+            "SELECT post_id FROM rm_posts WHERE deleted AND content IS NOT NULL",
+        )
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
         let authors = sqlx::query(
             "SELECT author, followers, posts, pulled FROM feed_authors
               WHERE followers <> 0 OR posts <> 0 OR pulled",
@@ -131,9 +159,17 @@ impl FeedRows {
             .into_iter()
             .collect();
         let mutes = crate::relations::verify::mute_rows(&mut *conn, "feed_mutes").await?;
+        let not_public =
+            sqlx::query_as("SELECT post_id, visibility FROM rm_posts WHERE visibility <> 'public'")
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .collect();
         Ok(Self {
+            not_public,
             follows,
             posts,
+            kept_content,
             authors,
             inbox,
             readers,
@@ -151,11 +187,22 @@ impl FeedRows {
             &self.follows,
             out,
         );
+        for post in &self.kept_content {
+            out.push(format!(
+                "rm_posts: deleted post {post} still holds its text"
+            ));
+        }
         let posts: BTreeSet<_> = fold.posts.iter().map(|(k, v)| (*k, *v)).collect();
         diff(
             "rm_posts (post_id, (seq, author, live))",
             &posts,
             &self.posts,
+            out,
+        );
+        diff(
+            "rm_posts (post_id, visibility) not public",
+            &fold.not_public,
+            &self.not_public,
             out,
         );
         let mut authors: BTreeMap<i64, (i64, i64, bool)> = BTreeMap::new();

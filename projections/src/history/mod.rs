@@ -8,7 +8,9 @@
 //! - `follower_changes`: who started and stopped following a user since a time, newest first.
 //!
 //! One row per event, never updated: a rebuild writes the same rows, and `verify` compares
-//! them with the events one to one.
+//! them with the events one to one. An erasure (`UserErased`) deletes every row of the user:
+//! afterwards no moment's relation with them is anything but `none`, and no follower change
+//! names them.
 
 pub mod query;
 pub mod verify;
@@ -24,7 +26,7 @@ use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::relations::fold::{EdgeKind, RelationChange};
-use crate::runtime::projector::{decode, BulkFold, Projector};
+use crate::runtime::projector::{decode, erased_user, BulkFold, Projector};
 
 /// The projector's name.
 pub const NAME: &str = "history";
@@ -65,6 +67,11 @@ impl EdgeChange {
         })
     }
 
+    /// Whether `user` is the change's subject or object.
+    pub fn names(&self, user: i64) -> bool {
+        self.subject == user || self.object == user
+    }
+
     /// The change a log event makes, if any.
     pub fn of_recorded(event: &RecordedEvent) -> Result<Option<Self>, ProjectionError> {
         if event.stream_type != RelationPair::TYPE {
@@ -102,8 +109,20 @@ impl Projector for History {
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let mut changes = Vec::new();
+        let mut changes: Vec<EdgeChange> = Vec::new();
         for event in events {
+            if let Some(user) = erased_user(event)? {
+                changes.retain(|c| !c.names(user));
+                // Both ends by index: the pair index leads with the lower id, and
+                // `rm_relation_history_by_greater` (migration `20261124000017_erasure.sql`) holds the higher.
+                sqlx::query(
+                    "DELETE FROM rm_relation_history
+                      WHERE least(subject, object) = $1 OR greatest(subject, object) = $1",
+                )
+                .bind(user)
+                .execute(&mut *conn)
+                .await?;
+            }
             changes.extend(EdgeChange::of_recorded(event)?);
         }
         write(conn, &changes).await
@@ -155,15 +174,24 @@ async fn write(conn: &mut PgConnection, changes: &[EdgeChange]) -> Result<(), Pr
 /// A rebuild: every change, COPYed at once.
 #[derive(Default)]
 struct HistoryBulk {
-    rows: String,
+    changes: Vec<EdgeChange>,
 }
 
 #[async_trait]
 impl BulkFold for HistoryBulk {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        if let Some(c) = EdgeChange::of_recorded(event)? {
+        if let Some(user) = erased_user(event)? {
+            self.changes.retain(|c| !c.names(user));
+        }
+        self.changes.extend(EdgeChange::of_recorded(event)?);
+        Ok(())
+    }
+
+    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+        let mut rows = String::with_capacity(self.changes.len() * 64);
+        for c in &self.changes {
             writeln!(
-                self.rows,
+                rows,
                 "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                 c.subject,
                 c.object,
@@ -175,16 +203,12 @@ impl BulkFold for HistoryBulk {
             )
             .expect("a String");
         }
-        Ok(())
-    }
-
-    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
         let mut copy = conn
             .copy_in_raw(
                 "COPY rm_relation_history (subject, object, tx, gp, kind, present, at) FROM STDIN",
             )
             .await?;
-        copy.send(self.rows.into_bytes()).await?;
+        copy.send(rows.into_bytes()).await?;
         copy.finish().await?;
         Ok(())
     }

@@ -7,7 +7,9 @@
 //! holds already (the first `since` stands), and ends when its ending event comes, if it holds;
 //! a mute replaces any mute of the same pair (its own `since` and `until`), and an unmute lifts
 //! it; a follow moves the counters only when it changed the follows, and moves both users'
-//! friends when the other way holds too.
+//! friends when the other way holds too. A user's erasure (`UserErased`, [`erase`]) ends every
+//! edge of theirs both ways, each as its own ending event would, and lifts every mute of or by
+//! them.
 
 use std::collections::BTreeMap;
 
@@ -55,6 +57,29 @@ pub struct EdgeTables<T> {
 }
 
 impl<T> EdgeTables<T> {
+    /// Every edge `user` is on, either end, of every kind; `pairs` lists a table's pairs.
+    pub fn touching<'a, I>(
+        &'a self,
+        user: i64,
+        pairs: impl Fn(&'a T) -> I,
+    ) -> Vec<(EdgeKind, UserPair)>
+    where
+        I: Iterator<Item = &'a UserPair>,
+    {
+        [
+            (EdgeKind::Follow, &self.follows),
+            (EdgeKind::Block, &self.blocks),
+            (EdgeKind::Request, &self.requests),
+        ]
+        .into_iter()
+        .flat_map(|(kind, table)| {
+            pairs(table)
+                .filter(move |&&(a, b)| a == user || b == user)
+                .map(move |&pair| (kind, pair))
+        })
+        .collect()
+    }
+
     /// The table of edges of `kind`.
     pub fn of(&mut self, kind: EdgeKind) -> &mut T {
         match kind {
@@ -156,6 +181,31 @@ pub trait RelationTables {
     fn unmute(&mut self, pair: UserPair);
 }
 
+/// Tables that can list a user's edges: what a fold in memory keeps, so that it can fold an
+/// erasure (the SQL projector folds one set-based instead, with the same result).
+pub trait ErasableTables: RelationTables {
+    /// Every edge `user` is on, either end, of every kind.
+    fn edges_of(&self, user: i64) -> Vec<(EdgeKind, UserPair)>;
+    /// Lifts every mute by or of `user`.
+    fn unmute_all(&mut self, user: i64);
+}
+
+/// Folds `user`'s erasure into `tables`: every edge of theirs ends, both ways, each as its own
+/// ending event would, and every mute by or of them is lifted; the follows it ended, for the
+/// counters. Nothing of the user is left, so folding it again changes nothing.
+pub fn erase(tables: &mut impl ErasableTables, user: i64) -> Vec<FollowCount> {
+    let mut edges = tables.edges_of(user);
+    // One order for every reader (follows before others, then by pair), so the counters'
+    // friend changes come out the same.
+    edges.sort_unstable();
+    let ended = edges
+        .into_iter()
+        .filter_map(|(kind, pair)| fold(tables, RelationChange::End(kind, pair)))
+        .collect();
+    tables.unmute_all(user);
+    ended
+}
+
 /// Folds `change` into `tables`; the follow it began or ended, for the counters.
 pub fn fold(tables: &mut impl RelationTables, change: RelationChange) -> Option<FollowCount> {
     let (pair, by) = match change {
@@ -217,6 +267,16 @@ mod tests {
         }
     }
 
+    impl ErasableTables for Maps {
+        fn edges_of(&self, user: i64) -> Vec<(EdgeKind, UserPair)> {
+            let on = |&&(_, (a, b)): &&(EdgeKind, UserPair)| a == user || b == user;
+            self.edges.keys().filter(on).copied().collect()
+        }
+        fn unmute_all(&mut self, user: i64) {
+            self.mutes.retain(|&(a, b), _| a != user && b != user);
+        }
+    }
+
     fn at(s: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(s, 0).unwrap()
     }
@@ -270,5 +330,41 @@ mod tests {
         let kinds: BTreeSet<_> = t.edges.keys().map(|k| format!("{k:?}")).collect();
         assert_eq!(kinds.len(), 1, "only the block is left");
         assert_eq!(t.mutes[&(1, 4)], (at(2), Some(at(9))), "a mute replaces");
+    }
+
+    #[test]
+    fn an_erasure_ends_every_edge_both_ways_and_counts_each_follow_once() {
+        let mut t = Maps::default();
+        let mut counts = BTreeMap::new();
+        for change in [
+            RelationChange::Begin(EdgeKind::Follow, (1, 2), at(1)),
+            RelationChange::Begin(EdgeKind::Follow, (2, 1), at(1)),
+            RelationChange::Begin(EdgeKind::Follow, (3, 1), at(1)),
+            RelationChange::Begin(EdgeKind::Follow, (2, 3), at(1)),
+            RelationChange::Begin(EdgeKind::Block, (1, 4), at(1)),
+            RelationChange::Begin(EdgeKind::Request, (5, 1), at(1)),
+            RelationChange::Mute((6, 1), at(1), None),
+            RelationChange::Mute((1, 6), at(1), None),
+        ] {
+            if let Some(count) = fold(&mut t, change) {
+                count.add_to(&mut counts);
+            }
+        }
+        for count in erase(&mut t, 1) {
+            count.add_to(&mut counts);
+        }
+        assert_eq!(counts[&1], (0, 0, 0));
+        assert_eq!(
+            counts[&2],
+            (1, 0, 0),
+            "2 lost a follower, a followee and a friend"
+        );
+        assert_eq!(counts[&3], (0, 1, 0));
+        assert_eq!(t.edges.len(), 1, "only 2 -> 3 is left");
+        assert!(t.mutes.is_empty());
+        assert!(
+            erase(&mut t, 1).is_empty(),
+            "a second erasure changes nothing"
+        );
     }
 }

@@ -19,8 +19,10 @@ use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
-use crate::runtime::projector::{decode, BulkFold, Projector};
-use fold::{EdgeKind, EdgeTables, FollowCounts, RelationChange, RelationTables, UserPair};
+use crate::runtime::projector::{decode, erased_user, BulkFold, Projector};
+use fold::{
+    EdgeKind, EdgeTables, ErasableTables, FollowCounts, RelationChange, RelationTables, UserPair,
+};
 
 pub mod fold;
 pub mod query;
@@ -55,31 +57,22 @@ impl Projector for Relations {
 
     /// The batch's net effect in a handful of statements: the touched edges' rows are read
     /// once, the events are folded over them in memory in log order, and what changed is
-    /// written back with array parameters.
+    /// written back with array parameters. An erasure splits the batch: what comes before it
+    /// is written, the erasure is folded set-based ([`erase`]), then the rest.
     async fn apply_batch(
         &self,
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let mut changes = Vec::with_capacity(events.len());
-        for event in events
-            .iter()
-            .filter(|e| e.stream_type == RelationPair::TYPE)
-        {
-            let decoded = decode::<RelationEvent>(event)?;
-            changes.push(RelationChange::of(&decoded, event.occurred_at));
-        }
-        if changes.is_empty() {
-            return Ok(());
-        }
-        let mut tables = BatchTables::load(conn, &changes).await?;
-        let mut deltas = BTreeMap::new();
-        for change in changes {
-            if let Some(count) = fold::fold(&mut tables, change) {
-                count.add_to(&mut deltas);
+        let mut start = 0;
+        for (i, event) in events.iter().enumerate() {
+            if let Some(user) = erased_user(event)? {
+                apply_relations(conn, &events[start..i]).await?;
+                erase(conn, user).await?;
+                start = i + 1;
             }
         }
-        tables.write(conn, deltas).await
+        apply_relations(conn, &events[start..]).await
     }
 
     /// One event is a batch of one: a single fold, whoever calls (the Kafka consumer applies
@@ -91,6 +84,98 @@ impl Projector for Relations {
     ) -> Result<(), ProjectionError> {
         self.apply_batch(conn, std::slice::from_ref(event)).await
     }
+}
+
+/// Folds the relation events of `events` (no erasure among them) in one pass over the rows
+/// they touch.
+async fn apply_relations(
+    conn: &mut PgConnection,
+    events: &[RecordedEvent],
+) -> Result<(), ProjectionError> {
+    let mut changes = Vec::with_capacity(events.len());
+    for event in events
+        .iter()
+        .filter(|e| e.stream_type == RelationPair::TYPE)
+    {
+        let decoded = decode::<RelationEvent>(event)?;
+        changes.push(RelationChange::of(&decoded, event.occurred_at));
+    }
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let mut tables = BatchTables::load(conn, &changes).await?;
+    let mut deltas = BTreeMap::new();
+    for change in changes {
+        if let Some(count) = fold::fold(&mut tables, change) {
+            count.add_to(&mut deltas);
+        }
+    }
+    tables.write(conn, deltas).await
+}
+
+/// Folds `user`'s erasure set-based, as [`fold::erase`] folds it in memory: the other side's
+/// counters lose each follow of or by the user (and a friend where both held), every row of
+/// the user goes, and the followers' rule-3 guard rows are settled once ([`settle_guards`]).
+async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError> {
+    let followers: Vec<i64> =
+        sqlx::query_scalar("SELECT follower FROM rm_follows WHERE followee = $1")
+            .bind(user)
+            .fetch_all(&mut *conn)
+            .await?;
+    settle_guards(conn, user, &followers).await?;
+    let statements = [
+        // In ascending user order, like every other writer of these rows.
+        "WITH d AS (
+             SELECT u, sum(fg)::bigint AS fg, sum(fr)::bigint AS fr,
+                    (count(*) = 2)::int::bigint AS fd
+               FROM (SELECT followee AS u, 0 AS fg, 1 AS fr FROM rm_follows WHERE follower = $1
+                     UNION ALL
+                     SELECT follower, 1, 0 FROM rm_follows WHERE followee = $1) AS x
+              GROUP BY u ORDER BY u)
+         UPDATE rm_follow_counts c
+            SET following = c.following - d.fg, followers = c.followers - d.fr,
+                friends = c.friends - d.fd
+           FROM d WHERE c.user_id = d.u",
+        "DELETE FROM rm_follow_counts WHERE user_id = $1",
+        "DELETE FROM rm_follows WHERE follower = $1 OR followee = $1",
+        "DELETE FROM rm_blocks WHERE blocker = $1 OR blocked = $1",
+        "DELETE FROM rm_follow_requests WHERE requester = $1 OR target = $1",
+        "DELETE FROM rm_mutes WHERE muter = $1 OR muted = $1",
+    ];
+    for sql in statements {
+        sqlx::query(sql).bind(user).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// Takes the follow of erased `user` out of each of `followers`' rule-3 counts
+/// (`follow_guard`), which the erasure's own transaction could not find: once for good, marked
+/// by `erased_users.guard_settled` in the same transaction, so a rebuild, a replay or a second
+/// reader of the log never takes it out again. `followers` are exactly who followed the user
+/// when it was erased (no follow of an erased user can begin after).
+async fn settle_guards(
+    conn: &mut PgConnection,
+    user: i64,
+    followers: &[i64],
+) -> Result<(), ProjectionError> {
+    let settled = sqlx::query(
+        "UPDATE erased_users SET guard_settled = true WHERE user_id = $1 AND NOT guard_settled",
+    )
+    .bind(user)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if settled == 0 || followers.is_empty() {
+        return Ok(());
+    }
+    // Guard rows in ascending order, as the follow guard locks them.
+    for sql in [
+        "SELECT 1 FROM follow_guard WHERE user_id = ANY($1) ORDER BY user_id FOR NO KEY UPDATE",
+        "UPDATE follow_guard SET following = following - 1 WHERE user_id = ANY($1)",
+    ] {
+        sqlx::query(sql).bind(followers).execute(&mut *conn).await?;
+    }
+    Ok(())
 }
 
 /// The rows of one edge table a batch touches: as they were, and as the batch leaves them.
@@ -353,6 +438,9 @@ async fn write_counts(
 /// The whole log folded in memory, for a rebuild: the same rows batch application writes.
 #[derive(Default)]
 struct RelationsBulk {
+    /// Each erasure, with who followed the user then (the guard rows it settles if no reader
+    /// has yet).
+    erased: Vec<(i64, Vec<i64>)>,
     /// Each edge -> since.
     edges: EdgeTables<HashMap<UserPair, DateTime<Utc>>>,
     /// (muter, muted) -> (since, until)
@@ -388,9 +476,27 @@ impl RelationTables for RelationsBulk {
     }
 }
 
+impl ErasableTables for RelationsBulk {
+    fn edges_of(&self, user: i64) -> Vec<(EdgeKind, UserPair)> {
+        self.edges.touching(user, |map| map.keys())
+    }
+
+    fn unmute_all(&mut self, user: i64) {
+        self.mutes.retain(|&(a, b), _| a != user && b != user);
+    }
+}
+
 #[async_trait]
 impl BulkFold for RelationsBulk {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        if let Some(user) = erased_user(event)? {
+            let followers = self.edges.follows.keys().filter(|p| p.1 == user);
+            self.erased.push((user, followers.map(|p| p.0).collect()));
+            for count in fold::erase(self, user) {
+                count.add_to(&mut self.counts);
+            }
+            return Ok(());
+        }
         if event.stream_type != RelationPair::TYPE {
             return Ok(());
         }
@@ -402,6 +508,9 @@ impl BulkFold for RelationsBulk {
     }
 
     async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+        for (user, followers) in &self.erased {
+            settle_guards(conn, *user, followers).await?;
+        }
         copy_edges(
             conn,
             "rm_follows (follower, followee, since)",

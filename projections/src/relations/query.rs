@@ -2,7 +2,8 @@
 //! one snapshot: never a follow beside a block.
 
 use chrono::{DateTime, Utc};
-use relations_domain::{Facts, Relation, UserId};
+use relations_domain::privacy::Access;
+use relations_domain::{Facts, Privacy, Reader, Relation, UserId};
 use sqlx::{PgPool, Row};
 
 /// `from`'s relation to each of `to`, in the order asked; `muting` only when `mutes_at` is
@@ -47,6 +48,36 @@ pub async fn relations(
             Ok(Relation::new(from, to, facts).with_muting(row.try_get("muting")?))
         })
         .collect()
+}
+
+/// What `viewer` is to each of `users` and their settings, in the order asked. The settings
+/// come from the write side's indexes (`account_locks`, `hidden_graphs`), current at the
+/// moment of reading: this is the fallback while the replica is not loaded.
+pub async fn access(
+    pool: &PgPool,
+    viewer: Option<UserId>,
+    users: &[UserId],
+) -> Result<Vec<Access>, sqlx::Error> {
+    let ids: Vec<i64> = users.iter().map(|u| u.get()).collect();
+    let rows: Vec<(bool, bool, bool)> = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM rm_follows WHERE follower = $1 AND followee = t.id),
+                EXISTS (SELECT 1 FROM account_locks WHERE user_id = t.id),
+                EXISTS (SELECT 1 FROM hidden_graphs WHERE user_id = t.id)
+           FROM unnest($2::bigint[]) WITH ORDINALITY AS t(id, ord)
+          ORDER BY t.ord",
+    )
+    .bind(viewer.map(UserId::get))
+    .bind(&ids)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .zip(users)
+        .map(|((follows, locked, hide_graph), &user)| Access {
+            privacy: Privacy { locked, hide_graph },
+            reader: Reader::of(viewer, user, follows),
+        })
+        .collect())
 }
 
 /// `user`'s mutes in force at `now`, newest first, strictly after the key `after`, with their

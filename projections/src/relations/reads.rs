@@ -9,6 +9,7 @@ use relations_domain::{Relation, UserId};
 use sqlx::PgPool;
 
 use super::query::{self, Counts, ListEntry};
+use relations_domain::privacy::Access;
 
 /// The source a request reads the graph from, chosen once per request (see the API's
 /// `graph_source`), so that a request never mixes the replica's state with the database's.
@@ -47,6 +48,14 @@ pub trait GraphReads: Send + Sync {
 
     /// `user`'s counters.
     async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error>;
+
+    /// What `viewer` is to each of `users` and their settings, in the order asked, from one
+    /// state (issue 26's rules: `crate::privacy`).
+    async fn access(
+        &self,
+        viewer: Option<UserId>,
+        users: &[UserId],
+    ) -> Result<Vec<Access>, sqlx::Error>;
 
     /// A page of `list` for `user`, and the list's length.
     async fn offset_page(
@@ -140,6 +149,14 @@ impl GraphReads for PgPool {
 
     async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error> {
         query::counts(self, user).await
+    }
+
+    async fn access(
+        &self,
+        viewer: Option<UserId>,
+        users: &[UserId],
+    ) -> Result<Vec<Access>, sqlx::Error> {
+        query::access(self, viewer, users).await
     }
 
     async fn offset_page(

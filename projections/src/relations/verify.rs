@@ -10,25 +10,41 @@ use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
 use super::fold::{
-    self, EdgeKind, EdgeTables, FollowCounts, RelationChange, RelationTables, UserPair,
+    self, EdgeKind, EdgeTables, ErasableTables, FollowCounts, RelationChange, RelationTables,
+    UserPair,
 };
 use crate::error::ProjectionError;
 use crate::runtime::projector::decode;
 use crate::runtime::verify::{diff, pairs, Check};
 
 /// Who follows, blocks, mutes and asks to follow whom, folded from the relation events, and
-/// which accounts are locked, from the account events (other streams are skipped).
+/// which accounts are locked or hide their graph, from the account events (other streams are skipped).
 #[derive(Debug, Default)]
 pub(crate) struct RelationFold {
     /// Follows, blocks and pending follow requests.
     pub edges: EdgeTables<BTreeSet<UserPair>>,
     /// Locked accounts.
     pub locked: BTreeSet<i64>,
+    /// Accounts that hide their graph (issue 26).
+    pub hidden_graphs: BTreeSet<i64>,
     /// (muter, muted) -> until, in microseconds (`None`: for good); ended mutes included
     /// (the read models keep them until replaced or lifted).
     pub mutes: BTreeMap<UserPair, Option<i64>>,
     /// user -> (following, followers, friends), as the fold counts them.
     counts: BTreeMap<i64, FollowCounts>,
+    /// Each erased user -> who followed them when they were erased (the guard rows projector
+    /// `following` settles when it folds the erasure).
+    pub erased: BTreeMap<i64, Vec<i64>>,
+}
+
+impl ErasableTables for RelationFold {
+    fn edges_of(&self, user: i64) -> Vec<(EdgeKind, UserPair)> {
+        self.edges.touching(user, |set| set.iter())
+    }
+
+    fn unmute_all(&mut self, user: i64) {
+        self.mutes.retain(|&(a, b), _| a != user && b != user);
+    }
 }
 
 impl RelationTables for RelationFold {
@@ -60,6 +76,24 @@ impl RelationFold {
             match decode(event)? {
                 AccountEvent::AccountLocked { user } => self.locked.insert(user.get()),
                 AccountEvent::AccountUnlocked { user } => self.locked.remove(&user.get()),
+                AccountEvent::GraphHidden { user } => self.hidden_graphs.insert(user.get()),
+                AccountEvent::GraphShown { user } => self.hidden_graphs.remove(&user.get()),
+                AccountEvent::UserErased { user } => {
+                    let user = user.get();
+                    let followers = self
+                        .edges
+                        .follows
+                        .iter()
+                        .filter(|&&(_, b)| b == user)
+                        .map(|&(a, _)| a)
+                        .collect();
+                    self.erased.insert(user, followers);
+                    for count in fold::erase(self, user) {
+                        count.add_to(&mut self.counts);
+                    }
+                    self.hidden_graphs.remove(&user);
+                    self.locked.remove(&user)
+                }
                 _ => false,
             };
             return Ok(());
@@ -196,6 +230,21 @@ impl FollowingCheck {
         )
         .await?;
         let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
+        // A follower of an erased user stays counted until projector `following` settles the
+        // erasure (`erased_users.guard_settled`).
+        let unsettled: Vec<i64> =
+            sqlx::query_scalar("SELECT user_id FROM erased_users WHERE NOT guard_settled")
+                .fetch_all(&mut *conn)
+                .await?;
+        for user in unsettled {
+            for &follower in self.relations.erased.get(&user).into_iter().flatten() {
+                *expected.entry(follower).or_default() += 1;
+            }
+        }
+        let erased = pairs(&mut *conn, "SELECT user_id, 0::bigint FROM erased_users").await?;
+        let expected_erased: BTreeSet<(i64, i64)> =
+            self.relations.erased.keys().map(|&u| (u, 0)).collect();
+        diff("erased_users (user, 0)", &expected_erased, &erased, out);
         for &(requester, _) in self
             .relations
             .edges
@@ -223,6 +272,14 @@ impl FollowingCheck {
         let expected: BTreeSet<(i64, i64)> =
             self.relations.locked.iter().map(|&u| (u, 0)).collect();
         diff("account_locks (user, 0)", &expected, &locked, out);
+        let hidden = pairs(&mut *conn, "SELECT user_id, 0::bigint FROM hidden_graphs").await?;
+        let expected: BTreeSet<(i64, i64)> = self
+            .relations
+            .hidden_graphs
+            .iter()
+            .map(|&u| (u, 0))
+            .collect();
+        diff("hidden_graphs (user, 0)", &expected, &hidden, out);
         Ok(())
     }
 }

@@ -1,8 +1,9 @@
-//! The token check's table: every account with a token revocation or a ban, folded from the
+//! The token check's table: every account with a token revocation, a ban, an erasure or a
+//! privacy setting (a lock, a hidden graph), folded from the
 //! account events, so that each request's check is two hash probes under the replica's read
 //! lock ([`super::live::LiveGraph::with`]).
 
-use relations_domain::{Account, AccountEvent, TokenStamp, UserId};
+use relations_domain::{Account, AccountEvent, Privacy, TokenStamp, UserId};
 
 use foldhash::HashMap; // as the replica's other tables (see its module)
 
@@ -22,6 +23,18 @@ impl Accounts {
         self.0
             .get(&(user.get() as u64))
             .is_some_and(|a| a.refuses(stamp))
+    }
+
+    /// Whether `user` is erased (issue 25): every token of theirs is refused for good.
+    pub fn erased(&self, user: UserId) -> bool {
+        self.0.get(&(user.get() as u64)).is_some_and(|a| a.erased)
+    }
+
+    /// `user`'s settings the private-content rules read (issue 26: locked, graph hidden).
+    pub fn privacy(&self, user: UserId) -> Privacy {
+        self.0
+            .get(&(user.get() as u64))
+            .map_or_else(Privacy::default, Account::privacy)
     }
 
     /// Whether `user` is banned.

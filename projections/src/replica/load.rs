@@ -26,6 +26,12 @@ pub(super) async fn load(pool: &PgPool) -> Result<ReplicaTail, ProjectionError> 
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
             .await?;
+        // The load sorts and indexes what it read between its statements: at 1M users that
+        // took longer than the 10 s idle limit every session gets, and the load was killed and
+        // retried for ever. Its own transaction only; it holds no lock.
+        sqlx::query("SET LOCAL idle_in_transaction_session_timeout = '5min'")
+            .execute(&mut *tx)
+            .await?;
         let relations_loaded = checkpoint::read(&mut *tx, relations::NAME).await?;
         let posts_loaded = checkpoint::read(&mut *tx, feed::NAME).await?;
         read_models(&mut tx, &mut graph).await?;

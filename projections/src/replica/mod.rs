@@ -32,7 +32,9 @@ use chrono::{DateTime, Utc};
 use relations_domain::{AccountEvent, Facts, PostEvent, Relation, RelationEvent, UserId};
 use relations_store::LogPosition;
 
-use crate::relations::fold::{self, EdgeKind, RelationChange, RelationTables, UserPair};
+use crate::relations::fold::{
+    self, EdgeKind, ErasableTables, FollowCount, RelationChange, RelationTables, UserPair,
+};
 use crate::relations::query::{Counts, ListEntry};
 use crate::relations::reads::KeyedList;
 use accounts::Accounts;
@@ -64,6 +66,7 @@ impl Node {
             && self.blocking.is_empty()
             && self.requested_by.is_empty()
             && self.posts == 0
+            && self.friends == 0
     }
 
     /// Since when they follow `followee`, if they do.
@@ -209,20 +212,46 @@ impl MemoryGraph {
         match change {
             Change::Relation(change) => {
                 if let Some(count) = fold::fold(self, change) {
-                    self.follows = self.follows.wrapping_add_signed(count.by);
-                    if count.mutual {
-                        for user in [count.follower, count.followee] {
-                            self.users.entry(user as u64).or_default().friends += count.by;
-                        }
-                    }
+                    self.count(count);
                 }
             }
             Change::Posts(author, delta) => {
                 self.users.entry(author).or_default().posts += delta;
                 self.forget_if_empty(author);
             }
-            Change::Account(event) => self.accounts.apply(event),
+            Change::Account(event) => {
+                if let AccountEvent::UserErased { user } = event {
+                    self.erase(user.get());
+                }
+                self.accounts.apply(event);
+            }
         }
+    }
+
+    /// Moves the counters by a follow that began or ended.
+    fn count(&mut self, count: FollowCount) {
+        self.follows = self.follows.wrapping_add_signed(count.by);
+        if count.mutual {
+            for user in [count.follower, count.followee] {
+                self.users.entry(user as u64).or_default().friends += count.by;
+                // An erasure ends both follows before it counts (`fold::erase`): the node
+                // kept its counter until now, and is dropped once nothing is left in it.
+                self.forget_if_empty(user as u64);
+            }
+        }
+    }
+
+    /// Folds `user`'s erasure: every edge of theirs ends both ways, as the read model's fold
+    /// ends them, their posts are gone and their node with them. Folding it again (the load
+    /// may hold it already) changes nothing.
+    fn erase(&mut self, user: i64) {
+        for count in fold::erase(self, user) {
+            self.count(count);
+        }
+        if let Some(node) = self.users.get_mut(&(user as u64)) {
+            node.posts = 0;
+        }
+        self.forget_if_empty(user as u64);
     }
 
     /// Whether `from` mutes `to` at `now`.
@@ -496,6 +525,35 @@ impl RelationTables for MemoryGraph {
     }
 }
 
+impl ErasableTables for MemoryGraph {
+    fn edges_of(&self, user: i64) -> Vec<(EdgeKind, UserPair)> {
+        let u = user as u64;
+        let mut edges = Vec::new();
+        if let Some(node) = self.users.get(&u) {
+            let follows = node.following.iter().map(|&(b, _)| (user, b as i64));
+            let followers = node.followers.iter().map(|&(_, a)| (a as i64, user));
+            edges.extend(follows.chain(followers).map(|p| (EdgeKind::Follow, p)));
+        }
+        for (kind, set) in [
+            (EdgeKind::Block, &self.blocks),
+            (EdgeKind::Request, &self.requests),
+        ] {
+            let on = set.iter().filter(|&&(a, b)| a == u || b == u);
+            edges.extend(on.map(|&(a, b)| (kind, (a as i64, b as i64))));
+        }
+        edges
+    }
+
+    fn unmute_all(&mut self, user: i64) {
+        let u = user as u64;
+        self.mutes.remove(&u);
+        self.mutes.retain(|_, mutes| {
+            mutes.retain(|m| m.0 != u);
+            !mutes.is_empty()
+        });
+    }
+}
+
 /// Inserts `entry` into an ascending list at its place.
 fn insert_sorted(list: &mut Vec<(Micros, u64)>, entry: (Micros, u64)) {
     let i = list.partition_point(|&e| e < entry);
@@ -612,6 +670,21 @@ mod tests {
         g.apply(Change::Posts(7, -1));
         g.apply(unfollow(1, 3));
         assert_eq!(g.users(), 0, "empty nodes are dropped");
+    }
+
+    #[test]
+    fn an_erasure_ends_a_friendship_once() {
+        let mut g = MemoryGraph::default();
+        g.apply(follow(2, 5, 10));
+        g.apply(follow(5, 2, 20));
+        g.apply(follow(3, 5, 30));
+        assert_eq!(g.counts(u(2)).friends, 1);
+        g.apply(Change::Account(AccountEvent::UserErased { user: u(5) }));
+        assert_eq!(g.counts(u(2)), Counts::default());
+        assert_eq!(g.counts(u(3)), Counts::default());
+        assert!(g.friends(u(2), 0, 10).is_empty());
+        assert_eq!(g.follows(), 0);
+        assert_eq!(g.users(), 0, "no node is left holding a counter");
     }
 
     #[test]

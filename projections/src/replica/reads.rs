@@ -8,6 +8,7 @@ use super::live::LiveGraph;
 use super::MemoryGraph;
 use crate::relations::query::{Counts, ListEntry};
 use crate::relations::reads::{GraphReads, KeyedList, OffsetList, OffsetSlice};
+use relations_domain::privacy::Access;
 
 impl LiveGraph {
     /// `f` on the replica, which a request reads from only once it is loaded (it stays so).
@@ -50,6 +51,14 @@ impl GraphReads for LiveGraph {
 
     async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error> {
         Ok(self.read(|g| g.counts(user)))
+    }
+
+    async fn access(
+        &self,
+        viewer: Option<UserId>,
+        users: &[UserId],
+    ) -> Result<Vec<Access>, sqlx::Error> {
+        Ok(self.read(|g| users.iter().map(|&u| g.access(viewer, u)).collect()))
     }
 
     async fn offset_page(

@@ -1,6 +1,7 @@
 //! The contract a read model implements.
 
 use async_trait::async_trait;
+use relations_domain::{Account, AccountEvent};
 use relations_store::log::RecordedEvent;
 use serde::de::DeserializeOwned;
 use sqlx::PgConnection;
@@ -65,6 +66,18 @@ pub trait BulkFold: Send {
 
     /// Writes the result into the projector's (empty) tables, on `conn`'s search_path.
     async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError>;
+}
+
+/// The user `event` erases, if it is a `UserErased` (issue 25): every reader folds it
+/// set-based, at its place in the log (docs/events.md says what each must do).
+pub fn erased_user(event: &RecordedEvent) -> Result<Option<i64>, ProjectionError> {
+    if event.stream_type != Account::TYPE || event.event_type != "UserErased" {
+        return Ok(None);
+    }
+    match decode(event)? {
+        AccountEvent::UserErased { user } => Ok(Some(user.get())),
+        _ => Ok(None),
+    }
 }
 
 /// Decodes an event's payload, naming the event on failure.

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use async_trait::async_trait;
 use relations_store::db::end_transaction;
 use relations_store::log::{self, RecordedEvent};
-use relations_store::LogPosition;
+use relations_store::{Keyring, LogPosition};
 use sqlx::{PgConnection, PgPool, Row};
 
 use super::checkpoint;
@@ -57,6 +57,7 @@ impl Scope {
 /// Runs `checks` in one snapshot, reading the log once; every difference, empty when all agree.
 pub async fn run(
     pool: &PgPool,
+    keys: &Keyring,
     mut checks: Vec<Box<dyn Check>>,
     scope: &Scope,
 ) -> Result<Vec<String>, ProjectionError> {
@@ -77,7 +78,8 @@ pub async fn run(
     }
     let mut after = LogPosition::START;
     loop {
-        let batch = log::read_after(&mut tx, after, 5_000).await?;
+        let mut batch = log::read_after(&mut tx, after, 5_000).await?;
+        log::reveal(keys, &mut batch).await?;
         let Some(last) = batch.last() else { break };
         after = last.position;
         for event in &batch {
@@ -89,7 +91,9 @@ pub async fn run(
         }
     }
     // Events above the readers' horizon are in the snapshot too; the write side counts them.
-    for event in &log::read_unsettled(&mut tx).await? {
+    let mut unsettled = log::read_unsettled(&mut tx).await?;
+    log::reveal(keys, &mut unsettled).await?;
+    for event in &unsettled {
         for check in checks.iter_mut().filter(|c| c.projector().is_none()) {
             check.fold(event)?;
         }

@@ -89,6 +89,15 @@ pub(crate) trait StoreCommand: Send + Sync + 'static {
     fn stream(&self) -> &str;
     /// Who issues it (idempotency keys are per actor).
     fn actor(&self) -> UserId;
+    /// The users the command names (its actor and whom it acts on): the group locks each
+    /// (shared) before its streams and refuses the command if any is erased
+    /// (`guards::erasure`).
+    fn users(&self) -> Vec<UserId>;
+    /// The user the command erases, if it is an erasure: locked exclusively, and never refused
+    /// for being erased (erasing again changes nothing).
+    fn erases(&self) -> Option<UserId> {
+        None
+    }
     /// The aggregate's command.
     fn command(&self) -> <Self::Aggregate as Aggregate>::Command;
     /// What the command asks its guard to lock and read.

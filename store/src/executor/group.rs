@@ -6,13 +6,16 @@ use std::collections::HashMap;
 
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::Aggregate;
+use relations_domain::UserId;
 use sqlx::PgConnection;
 
 use super::command::{Event, Executed, Guard, Pending, Render, Reply, StoreCommand};
 use crate::append::{self, Decided, Loaded};
 use crate::error::StoreError;
 use crate::idempotency::{self, Claim, Claimed, Record};
+use crate::keys::Keyring;
 use crate::position::LogPosition;
+use crate::user_locks;
 
 /// A committed group's replies, in the group's order, and its streams as it left them.
 pub(crate) type Committed<C> = (
@@ -38,6 +41,8 @@ pub(crate) struct Group<'g, C: StoreCommand> {
     streams: HashMap<String, Loaded<C::Aggregate>>,
     /// How a fresh outcome is kept under its key.
     render: Render<C::Outcome>,
+    /// What seals content, for a kind whose events carry it.
+    keys: Option<&'g Keyring>,
     replies: Vec<Option<Reply<C>>>,
     /// The keys this transaction claimed, by place in the group.
     claimed: Vec<bool>,
@@ -48,16 +53,18 @@ where
     StoreError: From<<C::Aggregate as Aggregate>::Error>,
 {
     /// `commands`, with their streams as last known (version 0 when unknown), whose fresh
-    /// outcomes are kept as `render` gives them.
+    /// outcomes are kept as `render` gives them and whose content `keys` seals.
     pub fn new(
         commands: &'g [Pending<C>],
         streams: HashMap<String, Loaded<C::Aggregate>>,
         render: Render<C::Outcome>,
+        keys: Option<&'g Keyring>,
     ) -> Self {
         Self {
             commands,
             streams,
             render,
+            keys,
             replies: commands.iter().map(|_| None).collect(),
             claimed: vec![false; commands.len()],
         }
@@ -69,9 +76,17 @@ where
         mut self,
         conn: &mut PgConnection,
     ) -> Result<Option<Committed<C>>, StoreError> {
+        self.refuse_erased(conn).await?;
         let ids: Vec<&str> = self.commands.iter().map(|p| p.command.stream()).collect();
         append::lock::<C::Aggregate>(conn, &ids).await?;
-        let asks = self.commands.iter().map(|p| p.command.ask()).collect();
+        // A command refused already asks its guard for nothing (no row of an erased user).
+        let asks = self
+            .commands
+            .iter()
+            .zip(&self.replies)
+            .filter(|(_, reply)| reply.is_none())
+            .map(|(p, _)| p.command.ask())
+            .collect();
         let mut guard = C::Guard::lock(conn, asks).await?;
         self.claim(conn).await?;
         append::catch_up(conn, &mut self.streams).await?;
@@ -99,6 +114,32 @@ where
             .map(|o| o.expect("every command is decided"))
             .collect();
         Ok(Some((replies, self.streams)))
+    }
+
+    /// Locks every user the group's commands name, before any stream, and refuses the commands
+    /// that name an erased user (an erasure of an erased user goes on: it decides nothing).
+    async fn refuse_erased(&mut self, conn: &mut PgConnection) -> Result<(), StoreError> {
+        let erasing: Vec<UserId> = self
+            .commands
+            .iter()
+            .filter_map(|p| p.command.erases())
+            .collect();
+        let named: Vec<UserId> = self
+            .commands
+            .iter()
+            .flat_map(|p| p.command.users())
+            .collect();
+        let erased = user_locks::lock_users(conn, &named, &erasing).await?;
+        if erased.is_empty() {
+            return Ok(());
+        }
+        for (index, pending) in self.commands.iter().enumerate() {
+            let command = &pending.command;
+            if command.erases().is_none() && command.users().iter().any(|u| erased.contains(u)) {
+                self.replies[index] = Some(Err(StoreError::Erased));
+            }
+        }
+        Ok(())
     }
 
     /// Claims the group's keys; a key answered before answers its command now.
@@ -176,7 +217,7 @@ where
                 }
             })
             .collect();
-        append::append_decided(conn, &decided).await
+        append::append_decided(conn, self.keys, &decided).await
     }
 
     /// Answers each decision, records the answers under their keys, and gives back the keys of

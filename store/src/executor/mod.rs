@@ -30,6 +30,7 @@ use crate::append::Loaded;
 use crate::db::end_transaction;
 use crate::error::StoreError;
 use crate::idempotency::Idempotency;
+use crate::keys::Keyring;
 use crate::metadata::EventMetadata;
 use crate::retry;
 use crate::signal::CommitSignal;
@@ -47,6 +48,23 @@ pub(crate) const MAX_GROUP: usize = 128;
 
 /// Streams kept in the in-process cache before it is emptied.
 const CACHE_STREAMS: usize = 200_000;
+
+/// How many streams of `A` the cache holds, and its size: an estimate from the entries'
+/// inline size (an aggregate's own heap, small for every aggregate here, is not counted).
+/// Looked up each time: an executor may start before the metrics recorder.
+fn publish_size<A: Aggregate>(entries: usize) {
+    let (entries, kind) = (entries as f64, A::TYPE);
+    metrics::gauge!("relations_stream_cache_streams", "aggregate" => kind).set(entries);
+    metrics::gauge!("relations_stream_cache_bytes", "aggregate" => kind)
+        .set(entries * entry_bytes::<A>());
+}
+
+/// An estimate of one cache entry's bytes: the key and the loaded stream inline, the key's
+/// heap (stream ids are short: an allocation of 32 bytes), and the table's control byte and
+/// spare room (load factor 7/8).
+fn entry_bytes<A>() -> f64 {
+    (std::mem::size_of::<(String, Loaded<A>)>() + 32) as f64 * 8.0 / 7.0 + 1.0
+}
 
 /// How a kind's commands are run: how many groups at once, and how long a command may wait.
 #[derive(Debug, Clone, Copy)]
@@ -94,9 +112,11 @@ where
 {
     /// Starts `workers.count` group workers on `pool` (on the current runtime; they stop when
     /// the last clone of the executor is dropped); fresh outcomes are kept under their
-    /// idempotency keys as `render` gives them.
+    /// idempotency keys as `render` gives them. A kind whose events carry content seals it
+    /// with `keys` (a kind without content has none).
     pub fn spawn(
         pool: PgPool,
+        keys: Option<Keyring>,
         signal: CommitSignal,
         workers: Workers,
         render: Render<C::Outcome>,
@@ -105,6 +125,7 @@ where
         let (queue, receiver) = mpsc::channel(4 * MAX_GROUP * count);
         let shared = Arc::new(Shared {
             pool,
+            keys,
             signal,
             render,
             deadline: workers.deadline,
@@ -172,6 +193,8 @@ where
 /// outcomes and the stream cache.
 pub(crate) struct Shared<C: StoreCommand> {
     pool: PgPool,
+    /// What seals the kind's content, if its events carry any.
+    keys: Option<Keyring>,
     signal: CommitSignal,
     render: Render<C::Outcome>,
     /// The longest one group may take, every attempt included.
@@ -316,7 +339,7 @@ where
                 .collect()
         };
         let mut tx = conn.begin().await?;
-        let result = Group::new(group, streams, self.render)
+        let result = Group::new(group, streams, self.render, self.keys.as_ref())
             .decide(&mut tx)
             .await;
         let decided = end_transaction(tx, result, |decided| decided.is_some()).await?;
@@ -343,6 +366,7 @@ where
                 cache.clear();
             }
             cache.insert(stream.to_owned(), loaded);
+            publish_size::<C::Aggregate>(cache.len());
         }
     }
 
@@ -353,6 +377,7 @@ where
             cache.clear();
         }
         cache.extend(streams);
+        publish_size::<C::Aggregate>(cache.len());
     }
 
     /// Drops the group's streams from the cache (they may have changed under it).

@@ -4,5 +4,6 @@
 //!
 //! [`Guard`]: crate::executor::Guard
 
+pub(crate) mod erasure;
 pub(crate) mod follows;
 pub(crate) mod pairs;

@@ -9,12 +9,15 @@
 // The shared SQL fragments first: macros are in scope for the modules declared after them.
 #[macro_use]
 mod sql;
+pub(crate) mod content;
 mod envelope;
 mod event;
 mod horizon;
 mod read;
 mod replay;
+mod rewrite;
 
+pub use content::{reveal, revealed, CONTENT_TYPES, SEALED_VERSION};
 pub use envelope::{BadEnvelope, ENVELOPE_SCHEMA};
 pub use event::RecordedEvent;
 pub use horizon::{
@@ -23,3 +26,4 @@ pub use horizon::{
 };
 pub use read::{read_after, read_type_until, read_unsettled};
 pub use replay::Replay;
+pub use rewrite::{seal_plain_content, Sealed};

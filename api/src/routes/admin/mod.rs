@@ -17,5 +17,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(operator_page::operator_page))
         .routes(routes!(users::revoke::revoke))
         .routes(routes!(users::ban::ban))
+        .routes(routes!(users::erase::erase))
         .routes(routes!(users::unban::unban))
 }

@@ -8,7 +8,7 @@ use super::thread::run_thread;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
-use crate::routes::live::live_comment;
+use crate::routes::readable::live_comment;
 use crate::state::AppState;
 
 /// Deletes a comment: its author or the post's author. `200 {position}`.
@@ -25,11 +25,12 @@ pub async fn delete_comment(
     request: CommandRequest,
     PathId(comment): PathId<CommentId>,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    let (post_author, _) = live_comment(&state, comment).await?;
+    let (post, comment_author) = live_comment(&state, request.actor(), comment).await?;
     let command = ThreadCommand::Delete {
         comment,
         actor: request.actor(),
-        post_author,
+        post_author: post.author,
+        comment_author,
     };
-    run_thread(state, request, command).await
+    run_thread(state, request, command, post).await
 }

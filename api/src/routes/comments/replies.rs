@@ -11,9 +11,9 @@ use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
 use crate::routes::contract::TokenErrors;
-use crate::routes::live::live_post;
 use crate::routes::page::Page;
 use crate::routes::query::wait_for_projectors;
+use crate::routes::readable::readable_post;
 use crate::state::AppState;
 
 /// A comment's replies, oldest first, filtered like the root comments.
@@ -27,7 +27,8 @@ pub async fn replies(
     PathId(comment): PathId<CommentId>,
     page: Page<CommentKey>,
 ) -> Result<Json<CommentPage>, ApiError> {
-    live_post(&state, comment.post).await?;
+    let reader = viewer.as_ref().map(|a| a.user);
+    readable_post(&state, reader, comment.post, page.min_position).await?;
     let pool = wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
     let known = read::comment_by_id(pool, comment).await?;
     // A deleted comment shows (as deleted) while it has replies.

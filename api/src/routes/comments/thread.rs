@@ -3,17 +3,19 @@
 use crate::outcome::ThreadAnswer;
 use axum::http::StatusCode;
 use relations_domain::{CommentId, ThreadCommand};
+use relations_store::PostAccess;
 
 use crate::error::ApiError;
 use crate::routes::command::{CommandAnswer, CommandRequest};
-use crate::routes::live::live_comment;
+use crate::routes::readable::live_comment;
 use crate::state::AppState;
 
-/// Decides a thread command (deleting or pinning a comment) and answers it.
+/// Decides a thread command (deleting or pinning a comment) on `post` and answers it.
 pub async fn run_thread(
     state: AppState,
     mut request: CommandRequest,
     command: ThreadCommand,
+    post: PostAccess,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
     let name = command.name();
     let id = match &command {
@@ -25,7 +27,7 @@ pub async fn run_thread(
     let idempotency = request.admit(&state, name, &id).await?;
     let executed = state
         .engagement
-        .thread_command(command, &request.metadata, idempotency.as_ref())
+        .thread_command(command, post, &request.metadata, idempotency.as_ref())
         .await?;
     Ok(CommandAnswer::new(name, executed, StatusCode::OK))
 }
@@ -37,12 +39,13 @@ pub async fn run_pin(
     comment: CommentId,
     pinned: bool,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    let (post_author, _) = live_comment(&state, comment).await?;
+    let (post, comment_author) = live_comment(&state, request.actor(), comment).await?;
     let command = ThreadCommand::Pin {
         comment,
         actor: request.actor(),
-        post_author,
+        post_author: post.author,
+        comment_author,
         pinned,
     };
-    run_thread(state, request, command).await
+    run_thread(state, request, command, post).await
 }

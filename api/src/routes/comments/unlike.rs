@@ -9,7 +9,7 @@ use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::LikeErrors;
 use crate::routes::liking::run_like;
-use crate::routes::live::live_comment;
+use crate::routes::readable::live_comment;
 use crate::state::AppState;
 
 /// Take back a like of a comment.
@@ -21,6 +21,14 @@ pub async fn unlike_comment(
     request: CommandRequest,
     PathId(comment): PathId<CommentId>,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
-    let (_, author) = live_comment(&state, comment).await?;
-    run_like(state, request, LikeTarget::Comment(comment), author, false).await
+    let (post, author) = live_comment(&state, request.actor(), comment).await?;
+    run_like(
+        state,
+        request,
+        LikeTarget::Comment(comment),
+        author,
+        post,
+        false,
+    )
+    .await
 }

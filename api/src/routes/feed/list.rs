@@ -7,6 +7,7 @@ use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::query::{
     self as feed_read, Inbox, InboxEntries, InboxRange, PgInbox,
 };
+use relations_projections::privacy::ReadFilter;
 use sqlx::PgPool;
 
 use super::post_page::{with_engagement, PostPage, PostPageParams};
@@ -14,7 +15,7 @@ use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::contract::BearerQueryErrors;
-use crate::routes::query::wait_for_essential;
+use crate::routes::query::{graph_source, wait_for_essential};
 use crate::state::AppState;
 
 /// The caller's feed, newest first: `{items, next_cursor}`. Followed authors' posts (pushed
@@ -38,7 +39,14 @@ pub async fn feed(
         &cached
     };
     let recommended = state.config.recommended();
-    let (page, head) = feed_read::feed(pool, inbox, actor.user, &recommended, start, size).await?;
+    // Who may read what is judged on the graph at the moment of reading (issue 26).
+    let source = graph_source(&state, p.min_position).await?;
+    let filter = ReadFilter {
+        source,
+        viewer: Some(actor.user),
+    };
+    let (page, head) =
+        feed_read::feed(pool, inbox, &filter, actor.user, &recommended, start, size).await?;
     if p.is_first() {
         state.read_marks.mark(actor.user, head);
     }

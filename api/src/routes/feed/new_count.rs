@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::Json;
 use relations_projections::feed::query as feed_read;
+use relations_projections::privacy::ReadFilter;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -11,7 +12,7 @@ use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::contract::BearerQueryErrors;
-use crate::routes::query::wait_for_essential;
+use crate::routes::query::{graph_source, wait_for_essential};
 use crate::state::AppState;
 
 /// `new_count`'s answer: `{count}`.
@@ -42,6 +43,10 @@ pub async fn new_count(
     let pool = wait_for_essential(&state, p.min_position).await?;
     let recommended = state.config.recommended();
     let pending = state.read_marks.pending(actor.user);
-    let count = feed_read::new_count(pool, actor.user, &recommended, pending).await?;
+    let filter = ReadFilter {
+        source: graph_source(&state, p.min_position).await?,
+        viewer: Some(actor.user),
+    };
+    let count = feed_read::new_count(pool, &filter, actor.user, &recommended, pending).await?;
     Ok(Json(NewCount { count }))
 }

@@ -31,6 +31,7 @@ fn end_event(reason: EndReason) -> Event {
     let message = match reason {
         EndReason::TokenRevoked => "this token has been revoked",
         EndReason::UserBanned => "this user is banned",
+        EndReason::AccountErased => "this account is erased",
     };
     let data = serde_json::json!({ "code": reason.code(), "message": message });
     Event::default()

@@ -1,7 +1,9 @@
 //! `/api/v1/me/*`: the caller's own lists, settings, likes, follows as CSV and logout, one file
 //! each.
 
+mod archive;
 mod blocks;
+mod erase;
 mod follow_requests;
 mod follower_changes;
 mod following;
@@ -19,6 +21,8 @@ use crate::state::AppState;
 /// The caller's routes, each with its contract.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(erase::erase))
+        .routes(routes!(archive::archive))
         .routes(routes!(blocks::blocks))
         .routes(routes!(mutes::mutes))
         .routes(routes!(follow_requests::follow_requests))

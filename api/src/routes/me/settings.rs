@@ -1,8 +1,9 @@
-//! `PUT /api/v1/me/settings`: locks or unlocks the caller's account.
+//! `PUT /api/v1/me/settings`: locks or unlocks the caller's account, hides or shows its graph.
 
 use crate::outcome::Settings;
 use axum::extract::State;
 use axum::Json;
+use relations_store::SettingsAsk;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -11,16 +12,24 @@ use crate::extract::ApiJson;
 use crate::routes::command::CommandRequest;
 use crate::state::AppState;
 
-/// `PUT /me/settings`'s body.
+/// `PUT /me/settings`'s body: each setting omitted stays as it is.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsBody {
-    /// Whether the caller approves their followers. Unlocking approves every pending request.
-    pub locked: bool,
+    /// Whether the caller approves their followers (and their posts are for their followers
+    /// only). Unlocking approves every pending request.
+    #[serde(default)]
+    pub locked: Option<bool>,
+    /// Whether the caller's following, followers, friends and known-followers lists are for
+    /// them alone, and relation queries naming them for the pair's two users alone.
+    #[serde(default)]
+    pub hide_graph: Option<bool>,
 }
 
-/// Locks or unlocks the caller's account. A follow of a locked account is a request the owner
-/// approves; unlocking approves every pending request at once, in one transaction.
+/// Changes the caller's settings, in one transaction; the answer shows both as they are then.
+/// A follow of a locked account is a request the owner approves, and its posts are for its
+/// followers; unlocking approves every pending request at once. A hidden graph is 403
+/// `HIDDEN` to others (counts stay public).
 #[utoipa::path(put, path = "/api/v1/me/settings", tag = "commands", request_body = SettingsBody,
     security(("bearer" = [])),
     responses((status = 200, body = Settings, description = "`position` is null when nothing changed"),
@@ -36,13 +45,18 @@ pub async fn settings(
 ) -> Result<Json<Settings>, ApiError> {
     // A PUT is idempotent by itself: an Idempotency-Key is accepted and not needed.
     request.admit(&state, "settings", &body).await?;
-    let position = state
+    let ask = SettingsAsk {
+        locked: body.locked,
+        hide_graph: body.hide_graph,
+    };
+    let change = state
         .settings
-        .set_locked(request.actor(), body.locked, &request.metadata)
+        .set(request.actor(), ask, &request.metadata)
         .await?;
     metrics::counter!("relations_commands_total", "command" => "settings").increment(1);
     Ok(Json(Settings {
-        locked: body.locked,
-        position,
+        locked: change.locked,
+        hide_graph: change.hide_graph,
+        position: change.position,
     }))
 }

@@ -10,8 +10,8 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, PathId};
 use crate::routes::command::{CommandAnswer, CommandRequest};
-use crate::routes::live::live_comment;
-use crate::routes::live::live_post;
+use crate::routes::readable::live_comment;
+use crate::routes::readable::live_post;
 use crate::state::AppState;
 
 /// A new comment's body.
@@ -45,12 +45,12 @@ pub async fn comment(
     PathId(post): PathId<PostId>,
     ApiJson(body): ApiJson<CommentBody>,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    let post_author = live_post(&state, post).await?;
+    let access = live_post(&state, request.actor(), post).await?;
     let parent = match &body.parent {
         None => None,
         Some(raw) => {
             let parent: CommentId = raw.parse().map_err(|_| ApiError::NotFound)?;
-            let (_, author) = live_comment(&state, parent).await?;
+            let (_, author) = live_comment(&state, request.actor(), parent).await?;
             if parent.post != post {
                 return Err(ApiError::NotFound);
             }
@@ -65,7 +65,7 @@ pub async fn comment(
         .comment(
             post,
             request.actor(),
-            post_author,
+            access,
             parent,
             body.content,
             &request.metadata,

@@ -13,9 +13,9 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiQuery, PathId};
 use crate::routes::comments::visible::{visible_page, CommentList, CommentPage};
 use crate::routes::contract::TokenErrors;
-use crate::routes::live::live_post;
 use crate::routes::page::Page;
 use crate::routes::query::wait_for_projectors;
+use crate::routes::readable::readable_post;
 use crate::state::AppState;
 
 /// The comment list's order.
@@ -41,7 +41,8 @@ pub async fn comments(
     ApiQuery(p): ApiQuery<SortParams>,
     page: Page<CommentKey>,
 ) -> Result<Json<CommentPage>, ApiError> {
-    live_post(&state, post).await?;
+    let reader = viewer.as_ref().map(|a| a.user);
+    readable_post(&state, reader, post, page.min_position).await?;
     let sort = match p.sort.as_deref() {
         None | Some("new") => Sort::New,
         Some("top") => Sort::Top,

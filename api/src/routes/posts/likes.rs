@@ -6,12 +6,13 @@ use relations_domain::{LikeTarget, PostId};
 use relations_projections::engagement::query as read;
 use relations_projections::engagement::NAME as ENGAGEMENT;
 
+use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
 use crate::routes::contract::TokenErrors;
-use crate::routes::live::live_post;
 use crate::routes::page::{Page, SinceKey};
 use crate::routes::query::{cursor_page, graph_source, wait_for_projectors, CursorPage};
+use crate::routes::readable::readable_post;
 use crate::state::AppState;
 
 /// Who likes the post, newest first: `{items: [{user, since}], next_cursor}`.
@@ -21,10 +22,11 @@ use crate::state::AppState;
               (status = 404, body = ErrorBody), (status = 503, body = ErrorBody), TokenErrors))]
 pub async fn likers(
     State(state): State<AppState>,
+    viewer: Option<Actor>,
     PathId(post): PathId<PostId>,
     page: Page<SinceKey>,
 ) -> Result<Json<CursorPage>, ApiError> {
-    live_post(&state, post).await?;
+    readable_post(&state, viewer.map(|a| a.user), post, page.min_position).await?;
     let pool = wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
     let target = LikeTarget::Post(post);
     let rows = read::likers(pool, target, page.after, page.probe()).await?;

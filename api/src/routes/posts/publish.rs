@@ -3,7 +3,7 @@
 use crate::outcome::Published;
 use axum::extract::State;
 use axum::http::StatusCode;
-use relations_domain::PostContent;
+use relations_domain::{PostContent, Visibility};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -18,13 +18,17 @@ pub struct PublishBody {
     /// 1 to 2000 characters.
     #[schema(value_type = String, min_length = 1, max_length = 2000, pattern = r"^[^\x00]*$")]
     pub content: PostContent,
+    /// Who may read it (issue 26): `public` (the default), `unlisted` (never in the
+    /// recommended feed) or `followers` (the author and their followers).
+    #[serde(default)]
+    pub visibility: Visibility,
 }
 
 /// Publishes a post: `201 {post, position}`.
 #[utoipa::path(post, path = "/api/v1/posts", tag = "commands", request_body = PublishBody,
     params(CommandRequest), security(("bearer" = [])),
     responses((status = 201, body = Published),
-              (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters"),
+              (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters, or an unknown visibility"),
               (status = 401, body = ErrorBody),
               (status = 403, body = ErrorBody, description = "USER_BANNED"), (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
               (status = 422, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
@@ -39,6 +43,7 @@ pub async fn publish(
         .publish(
             request.actor(),
             body.content,
+            body.visibility,
             &request.metadata,
             idempotency.as_ref(),
         )

@@ -9,7 +9,7 @@ use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::LikeErrors;
 use crate::routes::liking::run_like;
-use crate::routes::live::live_post;
+use crate::routes::readable::live_post;
 use crate::state::AppState;
 
 /// Take back a like of a post.
@@ -21,6 +21,14 @@ pub async fn unlike_post(
     request: CommandRequest,
     PathId(post): PathId<PostId>,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
-    let author = live_post(&state, post).await?;
-    run_like(state, request, LikeTarget::Post(post), author, false).await
+    let access = live_post(&state, request.actor(), post).await?;
+    run_like(
+        state,
+        request,
+        LikeTarget::Post(post),
+        access.author,
+        access,
+        false,
+    )
+    .await
 }

@@ -10,7 +10,7 @@ use super::status::{relations, AsOfParams};
 use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::routes::contract::QueryErrors;
+use crate::routes::contract::RelationQueryErrors;
 use crate::state::AppState;
 
 /// Most ids one batch may ask about.
@@ -37,7 +37,7 @@ pub struct RelationBatch {
 
 /// C's relation to each of up to 200 users, in the order asked.
 #[utoipa::path(get, path = "/api/v1/relation/batch", tag = "queries", params(BatchParams, AsOfParams),
-    responses((status = 200, body = RelationBatch), QueryErrors))]
+    responses((status = 200, body = RelationBatch), RelationQueryErrors))]
 pub async fn batch(
     State(state): State<AppState>,
     bearer: Option<Actor>,

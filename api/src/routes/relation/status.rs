@@ -6,6 +6,8 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
 use relations_projections::history;
+use relations_projections::privacy;
+use relations_projections::relations::reads::Source;
 use relations_store::LogPosition;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -13,7 +15,7 @@ use utoipa::IntoParams;
 use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::routes::contract::QueryErrors;
+use crate::routes::contract::RelationQueryErrors;
 use crate::routes::query::{graph_source, wait_for_projectors};
 use crate::state::AppState;
 
@@ -36,11 +38,28 @@ pub(super) async fn relations(
         as_of,
     } = when;
     if let Some(at) = as_of {
+        // Whose graph is hidden is judged now, whatever moment is asked about.
+        hidden_pairs(graph_source(state, None).await?, bearer, from, to).await?;
         let pool = wait_for_projectors(state, &[history::NAME], min_position).await?;
         return Ok(history::query::relations_as_of(pool, from, to, at).await?);
     }
     let source = graph_source(state, min_position).await?;
+    hidden_pairs(source, bearer, from, to).await?;
     Ok(source.relations(from, to, mutes_at(bearer, from)).await?)
+}
+
+/// 403 `HIDDEN` when a user of a pair hides their graph from the bearer, who is not one of
+/// the pair (issue 26's rule, `relations_projections::privacy`).
+async fn hidden_pairs(
+    source: Source<'_>,
+    bearer: Option<&Actor>,
+    from: UserId,
+    to: &[UserId],
+) -> Result<(), ApiError> {
+    match privacy::pairs_hidden(source, bearer.map(|a| a.user), from, to).await? {
+        true => Err(ApiError::Hidden),
+        false => Ok(()),
+    }
 }
 
 /// `status` parameters.
@@ -70,7 +89,7 @@ pub struct AsOfParams {
 
 /// A's relation to B.
 #[utoipa::path(get, path = "/api/v1/relation/status", tag = "queries", params(StatusParams, AsOfParams),
-    responses((status = 200, body = Relation), QueryErrors))]
+    responses((status = 200, body = Relation), RelationQueryErrors))]
 pub async fn status(
     State(state): State<AppState>,
     bearer: Option<Actor>,

@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 use crate::error::ApiError;
 use crate::extract::{ApiQuery, PathId};
 use crate::routes::contract::UserQueryErrors;
-use crate::routes::query::graph_source;
+use crate::routes::query::user_source;
 use crate::state::AppState;
 
 /// Counts parameters.
@@ -32,6 +32,6 @@ pub async fn counts(
     ApiQuery(p): ApiQuery<CountsParams>,
     PathId(user): PathId<UserId>,
 ) -> Result<Json<Counts>, ApiError> {
-    let source = graph_source(&state, p.min_position).await?;
+    let source = user_source(&state, user, p.min_position).await?;
     Ok(Json(source.counts(user).await?))
 }

@@ -10,7 +10,7 @@ use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
 use crate::routes::page::{Page, SinceKey};
-use crate::routes::query::{cursor_page, graph_source, CursorPage, ListItem};
+use crate::routes::query::{cursor_page, graph_list_source, CursorPage, ListItem};
 use crate::state::AppState;
 
 /// `known_followers`' answer: `{items, total, next_cursor}`.
@@ -31,7 +31,7 @@ pub struct KnownFollowersPage {
     params(("id" = i64, Path, description = "The user"), Page<SinceKey>),
     responses((status = 200, body = KnownFollowersPage), (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody),
-              (status = 403, body = ErrorBody, description = "USER_BANNED"), (status = 404, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED; HIDDEN: the user hides their graph from the caller (or is locked and not followed by them)"), (status = 404, body = ErrorBody),
               (status = 503, body = ErrorBody, description = "NOT_CAUGHT_UP")))]
 pub async fn known_followers(
     State(state): State<AppState>,
@@ -39,7 +39,7 @@ pub async fn known_followers(
     PathId(user): PathId<UserId>,
     page: Page<SinceKey>,
 ) -> Result<Json<KnownFollowersPage>, ApiError> {
-    let source = graph_source(&state, page.min_position).await?;
+    let source = graph_list_source(&state, user, Some(actor.user), page.min_position).await?;
     let (rows, total) = source
         .known_followers(actor.user, user, page.after, page.probe())
         .await?;

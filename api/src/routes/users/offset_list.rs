@@ -10,7 +10,7 @@ use utoipa::IntoParams;
 
 use crate::error::ApiError;
 use crate::routes::page::{limit, offset};
-use crate::routes::query::{graph_source, items, OffsetPage};
+use crate::routes::query::{graph_list_source, items, OffsetPage};
 use crate::state::AppState;
 
 /// Offset-paged list parameters.
@@ -31,15 +31,16 @@ pub struct OffsetParams {
     min_position: Option<LogPosition>,
 }
 
-/// A page of one of `user`'s offset-paged lists.
+/// A page of one of `user`'s offset-paged lists, unless `user` hides it from `bearer`.
 pub async fn offset_list(
     state: &AppState,
     user: UserId,
+    bearer: Option<UserId>,
     p: OffsetParams,
     list: OffsetList,
 ) -> Result<Json<OffsetPage>, ApiError> {
     let (offset, limit) = (offset(p.offset)?, limit(p.limit)?);
-    let source = graph_source(state, p.min_position).await?;
+    let source = graph_list_source(state, user, bearer, p.min_position).await?;
     let slice = source.offset_page(list, user, offset, limit).await?;
     let next = offset + slice.edges.len() as i64;
     let next_offset = (next < slice.total && !slice.edges.is_empty()).then_some(next);

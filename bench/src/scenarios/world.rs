@@ -1,0 +1,146 @@
+//! The world the scenarios share at `--users N`: N users' LinkBench-shaped follows and a post
+//! each, appended through the log like an operator's bulk import, settled, and folded once the
+//! way README's "Bulk loads" tells an operator to: `relations rebuild` of each read model, and
+//! the Redis caches started at the rebuilt models' positions (no reader has filled them, so
+//! there is nothing in them to keep current). A live projector then only confirms it is caught
+//! up. Each scenario then runs on a file copy of it (`Env::fresh_database`), with
+//! its own users numbered after the world's ([`Scale::base`]), so every figure is measured
+//! against tables, indexes and an in-memory graph of the world's size.
+
+use std::time::{Duration, Instant};
+
+use relations_projections::runtime::checkpoint;
+use sqlx::PgPool;
+
+use super::scale::Scale;
+use crate::graph;
+use crate::harness::{Env, Row, Server};
+
+/// The template database.
+pub const WORLD: &str = "bench_world";
+
+/// Loads the world and makes `env` copy it from now on; its rows (load, fold, bytes on disk).
+pub async fn world(env: &mut Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let Some(users) = scale.world() else {
+        return Ok(Vec::new());
+    };
+    let pool = env.fresh_database(WORLD).await?;
+    let started = Instant::now();
+    let follows = graph::load_follows(&pool, &graph::follows(users, 42)).await?;
+    let authors: Vec<i64> = (1..=users).collect();
+    let posts = graph::load_posts(&pool, &authors).await?;
+    let appended = started.elapsed();
+    eprintln!(
+        "world: {follows} follows and {posts} posts appended in {:.1} s",
+        appended.as_secs_f64()
+    );
+    let started = Instant::now();
+    let rebuilds = rebuild_models(env).await?;
+    let rebuilt = started.elapsed();
+    start_caches(&pool).await?;
+    let names: Vec<&str> = MODELS.into_iter().chain(CACHES.map(|c| c.0)).collect();
+    let server = Server::start(env, WORLD, 18079, &[], None).await?;
+    let confirmed = graph::caught_up(&pool, &names).await?;
+    drop(server);
+    let events = follows + posts;
+    let (database, event_bytes): (i64, i64) = sqlx::query_as(
+        "SELECT pg_database_size(current_database()), pg_total_relation_size('events')",
+    )
+    .fetch_one(&pool)
+    .await?;
+    sqlx::query("CHECKPOINT").execute(&pool).await?;
+    pool.close().await;
+    env.world = Some(WORLD.to_owned());
+    let scenario = format!("world: {users} users");
+    Ok(vec![
+        Row::new(
+            &scenario,
+            &format!("{follows} follows and {posts} posts appended (bulk, then VACUUM ANALYZE and a checkpoint)"),
+            format!(
+                "{:.1} s ({:.0} events/s)",
+                appended.as_secs_f64(),
+                events as f64 / appended.as_secs_f64()
+            ),
+        ),
+        Row::new(
+            &scenario,
+            &format!(
+                "every read model rebuilt (`relations rebuild` of each, one after another: {})",
+                rebuilds
+                    .iter()
+                    .map(|(name, took)| format!("{name} {:.0} s", took.as_secs_f64()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            format!(
+                "{:.1} s ({:.0} events/s)",
+                rebuilt.as_secs_f64(),
+                events as f64 / rebuilt.as_secs_f64()
+            ),
+        ),
+        Row::new(
+            &scenario,
+            "a server's projectors (the four models and the two caches) confirmed caught up",
+            format!("{:.1} s", confirmed.as_secs_f64()),
+        ),
+        Row::new(
+            &scenario,
+            "PostgreSQL bytes: the database per follow, the log per event",
+            format!(
+                "{:.0} B per follow ({:.2} GiB in all); {:.0} B per event",
+                database as f64 / follows.max(1) as f64,
+                database as f64 / 1073741824.0,
+                event_bytes as f64 / events.max(1) as f64
+            ),
+        ),
+    ])
+}
+
+/// The read models, rebuilt one after another.
+const MODELS: [&str; 4] = [
+    relations_projections::relations::NAME,
+    relations_projections::feed::NAME,
+    relations_projections::history::NAME,
+    relations_projections::engagement::NAME,
+];
+
+/// The Redis caches, each with the model it follows.
+const CACHES: [(&str, &str); 2] = [
+    (
+        relations_projections::feed::inbox_cache::NAME,
+        relations_projections::feed::NAME,
+    ),
+    (
+        relations_projections::engagement::like_cache::NAME,
+        relations_projections::engagement::NAME,
+    ),
+];
+
+/// `relations rebuild` of each read model on the world, as README's "Bulk loads" says; how
+/// long each took.
+async fn rebuild_models(env: &Env) -> anyhow::Result<Vec<(&'static str, Duration)>> {
+    let mut took = Vec::new();
+    for name in MODELS {
+        let one = super::rebuild::run_rebuild(env, WORLD, name)?;
+        eprintln!(
+            "world: relations rebuild {name}: {:.1} s",
+            one.as_secs_f64()
+        );
+        took.push((name, one));
+    }
+    Ok(took)
+}
+
+/// Starts each cache where its model stands. The caches hold what readers read, and none has
+/// read this world (a copy gets a Redis prefix of its own). A copy whose inbox cache is
+/// millions of events behind spends every scenario catching it up (the first 1M mix did);
+/// folding them live through 12M events is hours of lookups that touch no entry.
+async fn start_caches(pool: &PgPool) -> anyhow::Result<()> {
+    for (cache, upstream) in CACHES {
+        let mut conn = pool.acquire().await?;
+        let at = checkpoint::read(&mut *conn, upstream).await?;
+        checkpoint::register(&mut *conn, cache).await?;
+        checkpoint::advance(&mut conn, cache, at, 0).await?;
+    }
+    Ok(())
+}

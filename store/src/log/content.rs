@@ -1,0 +1,202 @@
+//! Post and comment content in the log: sealed on the way in, and the one place every reader
+//! turns a stored payload back into content.
+//!
+//! `PostPublished` and `CommentAdded` are the events that carry content. Version 1 holds it as
+//! plain text (`"content": string`), version 2 sealed with its author's data key
+//! (`"sealed": base64(nonce || AES-256-GCM ciphertext)`, no `content`); the command paths write
+//! version 2 only, and `relations migrate` seals the version-1 events an older log holds
+//! ([`super::rewrite`]). [`reveal`] brings either version to the shape every reader folds:
+//! `"content": string | null` and `"erased": bool` (null and true when the author's key was
+//! destroyed). Sealed content is bound to its place: the associated data names the stream, the
+//! event's version in it, its type and its author, so a ciphertext moved elsewhere never opens.
+
+use std::borrow::Cow;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use serde_json::Value;
+use sqlx::PgConnection;
+
+use super::event::RecordedEvent;
+use crate::keys::{KeyError, Keyring};
+
+/// The event types whose payload carries content.
+pub const CONTENT_TYPES: [&str; 2] = ["PostPublished", "CommentAdded"];
+
+/// The payload version that holds content sealed.
+pub const SEALED_VERSION: &str = "2";
+
+/// One payload on its way into the log, sealed in place if its type carries content.
+pub(crate) struct Unsealed<'a> {
+    /// `post`, `thread`, ...
+    pub stream_type: &'a str,
+    /// The stream's id.
+    pub stream_id: &'a str,
+    /// The event's version in its stream.
+    pub sequence: i64,
+    /// Its type.
+    pub event_type: &'a str,
+    /// Its payload version (set to [`SEALED_VERSION`] when sealed).
+    pub version: &'a mut String,
+    /// cqrs-es's externally tagged payload.
+    pub payload: &'a mut Value,
+}
+
+/// What sealed content is bound to (AES-GCM's associated data).
+fn place(
+    stream_type: &str,
+    stream_id: &str,
+    sequence: i64,
+    event_type: &str,
+    author: i64,
+) -> Vec<u8> {
+    format!("relations.content/{stream_type}/{stream_id}/{sequence}/{event_type}/{author}")
+        .into_bytes()
+}
+
+/// The payload's inner object and its author, when it is one that carries content.
+fn carrier<'p>(
+    event_type: &str,
+    payload: &'p mut Value,
+) -> Option<(&'p mut serde_json::Map<String, Value>, Option<i64>)> {
+    if !CONTENT_TYPES.contains(&event_type) {
+        return None;
+    }
+    let data = payload.get_mut(event_type)?.as_object_mut()?;
+    let author = data.get("author").and_then(Value::as_i64);
+    Some((data, author))
+}
+
+/// Seals the content of every event in `events` that carries it in plain text, with its
+/// author's key (made in the caller's transaction for an author who has none).
+pub(crate) async fn seal(
+    conn: &mut PgConnection,
+    keys: &Keyring,
+    events: &mut [Unsealed<'_>],
+) -> Result<(), KeyError> {
+    let shape = |problem| KeyError::Shape {
+        event_id: uuid::Uuid::nil(),
+        problem,
+    };
+    let mut authors = Vec::new();
+    for event in events.iter_mut() {
+        if let Some((data, author)) = carrier(event.event_type, event.payload) {
+            if data.contains_key("content") {
+                authors.push(author.ok_or_else(|| shape("content without an author"))?);
+            }
+        }
+    }
+    if authors.is_empty() {
+        return Ok(());
+    }
+    let keys = keys.for_writing(conn, &authors).await?;
+    for event in events.iter_mut() {
+        let Some((data, Some(author))) = carrier(event.event_type, event.payload) else {
+            continue;
+        };
+        let Some(content) = data.remove("content") else {
+            continue;
+        };
+        let text = content
+            .as_str()
+            .ok_or_else(|| shape("content is not text"))?;
+        let key = keys
+            .get(&author)
+            .ok_or_else(|| shape("no key for the author"))?;
+        let at = place(
+            event.stream_type,
+            event.stream_id,
+            event.sequence,
+            event.event_type,
+            author,
+        );
+        data.insert("sealed".into(), BASE64.encode(key.seal(&at, text)).into());
+        *event.version = SEALED_VERSION.to_owned();
+    }
+    Ok(())
+}
+
+/// Brings every event of `events` that carries content to the shape readers fold: version 2
+/// opened with its author's key (`content` null and `erased` true when the key is gone),
+/// version 1 as it was with `erased` false. Other events are left alone; an event revealed
+/// already is too. The relay publishes what the log stores and never calls this.
+pub async fn reveal(keys: &Keyring, events: &mut [RecordedEvent]) -> Result<(), KeyError> {
+    let mut authors = Vec::new();
+    for event in events.iter_mut() {
+        let id = event.event_id;
+        if let Some((data, author)) = carrier(&event.event_type, &mut event.payload) {
+            if data.contains_key("sealed") {
+                authors.push(author.ok_or(KeyError::Shape {
+                    event_id: id,
+                    problem: "sealed content without an author",
+                })?);
+            }
+        }
+    }
+    let keys = if authors.is_empty() {
+        Default::default()
+    } else {
+        keys.for_reading(&authors).await?
+    };
+    for event in events.iter_mut() {
+        if !CONTENT_TYPES.contains(&event.event_type.as_str()) {
+            continue;
+        }
+        let id = event.event_id;
+        let author = event.payload[event.event_type.as_str()]["author"]
+            .as_i64()
+            .unwrap_or_default();
+        let at = place(
+            &event.stream_type,
+            &event.stream_id,
+            event.stream_version,
+            &event.event_type,
+            author,
+        );
+        let Some((data, _)) = carrier(&event.event_type, &mut event.payload) else {
+            continue;
+        };
+        let Some(sealed) = data.remove("sealed") else {
+            data.entry("erased").or_insert(false.into());
+            continue;
+        };
+        let content =
+            match keys.get(&author) {
+                Some(key) => {
+                    let bytes = sealed.as_str().and_then(|s| BASE64.decode(s).ok()).ok_or(
+                        KeyError::Shape {
+                            event_id: id,
+                            problem: "sealed content is not base64",
+                        },
+                    )?;
+                    let text = key
+                        .open(&at, &bytes)
+                        .map_err(|_| KeyError::Unopenable { event_id: id })?;
+                    Value::from(text)
+                }
+                None => Value::Null,
+            };
+        data.insert("erased".into(), content.is_null().into());
+        data.insert("content".into(), content);
+    }
+    Ok(())
+}
+
+/// Whether `event` carries content not yet brought to the readers' shape.
+fn unrevealed(event: &RecordedEvent) -> bool {
+    CONTENT_TYPES.contains(&event.event_type.as_str()) && event.data().get("erased").is_none()
+}
+
+/// `events` as readers fold them ([`reveal`]): borrowed as they are when none carries content
+/// still to reveal, else a revealed copy.
+pub async fn revealed<'e>(
+    keys: &Keyring,
+    events: &'e [RecordedEvent],
+) -> Result<Cow<'e, [RecordedEvent]>, KeyError> {
+    if !events.iter().any(unrevealed) {
+        return Ok(Cow::Borrowed(events));
+    }
+    let mut copy = events.to_vec();
+    reveal(keys, &mut copy).await?;
+    Ok(Cow::Owned(copy))
+}
