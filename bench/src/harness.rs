@@ -185,10 +185,19 @@ impl Server {
         }
     }
 
-    /// Waits until the server's in-memory graph reflects the whole log as it stands now (its
-    /// relation reads are answered from it).
+    /// Waits until the server's in-memory graph has loaded and reflects the whole log as it
+    /// stands now (its relation reads are answered from it). Until the replica has loaded,
+    /// reads are answered by PostgreSQL, so a `min_position` read alone would not wait for it:
+    /// its gauges appear once it has.
     pub async fn graph_caught_up(&self, pool: &sqlx::PgPool) -> anyhow::Result<Duration> {
         let start = Instant::now();
+        while self.metric("relations_graph_users").await.is_err() {
+            anyhow::ensure!(
+                start.elapsed() < Duration::from_secs(1800),
+                "the graph never loaded"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         let head = relations_store::log::head(pool).await?;
         let client = reqwest::Client::new();
         let url = format!(
