@@ -1,0 +1,345 @@
+//! `relations replay --format parquet --out DIR`: the log as Parquet files, one directory per
+//! day of `occurred_at` (UTC, Hive style: `DIR/date=2026-11-24/`), rows in log order.
+//!
+//! Incremental: `DIR/_position` holds the position of the last event written (`"{tx}.{gp}"`);
+//! a run appends only the events after it, as one new file per day it touches, named after the
+//! run's first event (`part-{transaction_id:020}-{global_position:020}.parquet`, so names sort
+//! in log order within a day). Atomic: each file is written under a temporary name and renamed
+//! only when every file of the run is complete; `_position` is replaced (also by rename) last.
+//! A run that died midway leaves temporary files and perhaps some renamed files named after
+//! `_position`; the next run removes both before it starts, so every row is written once.
+//!
+//! Erasure (issue 25): content whose author's key is gone is null, as in JSON lines. Files
+//! written before an erasure hold the content in plain text; a run that meets `UserErased`
+//! events rewrites every earlier file holding the erased users' content with it null and
+//! `erased` true (atomically as well), so the directory forgets as the log does, at the next run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
+use chrono::NaiveDate;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::metadata::SortingColumn;
+use parquet::file::properties::WriterProperties;
+use relations_store::log::{self, RecordedEvent, Replay, CONTENT_TYPES};
+use relations_store::{Keyring, LogPosition};
+use sqlx::PgConnection;
+
+use super::columns;
+
+/// The file holding the position of the last event written.
+const POSITION: &str = "_position";
+
+/// What a run wrote.
+#[derive(Debug)]
+pub struct Written {
+    /// Events appended.
+    pub events: u64,
+    /// Earlier files rewritten without erased users' content.
+    pub forgotten: usize,
+}
+
+/// Appends to `root` every event committed after its `_position` (everything, the first time).
+pub async fn run(conn: &mut PgConnection, keys: &Keyring, root: &Path) -> anyhow::Result<Written> {
+    std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
+    let after = committed(root)?;
+    let mut replay = Replay::start(conn, after, Duration::from_secs(60)).await?;
+    let mut run = Run::new(root);
+    while let Some(mut batch) = replay.next_batch(conn).await? {
+        log::reveal(keys, &mut batch).await?;
+        run.write(&batch)?;
+    }
+    run.finish()
+}
+
+/// The position `root`'s files hold everything up to, after removing what a run that died
+/// midway left (temporary files, and files named after that position).
+fn committed(root: &Path) -> anyhow::Result<LogPosition> {
+    let after = match std::fs::read_to_string(root.join(POSITION)) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .with_context(|| format!("{} is not a position", root.join(POSITION).display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => LogPosition::START,
+        Err(e) => return Err(e.into()),
+    };
+    for (path, named) in files(root)? {
+        if named.is_none_or(|first| first > after) {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("removing the leftover {}", path.display()))?;
+        }
+    }
+    Ok(after)
+}
+
+/// Every file in `root`'s day directories, with the position its name starts from (`None`
+/// for a temporary or unknown file).
+fn files(root: &Path) -> anyhow::Result<Vec<(PathBuf, Option<LogPosition>)>> {
+    let mut found = Vec::new();
+    for day in std::fs::read_dir(root)? {
+        let day = day?.path();
+        let is_day = day
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("date="));
+        if !is_day || !day.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&day)? {
+            let path = file?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            found.push((path.clone(), first_of(name)));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The file name of a run's file whose first event is at `first`.
+fn file_name(first: LogPosition) -> String {
+    format!(
+        "part-{:020}-{:020}.parquet",
+        first.transaction_id, first.global_position
+    )
+}
+
+/// The position a file name of [`file_name`]'s form starts from.
+fn first_of(name: &str) -> Option<LogPosition> {
+    let (tx, pos) = name
+        .strip_prefix("part-")?
+        .strip_suffix(".parquet")?
+        .split_once('-')?;
+    let position = LogPosition {
+        transaction_id: tx.parse().ok()?,
+        global_position: pos.parse().ok()?,
+    };
+    (file_name(position) == name).then_some(position)
+}
+
+/// Snappy pages, and the files' rows declared sorted by the pair (they are: log order).
+fn properties() -> WriterProperties {
+    let sorted = |column: &str| SortingColumn {
+        column_idx: columns::index(column) as i32,
+        descending: false,
+        nulls_first: false,
+    };
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_sorting_columns(Some(vec![
+            sorted("transaction_id"),
+            sorted("global_position"),
+        ]))
+        .build()
+}
+
+/// Writes `batches` to `path` under a temporary name; the temporary path, synced to disk.
+fn write_temporary(path: &Path, batches: &[RecordBatch]) -> anyhow::Result<PathBuf> {
+    let temporary = temporary(path);
+    let mut writer = ArrowWriter::try_new(
+        File::create(&temporary)?,
+        columns::schema(),
+        Some(properties()),
+    )?;
+    for batch in batches {
+        writer.write(batch)?;
+    }
+    writer.into_inner()?.sync_all()?;
+    Ok(temporary)
+}
+
+/// Where `path` is written before it is renamed into place: a hidden name, which DuckDB's
+/// `*.parquet`, pyarrow (pandas, Polars) and Spark all pass over.
+fn temporary(path: &Path) -> PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!(".{name}.tmp"))
+}
+
+/// One run: a temporary file per day it touches, renamed into place at the end.
+struct Run<'r> {
+    root: &'r Path,
+    /// The run's first event, which names its files.
+    first: Option<LogPosition>,
+    /// Its last event, `_position` when it is done.
+    last: Option<LogPosition>,
+    days: BTreeMap<NaiveDate, (PathBuf, ArrowWriter<File>)>,
+    /// Users erased by the run's events.
+    erased: BTreeSet<i64>,
+    events: u64,
+}
+
+impl<'r> Run<'r> {
+    fn new(root: &'r Path) -> Self {
+        Self {
+            root,
+            first: None,
+            last: None,
+            days: BTreeMap::new(),
+            erased: BTreeSet::new(),
+            events: 0,
+        }
+    }
+
+    /// Appends `batch` (revealed, in log order) to its days' files.
+    fn write(&mut self, batch: &[RecordedEvent]) -> anyhow::Result<()> {
+        let (Some(head), Some(tail)) = (batch.first(), batch.last()) else {
+            return Ok(());
+        };
+        let first = *self.first.get_or_insert(head.position);
+        self.last = Some(tail.position);
+        let mut by_day: BTreeMap<NaiveDate, Vec<&RecordedEvent>> = BTreeMap::new();
+        for event in batch {
+            by_day
+                .entry(event.occurred_at.date_naive())
+                .or_default()
+                .push(event);
+            if let Some(user) = relations_projections::runtime::projector::erased_user(event)? {
+                self.erased.insert(user);
+            }
+        }
+        for (day, events) in by_day {
+            let (_, writer) = match self.days.entry(day) {
+                std::collections::btree_map::Entry::Occupied(open) => open.into_mut(),
+                std::collections::btree_map::Entry::Vacant(new) => {
+                    let dir = self.root.join(format!("date={day}"));
+                    std::fs::create_dir_all(&dir)?;
+                    let path = dir.join(file_name(first));
+                    let file = File::create(temporary(&path))?;
+                    let writer = ArrowWriter::try_new(file, columns::schema(), Some(properties()))?;
+                    new.insert((path, writer))
+                }
+            };
+            writer.write(&columns::batch(&events)?)?;
+            self.events += events.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Completes the run: every file synced, earlier files rid of erased content, the run's
+    /// files renamed into place, and `_position` moved to the run's last event.
+    fn finish(self) -> anyhow::Result<Written> {
+        let mut done = Vec::new();
+        for (path, writer) in self.days.into_values() {
+            writer.into_inner()?.sync_all()?;
+            done.push(path);
+        }
+        let forgotten = forget(self.root, &self.erased)?;
+        for path in &done {
+            std::fs::rename(temporary(path), path)?;
+        }
+        if let Some(last) = self.last {
+            let position = self.root.join(POSITION);
+            std::fs::write(temporary(&position), format!("{last}\n"))?;
+            File::open(temporary(&position))?.sync_all()?;
+            std::fs::rename(temporary(&position), &position)?;
+        }
+        Ok(Written {
+            events: self.events,
+            forgotten,
+        })
+    }
+}
+
+/// Rewrites every file of `root` (earlier runs': this run's are still temporary) that holds
+/// content of an `erased` author with that content null and `erased` true; how many it rewrote.
+fn forget(root: &Path, erased: &BTreeSet<i64>) -> anyhow::Result<usize> {
+    if erased.is_empty() {
+        return Ok(0);
+    }
+    let mut rewritten = 0;
+    for (path, first) in files(root)? {
+        if first.is_none() {
+            continue;
+        }
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path)?)?.build()?;
+        let batches = reader.collect::<Result<Vec<_>, _>>()?;
+        let mut changed = false;
+        let batches = batches
+            .into_iter()
+            .map(|batch| {
+                let (batch, forgot) = without_content(batch, erased)?;
+                changed |= forgot;
+                Ok(batch)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if changed {
+            let temporary = write_temporary(&path, &batches)?;
+            std::fs::rename(temporary, &path)?;
+            rewritten += 1;
+        }
+    }
+    Ok(rewritten)
+}
+
+/// `batch` with the content of `erased` authors null and `erased` true; whether any was there.
+fn without_content(
+    batch: RecordBatch,
+    erased: &BTreeSet<i64>,
+) -> anyhow::Result<(RecordBatch, bool)> {
+    let types = batch.column(columns::index("type")).as_string::<i32>();
+    let authors = batch
+        .column(columns::index("author"))
+        .as_primitive::<Int64Type>();
+    let content = batch.column(columns::index("content")).as_string::<i32>();
+    let gone: Vec<bool> = (0..batch.num_rows())
+        .map(|row| {
+            CONTENT_TYPES.contains(&types.value(row))
+                && authors.is_valid(row)
+                && erased.contains(&authors.value(row))
+        })
+        .collect();
+    if !gone
+        .iter()
+        .zip(0..)
+        .any(|(&g, row)| g && content.is_valid(row))
+    {
+        return Ok((batch, false));
+    }
+    let flags = batch.column(columns::index("erased")).as_boolean();
+    let content: StringArray = (0..batch.num_rows())
+        .map(|row| (!gone[row] && content.is_valid(row)).then(|| content.value(row)))
+        .collect();
+    let flags: BooleanArray = (0..batch.num_rows())
+        .map(|row| match gone[row] {
+            true => Some(true),
+            false => flags.is_valid(row).then(|| flags.value(row)),
+        })
+        .collect();
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    columns[self::columns::index("content")] = std::sync::Arc::new(content);
+    columns[self::columns::index("erased")] = std::sync::Arc::new(flags);
+    Ok((RecordBatch::try_new(batch.schema(), columns)?, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_sort_in_log_order_and_read_back() {
+        let a = LogPosition {
+            transaction_id: 320_569,
+            global_position: 2,
+        };
+        let b = LogPosition {
+            transaction_id: 320_569,
+            global_position: 10,
+        };
+        assert!(file_name(a) < file_name(b));
+        assert_eq!(first_of(&file_name(b)), Some(b));
+        let hidden = temporary(Path::new(&file_name(b)));
+        assert_eq!(first_of(hidden.to_str().unwrap()), None);
+        assert!(hidden.to_str().unwrap().starts_with(".part-"));
+        assert_eq!(first_of("part-1-2.parquet"), None);
+    }
+}
