@@ -25,7 +25,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
 use chrono::NaiveDate;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::metadata::SortingColumn;
 use parquet::file::properties::WriterProperties;
@@ -72,7 +72,13 @@ fn committed(root: &Path) -> anyhow::Result<LogPosition> {
         Err(e) => return Err(e.into()),
     };
     for (path, named) in files(root)? {
-        if named.is_none_or(|first| first > after) {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        // Only what a run writes: a file someone else put there is not ours to remove.
+        let leftover = match named {
+            Some(first) => first > after,
+            None => name.starts_with(".part-") && name.ends_with(".parquet.tmp"),
+        };
+        if leftover {
             std::fs::remove_file(&path)
                 .with_context(|| format!("removing the leftover {}", path.display()))?;
         }
@@ -258,7 +264,7 @@ fn forget(root: &Path, erased: &BTreeSet<i64>) -> anyhow::Result<usize> {
     }
     let mut rewritten = 0;
     for (path, first) in files(root)? {
-        if first.is_none() {
+        if first.is_none() || !names_an_author(&path, erased)? {
             continue;
         }
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path)?)?.build()?;
@@ -279,6 +285,28 @@ fn forget(root: &Path, erased: &BTreeSet<i64>) -> anyhow::Result<usize> {
         }
     }
     Ok(rewritten)
+}
+
+/// Whether the file at `path` holds a post or comment by an `erased` author: reads only the
+/// `type` and `author` columns, so a run after an erasure reads a fraction of the directory.
+fn names_an_author(path: &Path, erased: &BTreeSet<i64>) -> anyhow::Result<bool> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?;
+    let leaves = [columns::index("type"), columns::index("author")];
+    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
+    for batch in builder.with_projection(mask).build()? {
+        let batch = batch?;
+        let types = batch.column(0).as_string::<i32>();
+        let authors = batch.column(1).as_primitive::<Int64Type>();
+        let named = (0..batch.num_rows()).any(|row| {
+            authors.is_valid(row)
+                && erased.contains(&authors.value(row))
+                && CONTENT_TYPES.contains(&types.value(row))
+        });
+        if named {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// `batch` with the content of `erased` authors null and `erased` true; whether any was there.
