@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{moment, relations, rfc3339, spawn_app, TestApp};
+use crate::helpers::{moment, relations, rfc3339, run_relations, spawn_app, TestApp};
 
 /// The workspace's root.
 fn root() -> PathBuf {
@@ -377,5 +377,24 @@ async fn json_lines_carry_the_two_integers_and_parquet_keeps_their_order() {
         .map(|r| (int(&r[0]), int(&r[1]), r[2].as_str().unwrap().to_owned()))
         .collect();
     assert_eq!(parquet, pairs);
+
+    // Parquet is the whole log, appended to: a filter is refused, and so is --out without it.
+    let out = dir.join("filtered");
+    let out = out.to_str().unwrap();
+    let filtered = run_relations(
+        &app,
+        &[
+            "replay", "--format", "parquet", "--out", out, "--type", "Followed",
+        ],
+    );
+    assert!(!filtered.status.success());
+    assert!(String::from_utf8_lossy(&filtered.stderr).contains("filter it in your query"));
+    assert!(!run_relations(&app, &["replay", "--out", out])
+        .status
+        .success());
+    assert!(!run_relations(&app, &["replay", "--format", "parquet"])
+        .status
+        .success());
+    assert!(!dir.join("filtered").exists(), "nothing written");
     std::fs::remove_dir_all(&dir).unwrap();
 }
