@@ -2,7 +2,7 @@
 //! as Parquet files in a directory, appended to incrementally (`--format parquet --out DIR`).
 
 mod columns;
-mod parquet;
+mod parquet_dir;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -85,7 +85,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<()> {
             let pool = args.database.connect().await?;
             let keys = relations_store::Keyring::new(keys, pool.clone());
             let mut conn = pool.acquire().await?;
-            let written = parquet::run(&mut conn, &keys, out).await?;
+            let written = parquet_dir::run(&mut conn, &keys, out).await?;
             tracing::info!(
                 events = written.events,
                 forgotten = written.forgotten,
