@@ -352,6 +352,7 @@ fn without_content(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn file_names_sort_in_log_order_and_read_back() {
@@ -369,5 +370,151 @@ mod tests {
         assert_eq!(first_of(hidden.to_str().unwrap()), None);
         assert!(hidden.to_str().unwrap().starts_with(".part-"));
         assert_eq!(first_of("part-1-2.parquet"), None);
+    }
+
+    /// An event at `(tx, gp)` that occurred `day` days after 2023-11-14 (UTC).
+    fn at(tx: i64, gp: i64, day: i64, stream_type: &str, kind: &str, data: Value) -> RecordedEvent {
+        let occurred = 1_700_000_000_000_000 + day * 86_400_000_000;
+        RecordedEvent {
+            event_id: uuid::Uuid::new_v4(),
+            position: LogPosition {
+                transaction_id: tx,
+                global_position: gp,
+            },
+            stream_type: stream_type.into(),
+            stream_id: "s".into(),
+            stream_version: 1,
+            event_type: kind.into(),
+            event_version: "1".into(),
+            occurred_at: chrono::DateTime::from_timestamp_micros(occurred).unwrap(),
+            payload: serde_json::json!({ kind: data }),
+            metadata: serde_json::json!({"request_id": "r", "actor": "3"}),
+        }
+    }
+
+    /// (day directory, file name, rows, contents) of every Parquet file under `root`.
+    fn read_back(root: &Path) -> Vec<(String, String, usize, Vec<Option<String>>)> {
+        let mut found = Vec::new();
+        for (path, named) in files(root).unwrap() {
+            assert!(named.is_some(), "only whole files: {}", path.display());
+            let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+                .unwrap()
+                .build()
+                .unwrap();
+            let (mut rows, mut contents) = (0, Vec::new());
+            for batch in reader {
+                let batch = batch.unwrap();
+                rows += batch.num_rows();
+                let content = batch.column(columns::index("content")).as_string::<i32>();
+                contents.extend(
+                    (0..batch.num_rows())
+                        .map(|r| content.is_valid(r).then(|| content.value(r).to_owned())),
+                );
+            }
+            let day = path.parent().unwrap().file_name().unwrap();
+            let name = path.file_name().unwrap();
+            found.push((
+                day.to_string_lossy().into(),
+                name.to_string_lossy().into(),
+                rows,
+                contents,
+            ));
+        }
+        found
+    }
+
+    #[test]
+    fn runs_split_by_day_append_after_the_position_and_forget_erased_content() {
+        let root = std::env::temp_dir().join(format!("relations-parquet-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&root).unwrap();
+        let post = |tx, day, author: i64, words: &str| {
+            let data = serde_json::json!({"post_id": "p", "author": author, "content": words,
+                "erased": false, "created_at": "2023-11-14T22:13:20Z", "visibility": "public"});
+            at(tx, tx, day, "post", "PostPublished", data)
+        };
+        let follow = |tx, day| {
+            at(
+                tx,
+                tx,
+                day,
+                "relation",
+                "Followed",
+                serde_json::json!({"follower": 1, "followee": 2}),
+            )
+        };
+        let mut run = Run::new(&root);
+        run.write(&[
+            follow(10, 0),
+            post(11, 0, 7, "seven"),
+            post(12, 1, 8, "eight"),
+        ])
+        .unwrap();
+        run.finish().unwrap();
+        assert_eq!(
+            committed(&root).unwrap(),
+            LogPosition {
+                transaction_id: 12,
+                global_position: 12
+            }
+        );
+        let first = read_back(&root);
+        assert_eq!(
+            first
+                .iter()
+                .map(|f| (f.0.as_str(), f.2))
+                .collect::<Vec<_>>(),
+            [("date=2023-11-14", 2), ("date=2023-11-15", 1)]
+        );
+
+        // A dead run's leftovers, then a run that erases 7: new rows in a new file per day,
+        // and 7's words gone from the first run's file.
+        let day = root.join("date=2023-11-15");
+        std::fs::write(day.join(".part-x.parquet.tmp"), b"half").unwrap();
+        std::fs::write(
+            day.join(file_name(LogPosition {
+                transaction_id: 99,
+                global_position: 1,
+            })),
+            b"half",
+        )
+        .unwrap();
+        std::fs::write(day.join("notes.txt"), b"not ours").unwrap();
+        assert_eq!(committed(&root).unwrap().transaction_id, 12);
+        assert!(day.join("notes.txt").exists(), "another's file stays");
+        std::fs::remove_file(day.join("notes.txt")).unwrap();
+        let mut run = Run::new(&root);
+        let erase = at(
+            13,
+            13,
+            1,
+            "account",
+            "UserErased",
+            serde_json::json!({"user": 7}),
+        );
+        run.write(&[erase, follow(14, 2)]).unwrap();
+        let written = run.finish().unwrap();
+        assert_eq!((written.events, written.forgotten), (2, 1));
+        let second = read_back(&root);
+        let summary: Vec<(&str, usize, &[Option<String>])> = second
+            .iter()
+            .map(|f| (f.0.as_str(), f.2, f.3.as_slice()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("date=2023-11-14", 2, &[None, None][..]),
+                ("date=2023-11-15", 1, &[Some("eight".to_owned())][..]),
+                ("date=2023-11-15", 1, &[None][..]),
+                ("date=2023-11-16", 1, &[None][..]),
+            ]
+        );
+        assert_eq!(
+            second[2].1,
+            file_name(LogPosition {
+                transaction_id: 13,
+                global_position: 13
+            })
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
