@@ -10,6 +10,8 @@ scripts/kafka.sh
 scripts/ops.sh
 # The failover test (api/tests/api/failover.rs) starts its own cluster with scripts/ha.sh.
 scripts/ha.sh install
+# The analytics tests (api/tests/api/analytics.rs) run docs/analytics.md's queries in DuckDB.
+scripts/duckdb.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}"

@@ -9,7 +9,8 @@
 //! pure pull, and Stream-Framework on the same Redis); (f) memory; (g) a LinkBench-style request
 //! mix; (h) insights; (i) likes and comments; (j) the live feed; (k) the primary's CPU per read
 //! with and without a hot standby serving reads (`DATABASE_READ_URL`); (l) the log's bookkeeping
-//! queries; (m) the failover window on the HA PostgreSQL of `scripts/ha.sh`. Each lives in
+//! queries; (m) the failover window on the HA PostgreSQL of `scripts/ha.sh`; (n) erasing a big
+//! account; (o) the analysts' replay, Parquet against JSON lines. Each lives in
 //! `scenarios/`, one file per scenario.
 
 mod graph;
@@ -55,7 +56,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to n); all when empty.
+    /// Only these scenarios (letters a to o); all when empty.
     #[arg(long)]
     only: Vec<char>,
     /// A world of this many users (about 12 follows each, LinkBench-shaped, and a post each),
@@ -129,6 +130,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted('n') {
         rows.extend(scenarios::erasure(&env, scale).await?);
+    }
+    if wanted('o') {
+        rows.extend(scenarios::replay(&env, scale).await?);
     }
     if wanted('k') && own_cluster('k') {
         rows.extend(scenarios::read_pool(&env, scale).await?);

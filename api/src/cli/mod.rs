@@ -37,7 +37,8 @@ enum Command {
     /// Rebuild a projector's read model from the start of the log into shadow tables, while the
     /// live one keeps serving, then swap atomically.
     Rebuild(rebuild::RebuildArgs),
-    /// Print the event log as JSON lines (the versioned envelope), in commit order.
+    /// Print the event log as JSON lines (the versioned envelope), in commit order, or write it as
+    /// Parquet files partitioned by day (`--format parquet --out DIR`, incremental).
     Replay(replay::ReplayArgs),
     /// Fold the log afresh and compare every read model row by row; exit 1 on a difference.
     Verify(verify::VerifyArgs),

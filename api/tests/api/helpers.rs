@@ -497,3 +497,16 @@ pub fn relations(app: &TestApp, args: &[&str]) -> std::process::Output {
     );
     output
 }
+
+/// A moment strictly between two commands: the clock read between them, with room either side.
+pub async fn moment() -> chrono::DateTime<chrono::Utc> {
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let now = chrono::Utc::now();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    now
+}
+
+/// An instant as RFC 3339 to the microsecond, as the API and the log write it.
+pub fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}

@@ -2,14 +2,13 @@
 //! follower changes, and moving a following list as CSV; over HTTP against the real services.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    assert_verified, code, projector_reached, read, relations, spawn_app, TestApp,
+    assert_verified, code, moment, projector_reached, read, relations, rfc3339, spawn_app, TestApp,
 };
 
 fn position(body: &Value) -> String {
@@ -71,18 +70,6 @@ fn flags(relation: &Value) -> [bool; 6] {
         "requested_by",
     ]
     .map(|f| relation[f].as_bool().unwrap())
-}
-
-/// A moment strictly between two commands: the clock read between them, with room either side.
-async fn moment() -> DateTime<Utc> {
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let now = Utc::now();
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    now
-}
-
-fn rfc3339(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod accounts;
+mod analytics;
 mod auth_and_input;
 mod cli;
 mod concurrency;

@@ -1,7 +1,7 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
 //! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `read_pool`, (l)
-//! `bookkeeping`, (m) `failover`, (n) `erasure`. (a), (b), (c), (f) and (l) share one loaded graph
+//! `bookkeeping`, (m) `failover`, (n) `erasure`, (o) `replay`. (a), (b), (c), (f) and (l) share one loaded graph
 //! ([`graph_scenarios`]).
 
 mod bookkeeping;
@@ -17,6 +17,7 @@ mod mixed;
 mod read_pool;
 mod reads;
 mod rebuild;
+mod replay;
 mod scale;
 mod stream;
 mod world;
@@ -34,6 +35,7 @@ pub use insights::insights;
 pub use mixed::mixed;
 pub use read_pool::read_pool;
 pub use rebuild::rebuild;
+pub use replay::replay;
 pub use scale::Scale;
 pub use stream::stream;
 pub use world::{world, WORLD};

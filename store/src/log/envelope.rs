@@ -8,13 +8,17 @@ pub const ENVELOPE_SCHEMA: &str = "relations.event/1";
 
 impl RecordedEvent {
     /// The versioned JSON envelope analysts and Kafka consumers read:
-    /// `{schema, event_id, position, stream: {type, id, version}, type, version, occurred_at,
-    /// metadata, data}` where `data` is the payload's inner object.
+    /// `{schema, event_id, position, transaction_id, global_position, stream: {type, id,
+    /// version}, type, version, occurred_at, metadata, data}` where `data` is the payload's
+    /// inner object, and the two integers are `position`'s parts: sorting by them (in that
+    /// order) is log order, which sorting `position` as text is not.
     pub fn envelope(&self) -> serde_json::Value {
         serde_json::json!({
             "schema": ENVELOPE_SCHEMA,
             "event_id": self.event_id,
             "position": self.position,
+            "transaction_id": self.position.transaction_id,
+            "global_position": self.position.global_position,
             "stream": {"type": self.stream_type, "id": self.stream_id, "version": self.stream_version},
             "type": self.event_type,
             "version": self.event_version,
@@ -104,6 +108,11 @@ mod tests {
             Ok(event.clone())
         );
         assert_eq!(event.stream_key(), "relation:3:9");
+        let envelope = event.envelope();
+        assert_eq!(
+            (&envelope["transaction_id"], &envelope["global_position"]),
+            (&serde_json::json!(812), &serde_json::json!(40))
+        );
         let mut other = event.envelope();
         other["schema"] = "relations.event/2".into();
         assert!(RecordedEvent::from_envelope(&other).is_err());
