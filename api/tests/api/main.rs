@@ -21,6 +21,7 @@ mod idempotency;
 mod insights;
 mod instances;
 mod kafka;
+mod notifications;
 mod openapi;
 mod operator;
 mod ops;

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use relations_domain::{
     Like, LikeEvent, LikeTarget, Post, PostEvent, RelationEvent, RelationPair, Thread, ThreadEvent,
 };
@@ -265,7 +265,8 @@ impl Reader {
             } => vec![Change::Mute {
                 muter: muter.get(),
                 muted: muted.get(),
-                until,
+                // As PostgreSQL keeps it (microseconds), so every fold compares the same end.
+                until: until.map(|u| u.trunc_subsecs(6)),
             }],
             RelationEvent::Unmuted { muter, muted } => vec![Change::Unmute {
                 muter: muter.get(),

@@ -1,0 +1,19 @@
+//! Notifications (issue 27): `/api/v1/notifications` (the grouped list), `/unread_count` and
+//! `/read` (the marker), one file each, read from projector `notifications`' read model.
+
+mod list;
+mod read;
+mod unread_count;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+/// The notification routes, each with its contract.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list::notifications))
+        .routes(routes!(unread_count::unread_count))
+        .routes(routes!(read::read))
+}
