@@ -22,6 +22,7 @@ mod insights;
 mod instances;
 mod kafka;
 mod notifications;
+mod notifications_model;
 mod openapi;
 mod operator;
 mod ops;

@@ -1,16 +1,14 @@
 //! Notifications (issue 27) over HTTP: each type, the filters (own actions, blocks both ways,
 //! mutes and their expiry), every undo, grouping, paging while groups move, the unread count
-//! and the marker, bad input, `verify` and `rebuild`; and a property test of groups and
-//! counts against a reference fold of random histories.
+//! and the marker, bad input, erasure, `verify` and `rebuild` (the property test is
+//! `notifications_model.rs`).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use proptest::prelude::*;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_verified, check_property, code, read, relations, spawn_app, TestApp};
+use crate::helpers::{assert_verified, code, read, relations, spawn_app, TestApp};
 
 /// The position of a command's answer.
 fn position(body: &Value) -> String {
