@@ -21,6 +21,8 @@ CREATE TABLE notify_causes
 );
 -- A group's newest causes (its actors and place after an undo).
 CREATE INDEX notify_causes_group ON notify_causes (recipient, grp, tx DESC, gp DESC);
+-- A user's newest notifications in log order: the live stream and its reconnections.
+CREATE INDEX notify_causes_recipient ON notify_causes (recipient, tx, gp);
 -- Blocks, mutes and erasures remove an actor's causes.
 CREATE INDEX notify_causes_actor ON notify_causes (actor, recipient);
 -- Deleting a post or a comment removes what was about it.

@@ -113,6 +113,7 @@ impl Application {
             inboxes: caches.inboxes,
             likes: caches.likes,
             hub: FeedHub::new(config.recommended(), keys.clone()),
+            notify_hub: Default::default(),
             closing: CancellationToken::new(),
             engagement: EngagementStore::new(
                 pool.clone(),
@@ -217,6 +218,12 @@ impl Application {
                 .clone()
                 .run(self.state.graph.clone(), background.clone()),
         );
+        let notify_hub = tokio::spawn(
+            self.state
+                .notify_hub
+                .clone()
+                .run(self.state.pool.clone(), background.clone()),
+        );
         // Feed streams end when shutdown begins, so HTTP drains.
         let closing = self.state.closing.clone();
         let signal = shutdown.clone();
@@ -234,6 +241,7 @@ impl Application {
         let _ = read_marks.await;
         let _ = horizon.await;
         let _ = hub.await;
+        let _ = notify_hub.await;
         for projector in projectors {
             let _ = projector.await;
         }

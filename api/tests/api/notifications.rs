@@ -429,3 +429,101 @@ async fn an_erasure_takes_every_notification_both_ways_and_rebuild_gives_the_sam
     let verify = relations(&app, &["verify"]);
     assert!(verify.status.success());
 }
+
+/// One server-sent event: (id, event, data).
+type Sse = (Option<String>, String, Value);
+
+/// A connected notification stream.
+struct Stream {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buffer: String,
+}
+
+impl Stream {
+    async fn connect(app: &TestApp, base: &str, user: i64, last_event_id: Option<&str>) -> Self {
+        use futures::StreamExt;
+        let mut request = app
+            .client
+            .get(format!("{base}/api/v1/notifications/stream"))
+            .bearer_auth(app.token(user));
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        Self {
+            body: response.bytes_stream().boxed(),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event with data, or `None` after `wait`.
+    async fn next(&mut self, wait: Duration) -> Option<Sse> {
+        use futures::StreamExt;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut id, mut event, mut data) = (None, String::new(), String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        event = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim());
+                    }
+                }
+                if !data.is_empty() {
+                    return Some((id, event, serde_json::from_str(&data).unwrap()));
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.body.next())
+                .await
+                .ok()??;
+            self.buffer
+                .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_are_live_on_every_instance_with_the_same_filters() {
+    let app = spawn_app().await;
+    // A second instance on the same database, running no projector.
+    let other = crate::helpers::spawn_with({
+        let mut config = app.config.clone();
+        config.run_projectors = false;
+        config
+    })
+    .await;
+    let (post, _) = app.publish(1, "live").await;
+    let (status, _) = app.mute(1, 3, Value::Null).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut here = Stream::connect(&app, &app.base, 1, None).await;
+    let mut there = Stream::connect(&app, &other.base, 1, None).await;
+    // Let both hubs find where the projector stands.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    like(&app, 1, &format!("posts/{post}"), "like").await; // own: never sent
+    like(&app, 3, &format!("posts/{post}"), "like").await; // muted: never sent
+    let started = std::time::Instant::now();
+    let liked = like(&app, 2, &format!("posts/{post}"), "like").await;
+    for stream in [&mut here, &mut there] {
+        let (id, event, data) = stream.next(Duration::from_secs(10)).await.expect("an event");
+        assert_eq!(event, "notification");
+        assert_eq!(id.as_deref(), Some(liked.as_str()));
+        assert_eq!(data["type"], "liked_post");
+        assert_eq!(data["actor"], 2);
+        assert_eq!(data["post"], post.as_str());
+    }
+    eprintln!("delivered on both instances {:?} after the answer", started.elapsed());
+    // A reconnection with Last-Event-ID is sent what it missed.
+    drop(there);
+    let followed = relation(&app, "follow", 4, 1).await.unwrap();
+    let mut again = Stream::connect(&app, &other.base, 1, Some(&liked)).await;
+    let (id, _, data) = again.next(Duration::from_secs(10)).await.expect("the missed one");
+    assert_eq!((id.as_deref(), data["type"].as_str()), (Some(followed.as_str()), Some("followed")));
+    let (id, _, _) = here.next(Duration::from_secs(10)).await.expect("live too");
+    assert_eq!(id.as_deref(), Some(followed.as_str()));
+    drop(other);
+}

@@ -33,6 +33,7 @@
 //! few set-based statements per run), a removal, block, mute or erasure on its own.
 
 pub mod change;
+pub mod live;
 pub mod model;
 pub mod query;
 pub mod verify;

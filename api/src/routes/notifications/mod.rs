@@ -1,8 +1,9 @@
-//! Notifications (issue 27): `/api/v1/notifications` (the grouped list), `/unread_count` and
-//! `/read` (the marker), one file each, read from projector `notifications`' read model.
+//! Notifications (issue 27): `/api/v1/notifications` (the grouped list), `/unread_count`, `/read`
+//! (the marker) and `/stream` (live), one file each, read from projector `notifications`' read model.
 
 mod list;
 mod read;
+mod stream;
 mod unread_count;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -16,4 +17,5 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list::notifications))
         .routes(routes!(unread_count::unread_count))
         .routes(routes!(read::read))
+        .routes(routes!(stream::stream))
 }
