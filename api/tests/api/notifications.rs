@@ -115,7 +115,13 @@ async fn unread(app: &TestApp, user: i64, after: &str) -> i64 {
 }
 
 async fn mark_read(app: &TestApp, user: i64, up_to: &str) -> (StatusCode, Value) {
-    post_as(app, user, "/api/v1/notifications/read", json!({ "up_to": up_to })).await
+    post_as(
+        app,
+        user,
+        "/api/v1/notifications/read",
+        json!({ "up_to": up_to }),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -136,7 +142,9 @@ async fn follows_requests_and_approvals_notify_grouped_per_day() {
     );
     // An approval: the request's notification goes, the requester is told, and the follow it
     // brings notifies nobody (the approver made it).
-    let approved = relation(&app, "follow_requests/approve", 4, 2).await.unwrap();
+    let approved = relation(&app, "follow_requests/approve", 4, 2)
+        .await
+        .unwrap();
     assert_eq!(
         summary(&groups(&app, 4, &approved).await),
         vec![group("follow_request", "", 1, &[3])]
@@ -276,12 +284,7 @@ async fn a_mute_hides_the_muted_while_it_lasts_and_its_expiry_lets_them_through(
         .any(|g| g.3.contains(&3)));
     relation(&app, "unmute", 1, 3).await;
     let (_, unmuted) = comment(&app, 3, &p2, None).await;
-    assert!(summary(&groups(&app, 1, &unmuted).await).contains(&group(
-        "commented",
-        &p2,
-        1,
-        &[3]
-    )));
+    assert!(summary(&groups(&app, 1, &unmuted).await).contains(&group("commented", &p2, 1, &[3])));
     assert_verified(&app).await;
 }
 
@@ -310,7 +313,13 @@ async fn paging_never_skips_or_repeats_while_groups_move() {
     let first = page(None, last.clone()).await;
     let mut seen: Vec<String> = Vec::new();
     let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
-    seen.extend(first["items"].as_array().unwrap().iter().map(|g| g["post"].as_str().unwrap().to_owned()));
+    seen.extend(
+        first["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["post"].as_str().unwrap().to_owned()),
+    );
     // While the reader pages: an unseen group (the oldest post's) and a seen one (the newest)
     // move to the top, and a new group is made.
     like(&app, 3, &format!("posts/{}", posts[0]), "like").await;
@@ -319,7 +328,13 @@ async fn paging_never_skips_or_repeats_while_groups_move() {
     last = like(&app, 3, &format!("posts/{fresh}"), "like").await;
     while let Some(c) = cursor {
         let next = page(Some(c), last.clone()).await;
-        seen.extend(next["items"].as_array().unwrap().iter().map(|g| g["post"].as_str().unwrap().to_owned()));
+        seen.extend(
+            next["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| g["post"].as_str().unwrap().to_owned()),
+        );
         cursor = next["next_cursor"].as_str().map(str::to_owned);
     }
     let mut expected = posts.clone();
@@ -328,7 +343,10 @@ async fn paging_never_skips_or_repeats_while_groups_move() {
     // A new reading starts from the top, with the moved groups first.
     let top = groups(&app, 1, &last).await;
     let order: Vec<&str> = top.iter().map(|g| g["post"].as_str().unwrap()).collect();
-    assert_eq!(&order[..3], &[fresh.as_str(), posts[6].as_str(), posts[0].as_str()]);
+    assert_eq!(
+        &order[..3],
+        &[fresh.as_str(), posts[6].as_str(), posts[0].as_str()]
+    );
 }
 
 #[tokio::test]
@@ -344,12 +362,18 @@ async fn the_unread_count_follows_the_marker_which_never_moves_back() {
     let newest = listed[0]["position"].as_str().unwrap().to_owned();
     let oldest = listed[1]["position"].as_str().unwrap().to_owned();
     let (status, body) = mark_read(&app, 1, &oldest).await;
-    assert_eq!((status, body["changed"].clone()), (StatusCode::OK, json!(true)));
+    assert_eq!(
+        (status, body["changed"].clone()),
+        (StatusCode::OK, json!(true))
+    );
     assert_eq!(unread(&app, 1, &at).await, 1);
     let (_, body) = mark_read(&app, 1, &newest).await;
     assert_eq!(body["changed"], true);
     assert_eq!(unread(&app, 1, &at).await, 0);
-    assert!(groups(&app, 1, &at).await.iter().all(|g| g["unread"] == false));
+    assert!(groups(&app, 1, &at)
+        .await
+        .iter()
+        .all(|g| g["unread"] == false));
     // Never back.
     let (_, body) = mark_read(&app, 1, &oldest).await;
     assert_eq!(body["changed"], false);
@@ -358,7 +382,10 @@ async fn the_unread_count_follows_the_marker_which_never_moves_back() {
     let again = like(&app, 3, &format!("posts/{p1}"), "like").await;
     assert_eq!(unread(&app, 1, &again).await, 1);
     let top = groups(&app, 1, &again).await;
-    assert_eq!((top[0]["post"].as_str(), top[0]["unread"].clone()), (Some(p1.as_str()), json!(true)));
+    assert_eq!(
+        (top[0]["post"].as_str(), top[0]["unread"].clone()),
+        (Some(p1.as_str()), json!(true))
+    );
 }
 
 #[tokio::test]
@@ -368,10 +395,16 @@ async fn types_filter_and_bad_input_is_400() {
     relation(&app, "follow", 2, 1).await;
     let at = like(&app, 2, &format!("posts/{post}"), "like").await;
     let (status, page) = app
-        .get_as(1, &format!("/api/v1/notifications?types=followed,commented&min_position={at}"))
+        .get_as(
+            1,
+            &format!("/api/v1/notifications?types=followed,commented&min_position={at}"),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    assert_eq!(summary(page["items"].as_array().unwrap()), vec![group("followed", "", 1, &[2])]);
+    assert_eq!(
+        summary(page["items"].as_array().unwrap()),
+        vec![group("followed", "", 1, &[2])]
+    );
     for bad in [
         "types=followed,nope",
         "types=",
@@ -509,20 +542,32 @@ async fn notifications_are_live_on_every_instance_with_the_same_filters() {
     let started = std::time::Instant::now();
     let liked = like(&app, 2, &format!("posts/{post}"), "like").await;
     for stream in [&mut here, &mut there] {
-        let (id, event, data) = stream.next(Duration::from_secs(10)).await.expect("an event");
+        let (id, event, data) = stream
+            .next(Duration::from_secs(10))
+            .await
+            .expect("an event");
         assert_eq!(event, "notification");
         assert_eq!(id.as_deref(), Some(liked.as_str()));
         assert_eq!(data["type"], "liked_post");
         assert_eq!(data["actor"], 2);
         assert_eq!(data["post"], post.as_str());
     }
-    eprintln!("delivered on both instances {:?} after the answer", started.elapsed());
+    eprintln!(
+        "delivered on both instances {:?} after the answer",
+        started.elapsed()
+    );
     // A reconnection with Last-Event-ID is sent what it missed.
     drop(there);
     let followed = relation(&app, "follow", 4, 1).await.unwrap();
     let mut again = Stream::connect(&app, &other.base, 1, Some(&liked)).await;
-    let (id, _, data) = again.next(Duration::from_secs(10)).await.expect("the missed one");
-    assert_eq!((id.as_deref(), data["type"].as_str()), (Some(followed.as_str()), Some("followed")));
+    let (id, _, data) = again
+        .next(Duration::from_secs(10))
+        .await
+        .expect("the missed one");
+    assert_eq!(
+        (id.as_deref(), data["type"].as_str()),
+        (Some(followed.as_str()), Some("followed"))
+    );
     let (id, _, _) = here.next(Duration::from_secs(10)).await.expect("live too");
     assert_eq!(id.as_deref(), Some(followed.as_str()));
     drop(other);

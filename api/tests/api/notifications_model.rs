@@ -59,6 +59,9 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// A group as a page shows it: (type, about, count, actors newest first).
+type Summary = (String, String, i64, Vec<i64>);
+
 /// A live notification in the reference.
 #[derive(Debug, Clone)]
 struct Cause {
@@ -109,12 +112,12 @@ impl Reference {
     }
 
     /// (type, about, count, actors newest first ≤ 5) per recipient, newest group first.
-    fn groups(&self, recipient: i64) -> Vec<(String, String, i64, Vec<i64>)> {
+    fn groups(&self, recipient: i64) -> Vec<Summary> {
         let mut groups: BTreeMap<(&str, &str), Vec<&Cause>> = BTreeMap::new();
         for c in self.causes.iter().filter(|c| c.recipient == recipient) {
             groups.entry((c.kind, &c.about)).or_default().push(c);
         }
-        let mut out: Vec<(usize, (String, String, i64, Vec<i64>))> = groups
+        let mut out: Vec<(usize, Summary)> = groups
             .into_iter()
             .map(|((kind, about), mut causes)| {
                 causes.sort_by_key(|c| std::cmp::Reverse(c.seq));
@@ -124,7 +127,12 @@ impl Reference {
                         actors.push(c.actor);
                     }
                 }
-                let summary = (kind.to_owned(), about.to_owned(), causes.len() as i64, actors);
+                let summary = (
+                    kind.to_owned(),
+                    about.to_owned(),
+                    causes.len() as i64,
+                    actors,
+                );
                 (causes[0].seq, summary)
             })
             .collect();
@@ -170,7 +178,8 @@ impl Run<'_> {
     }
 
     async fn like(&mut self, user: i64, item: String, verb: &str) -> bool {
-        let (status, body) = post_as(self.app, user, &format!("/api/v1/{item}/{verb}"), json!({})).await;
+        let (status, body) =
+            post_as(self.app, user, &format!("/api/v1/{item}/{verb}"), json!({})).await;
         self.answered(status, &body)
     }
 
@@ -188,11 +197,16 @@ impl Run<'_> {
             Op::Unfollow(a, b) => {
                 if self.relation("unfollow", a, b).await.is_some() {
                     let keys = [format!("follow:{a}"), format!("request:{a}")];
-                    self.reference.remove(|c| c.recipient != b || !keys.contains(&c.key));
+                    self.reference
+                        .remove(|c| c.recipient != b || !keys.contains(&c.key));
                 }
             }
             Op::Approve(a) => {
-                if self.relation("follow_requests/approve", LOCKED, a).await.is_some() {
+                if self
+                    .relation("follow_requests/approve", LOCKED, a)
+                    .await
+                    .is_some()
+                {
                     let r = &mut self.reference;
                     let key = format!("request:{a}");
                     r.remove(|c| c.recipient != LOCKED || c.key != key);
@@ -203,7 +217,14 @@ impl Run<'_> {
             Op::Like(a, b) | Op::Unlike(a, b) => {
                 let like = matches!(op, Op::Like(..));
                 let post = self.posts[&b].clone();
-                if self.like(a, format!("posts/{post}"), if like { "like" } else { "unlike" }).await {
+                if self
+                    .like(
+                        a,
+                        format!("posts/{post}"),
+                        if like { "like" } else { "unlike" },
+                    )
+                    .await
+                {
                     let r = &mut self.reference;
                     let key = format!("like:post:{post}:{a}");
                     match like {
@@ -214,8 +235,17 @@ impl Run<'_> {
             }
             Op::LikeComment(a, i) | Op::UnlikeComment(a, i) => {
                 let like = matches!(op, Op::LikeComment(..));
-                let Some(c) = self.comments.get(i).cloned() else { return };
-                if self.like(a, format!("comments/{}", c.id), if like { "like" } else { "unlike" }).await {
+                let Some(c) = self.comments.get(i).cloned() else {
+                    return;
+                };
+                if self
+                    .like(
+                        a,
+                        format!("comments/{}", c.id),
+                        if like { "like" } else { "unlike" },
+                    )
+                    .await
+                {
                     let r = &mut self.reference;
                     let key = format!("like:comment:{}:{a}", c.id);
                     match like {
@@ -226,7 +256,9 @@ impl Run<'_> {
             }
             Op::Comment(a, b, parent) => self.comment(a, b, parent).await,
             Op::Delete(i) => {
-                let Some(c) = self.comments.get(i).cloned() else { return };
+                let Some(c) = self.comments.get(i).cloned() else {
+                    return;
+                };
                 let (status, body) = read(
                     self.app
                         .client
@@ -310,7 +342,7 @@ impl Run<'_> {
 }
 
 /// Every group of `user`'s, read three at a time.
-async fn listed(app: &TestApp, user: i64, at: &str) -> Vec<(String, String, i64, Vec<i64>)> {
+async fn listed(app: &TestApp, user: i64, at: &str) -> Vec<Summary> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
@@ -321,9 +353,23 @@ async fn listed(app: &TestApp, user: i64, at: &str) -> Vec<(String, String, i64,
         let (status, page) = app.get_as(user, &url).await;
         assert_eq!(status, StatusCode::OK, "{page}");
         for g in page["items"].as_array().unwrap() {
-            let about = g["comment"].as_str().or(g["post"].as_str()).unwrap_or("").to_owned();
-            let actors = g["actors"].as_array().unwrap().iter().map(|a| a.as_i64().unwrap()).collect();
-            out.push((g["type"].as_str().unwrap().to_owned(), about, g["count"].as_i64().unwrap(), actors));
+            let about = g["comment"]
+                .as_str()
+                .or(g["post"].as_str())
+                .unwrap_or("")
+                .to_owned();
+            let actors = g["actors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_i64().unwrap())
+                .collect();
+            out.push((
+                g["type"].as_str().unwrap().to_owned(),
+                about,
+                g["count"].as_i64().unwrap(),
+                actors,
+            ));
         }
         cursor = page["next_cursor"].as_str().map(str::to_owned);
         if cursor.is_none() {
@@ -356,10 +402,17 @@ fn notifications_equal_a_reference_fold_of_random_histories() {
             let expected = run.reference.groups(user);
             assert_eq!(listed(&app, user, &at).await, expected, "user {user}");
             let (status, unread) = app
-                .get_as(user, &format!("/api/v1/notifications/unread_count?min_position={at}"))
+                .get_as(
+                    user,
+                    &format!("/api/v1/notifications/unread_count?min_position={at}"),
+                )
                 .await;
             assert_eq!(status, StatusCode::OK);
-            assert_eq!(unread["count"].as_i64().unwrap(), expected.len() as i64, "user {user}");
+            assert_eq!(
+                unread["count"].as_i64().unwrap(),
+                expected.len() as i64,
+                "user {user}"
+            );
         }
         assert_verified(&app).await;
     });

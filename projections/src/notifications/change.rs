@@ -13,6 +13,7 @@ use relations_store::LogPosition;
 use uuid::Uuid;
 
 use crate::error::ProjectionError;
+use crate::relations::fold::{approval, EdgeKind, RelationChange};
 use crate::runtime::projector::{decode, erased_user};
 
 /// The notification types, as the API names them.
@@ -191,6 +192,7 @@ impl Reader {
         })
     }
 
+    /// A relation event, as the one relation fold reads it ([`RelationChange::of`]).
     fn relation(
         &mut self,
         event: RelationEvent,
@@ -211,67 +213,54 @@ impl Reader {
                 at,
             })
         };
-        match event {
-            RelationEvent::Followed { follower, followee } => {
-                let pair = (follower.get(), followee.get());
-                match self.approved.contains(&pair) {
+        if let Some((requester, target)) = approval(&event) {
+            self.approved.insert((requester, target));
+            return vec![
+                request_ended(requester, target),
+                add(
+                    Kind::FollowRequestApproved,
+                    requester,
+                    target,
+                    format!("approved:{target}:{position}"),
+                ),
+            ];
+        }
+        match RelationChange::of(&event, at) {
+            RelationChange::Begin(EdgeKind::Follow, (follower, followee), _) => {
+                match self.approved.contains(&(follower, followee)) {
                     true => vec![],
                     false => vec![add(
                         Kind::Followed,
-                        pair.1,
-                        pair.0,
-                        format!("follow:{}", pair.0),
+                        followee,
+                        follower,
+                        format!("follow:{follower}"),
                     )],
                 }
             }
-            RelationEvent::Unfollowed {
-                follower, followee, ..
-            } => vec![Change::Remove {
-                recipient: followee.get(),
+            RelationChange::End(EdgeKind::Follow, (follower, followee)) => vec![Change::Remove {
+                recipient: followee,
                 cause: format!("follow:{follower}"),
             }],
-            RelationEvent::FollowRequested { requester, target } => vec![add(
+            RelationChange::Begin(EdgeKind::Request, (requester, target), _) => vec![add(
                 Kind::FollowRequest,
-                target.get(),
-                requester.get(),
+                target,
+                requester,
                 format!("request:{requester}"),
             )],
-            RelationEvent::FollowRequestApproved { requester, target } => {
-                self.approved.insert((requester.get(), target.get()));
-                vec![
-                    request_ended(requester.get(), target.get()),
-                    add(
-                        Kind::FollowRequestApproved,
-                        requester.get(),
-                        target.get(),
-                        format!("approved:{target}:{position}"),
-                    ),
-                ]
+            RelationChange::End(EdgeKind::Request, (requester, target)) => {
+                vec![request_ended(requester, target)]
             }
-            RelationEvent::FollowRequestRejected {
-                requester, target, ..
+            RelationChange::Begin(EdgeKind::Block, (blocker, blocked), _) => {
+                vec![Change::Block(blocker, blocked)]
             }
-            | RelationEvent::FollowRequestWithdrawn {
-                requester, target, ..
-            } => vec![request_ended(requester.get(), target.get())],
-            RelationEvent::Blocked { blocker, blocked } => {
-                vec![Change::Block(blocker.get(), blocked.get())]
-            }
-            RelationEvent::Unblocked { .. } => vec![],
-            RelationEvent::Muted {
+            RelationChange::End(EdgeKind::Block, _) => vec![],
+            RelationChange::Mute((muter, muted), _, until) => vec![Change::Mute {
                 muter,
                 muted,
-                until,
-            } => vec![Change::Mute {
-                muter: muter.get(),
-                muted: muted.get(),
                 // As PostgreSQL keeps it (microseconds), so every fold compares the same end.
                 until: until.map(|u| u.trunc_subsecs(6)),
             }],
-            RelationEvent::Unmuted { muter, muted } => vec![Change::Unmute {
-                muter: muter.get(),
-                muted: muted.get(),
-            }],
+            RelationChange::Unmute((muter, muted)) => vec![Change::Unmute { muter, muted }],
         }
     }
 }

@@ -206,35 +206,25 @@ async fn mutes_of(conn: &mut PgConnection, causes: &[Cause]) -> Result<Mutes, Pr
 }
 
 async fn insert_causes(conn: &mut PgConnection, causes: &[Cause]) -> Result<(), ProjectionError> {
-    let mut cols: (Vec<i64>, Vec<&str>, Vec<&str>, Vec<&str>, Vec<i64>) = Default::default();
-    let (mut posts, mut comments, mut txs, mut gps, mut ats) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for c in causes {
-        cols.0.push(c.recipient);
-        cols.1.push(&c.cause);
-        cols.2.push(&c.group);
-        cols.3.push(c.kind.name());
-        cols.4.push(c.actor);
-        posts.push(c.post);
-        comments.push(c.comment);
-        txs.push(c.position.transaction_id);
-        gps.push(c.position.global_position);
-        ats.push(c.at);
-    }
+    let column = |f: fn(&Cause) -> i64| causes.iter().map(f).collect::<Vec<i64>>();
+    let text = |f: fn(&Cause) -> &str| causes.iter().map(f).collect::<Vec<&str>>();
+    let posts: Vec<Option<Uuid>> = causes.iter().map(|c| c.post).collect();
+    let comments: Vec<Option<i32>> = causes.iter().map(|c| c.comment).collect();
+    let ats: Vec<chrono::DateTime<chrono::Utc>> = causes.iter().map(|c| c.at).collect();
     sqlx::query(
         "INSERT INTO notify_causes (recipient, cause, grp, kind, actor, post, comment, tx, gp, at)
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
                               $6::uuid[], $7::int[], $8::bigint[], $9::bigint[], $10::timestamptz[])",
     )
-    .bind(&cols.0)
-    .bind(&cols.1)
-    .bind(&cols.2)
-    .bind(&cols.3)
-    .bind(&cols.4)
+    .bind(column(|c| c.recipient))
+    .bind(text(|c| &c.cause))
+    .bind(text(|c| &c.group))
+    .bind(text(|c| c.kind.name()))
+    .bind(column(|c| c.actor))
     .bind(&posts)
     .bind(&comments)
-    .bind(&txs)
-    .bind(&gps)
+    .bind(column(|c| c.position.transaction_id))
+    .bind(column(|c| c.position.global_position))
     .bind(&ats)
     .execute(&mut *conn)
     .await?;
@@ -243,7 +233,10 @@ async fn insert_causes(conn: &mut PgConnection, causes: &[Cause]) -> Result<(), 
 
 /// Makes or joins each group: new causes are the newest, so they move the group to the top
 /// and lead its actors.
-async fn join_groups(conn: &mut PgConnection, groups: &[GroupDelta]) -> Result<(), ProjectionError> {
+async fn join_groups(
+    conn: &mut PgConnection,
+    groups: &[GroupDelta],
+) -> Result<(), ProjectionError> {
     let mut keys: (Vec<i64>, Vec<&str>, Vec<&str>) = Default::default();
     let (mut posts, mut comments, mut counts, mut actors) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -305,35 +298,43 @@ async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), Projectio
     const RETURNING: &str = "RETURNING recipient, grp, actor, tx, gp";
     let removed: Vec<Removed> = match change {
         Change::Add(_) | Change::Comment(_) => return Ok(()),
-        Change::Remove { recipient, cause } => sqlx::query_as(&format!(
-            "DELETE FROM notify_causes WHERE recipient = $1 AND cause = $2 {RETURNING}"
-        ))
-        .bind(recipient)
-        .bind(cause)
-        .fetch_all(&mut *conn)
-        .await?,
-        Change::CommentDeleted { post, n } => sqlx::query_as(&format!(
+        Change::Remove { recipient, cause } => {
+            sqlx::query_as(&format!(
+                "DELETE FROM notify_causes WHERE recipient = $1 AND cause = $2 {RETURNING}"
+            ))
+            .bind(recipient)
+            .bind(cause)
+            .fetch_all(&mut *conn)
+            .await?
+        }
+        Change::CommentDeleted { post, n } => {
+            sqlx::query_as(&format!(
             "DELETE FROM notify_causes WHERE post = $1 AND (cause = $2 OR comment = $3) {RETURNING}"
         ))
-        .bind(post)
-        .bind(format!("comment:{}.{n}", PostId::from_uuid(post)))
-        .bind(n)
-        .fetch_all(&mut *conn)
-        .await?,
-        Change::PostDeleted { post } => sqlx::query_as(&format!(
-            "DELETE FROM notify_causes WHERE post = $1 {RETURNING}"
-        ))
-        .bind(post)
-        .fetch_all(&mut *conn)
-        .await?,
-        Change::Block(a, b) => sqlx::query_as(&format!(
-            "DELETE FROM notify_causes
+            .bind(post)
+            .bind(format!("comment:{}.{n}", PostId::from_uuid(post)))
+            .bind(n)
+            .fetch_all(&mut *conn)
+            .await?
+        }
+        Change::PostDeleted { post } => {
+            sqlx::query_as(&format!(
+                "DELETE FROM notify_causes WHERE post = $1 {RETURNING}"
+            ))
+            .bind(post)
+            .fetch_all(&mut *conn)
+            .await?
+        }
+        Change::Block(a, b) => {
+            sqlx::query_as(&format!(
+                "DELETE FROM notify_causes
               WHERE (actor = $1 AND recipient = $2) OR (actor = $2 AND recipient = $1) {RETURNING}"
-        ))
-        .bind(a)
-        .bind(b)
-        .fetch_all(&mut *conn)
-        .await?,
+            ))
+            .bind(a)
+            .bind(b)
+            .fetch_all(&mut *conn)
+            .await?
+        }
         Change::Mute {
             muter,
             muted,
@@ -461,7 +462,11 @@ const NEWEST: i64 = 64;
 
 /// Reads a group's actors and place again from its newest causes (all of them only when the
 /// newest few hold fewer than [`ACTORS`] distinct actors).
-async fn refresh(conn: &mut PgConnection, recipient: i64, group: &str) -> Result<(), ProjectionError> {
+async fn refresh(
+    conn: &mut PgConnection,
+    recipient: i64,
+    group: &str,
+) -> Result<(), ProjectionError> {
     type Row = (i64, i64, i64, chrono::DateTime<chrono::Utc>);
     let newest = |limit: i64| {
         sqlx::query_as::<_, Row>(

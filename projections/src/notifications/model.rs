@@ -34,7 +34,10 @@ impl Model {
     }
 
     fn add(&mut self, cause: Cause) {
-        if admits(&cause, self.mutes.get(&(cause.recipient, cause.actor)).copied()) {
+        if admits(
+            &cause,
+            self.mutes.get(&(cause.recipient, cause.actor)).copied(),
+        ) {
             self.causes
                 .insert((cause.recipient, cause.cause.clone()), cause);
         }
@@ -44,7 +47,8 @@ impl Model {
         match change {
             Change::Add(cause) => self.add(cause),
             Change::Comment(c) => {
-                self.comments.insert((c.post, c.n), (c.author, c.post_author));
+                self.comments
+                    .insert((c.post, c.n), (c.author, c.post_author));
                 let parent_author = c
                     .parent
                     .and_then(|p| self.comments.get(&(c.post, p)).map(|a| a.0));

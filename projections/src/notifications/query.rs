@@ -142,13 +142,12 @@ pub async fn page(
 
 /// `user`'s read marker (the start of the log when never set).
 pub async fn marker(pool: &PgPool, user: i64) -> Result<LogPosition, sqlx::Error> {
-    let mark: Option<LogPosition> =
-        sqlx::query_as(
-            "SELECT tx AS transaction_id, gp AS global_position FROM notify_marks WHERE user_id = $1",
-        )
-            .bind(user)
-            .fetch_optional(pool)
-            .await?;
+    let mark: Option<LogPosition> = sqlx::query_as(
+        "SELECT tx AS transaction_id, gp AS global_position FROM notify_marks WHERE user_id = $1",
+    )
+    .bind(user)
+    .fetch_optional(pool)
+    .await?;
     Ok(mark.unwrap_or(LogPosition::START))
 }
 

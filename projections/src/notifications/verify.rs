@@ -146,7 +146,12 @@ impl Check for NotificationsCheck {
             .iter()
             .map(|(&(p, n), &(a, pa))| (p, n, a, pa))
             .collect();
-        diff("notify_comments (post, n, author, post author)", &expected, &comments, out);
+        diff(
+            "notify_comments (post, n, author, post author)",
+            &expected,
+            &comments,
+            out,
+        );
         let mutes: BTreeSet<(i64, i64, Option<DateTime<Utc>>)> =
             sqlx::query_as("SELECT muter, muted, until FROM notify_mutes")
                 .fetch_all(&mut *conn)

@@ -88,7 +88,8 @@ impl CursorKey for Reading {
 
     fn decode(raw: &str) -> Option<Self> {
         let mut parts = raw.split('.');
-        let mut next = || -> Option<String> { Some(format!("{}.{}", parts.next()?, parts.next()?)) };
+        let mut next =
+            || -> Option<String> { Some(format!("{}.{}", parts.next()?, parts.next()?)) };
         let (snapshot, before) = (next()?.parse().ok()?, next()?.parse().ok()?);
         (parts.next().is_none()).then_some(Reading { snapshot, before })
     }
@@ -136,7 +137,10 @@ pub async fn notifications(
     Ok(Json(NotificationPage { items, next_cursor }))
 }
 
-fn view(row: GroupRow, marker: relations_store::LogPosition) -> Result<NotificationGroup, ApiError> {
+fn view(
+    row: GroupRow,
+    marker: relations_store::LogPosition,
+) -> Result<NotificationGroup, ApiError> {
     let position = row.position();
     let post = row.post.map(PostId::from_uuid);
     let comment = match (post, row.comment) {
