@@ -9,24 +9,11 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::helpers::{assert_verified, code, read, relations, spawn_app, TestApp};
+use crate::stream::Reader;
 
 /// The position of a command's answer.
 fn position(body: &Value) -> String {
     body["position"].as_str().expect("a position").to_owned()
-}
-
-/// POSTs `path` with `body` as `user`; the answer.
-async fn post_as(app: &TestApp, user: i64, path: &str, body: Value) -> (StatusCode, Value) {
-    read(
-        app.client
-            .post(format!("{}{path}", app.base))
-            .bearer_auth(app.token(user))
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
 }
 
 /// A relation command that must succeed; its position (the last one when nothing changed).
@@ -38,20 +25,22 @@ async fn relation(app: &TestApp, verb: &str, actor: i64, target: i64) -> Option<
 
 /// Likes (or unlikes) `item` (`posts/{id}` or `comments/{id}`) as `user`; the position.
 async fn like(app: &TestApp, user: i64, item: &str, verb: &str) -> String {
-    let (status, body) = post_as(app, user, &format!("/api/v1/{item}/{verb}"), json!({})).await;
+    let (status, body) = app
+        .post_as(user, &format!("/api/v1/{item}/{verb}"), json!({}))
+        .await;
     assert_eq!(status, StatusCode::OK, "{verb} {item}: {body}");
     position(&body)
 }
 
 /// Comments on `post` as `user` (a reply to `parent`); (comment id, position).
 async fn comment(app: &TestApp, user: i64, post: &str, parent: Option<&str>) -> (String, String) {
-    let (status, body) = post_as(
-        app,
-        user,
-        &format!("/api/v1/posts/{post}/comments"),
-        json!({ "content": format!("from {user}"), "parent": parent }),
-    )
-    .await;
+    let (status, body) = app
+        .post_as(
+            user,
+            &format!("/api/v1/posts/{post}/comments"),
+            json!({ "content": format!("from {user}"), "parent": parent }),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     (
         body["comment"]["id"].as_str().unwrap().to_owned(),
@@ -115,8 +104,7 @@ async fn unread(app: &TestApp, user: i64, after: &str) -> i64 {
 }
 
 async fn mark_read(app: &TestApp, user: i64, up_to: &str) -> (StatusCode, Value) {
-    post_as(
-        app,
+    app.post_as(
         user,
         "/api/v1/notifications/read",
         json!({ "up_to": up_to }),
@@ -418,7 +406,9 @@ async fn types_filter_and_bad_input_is_400() {
         assert_eq!(code(&body), "INVALID_INPUT", "{bad}");
     }
     for bad in [json!({ "up_to": "x" }), json!({ "up_to": 5 }), json!({})] {
-        let (status, body) = post_as(&app, 1, "/api/v1/notifications/read", bad.clone()).await;
+        let (status, body) = app
+            .post_as(1, "/api/v1/notifications/read", bad.clone())
+            .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
         assert_eq!(code(&body), "INVALID_INPUT");
     }
@@ -463,61 +453,16 @@ async fn an_erasure_takes_every_notification_both_ways_and_rebuild_gives_the_sam
     assert!(verify.status.success());
 }
 
-/// One server-sent event: (id, event, data).
-type Sse = (Option<String>, String, Value);
-
-/// A connected notification stream.
-struct Stream {
-    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buffer: String,
-}
-
-impl Stream {
-    async fn connect(app: &TestApp, base: &str, user: i64, last_event_id: Option<&str>) -> Self {
-        use futures::StreamExt;
-        let mut request = app
-            .client
-            .get(format!("{base}/api/v1/notifications/stream"))
-            .bearer_auth(app.token(user));
-        if let Some(id) = last_event_id {
-            request = request.header("last-event-id", id);
-        }
-        let response = request.send().await.unwrap();
-        assert_eq!(response.status(), StatusCode::OK);
-        Self {
-            body: response.bytes_stream().boxed(),
-            buffer: String::new(),
-        }
-    }
-
-    /// The next event with data, or `None` after `wait`.
-    async fn next(&mut self, wait: Duration) -> Option<Sse> {
-        use futures::StreamExt;
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            while let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let (mut id, mut event, mut data) = (None, String::new(), String::new());
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id:") {
-                        id = Some(v.trim().to_owned());
-                    } else if let Some(v) = line.strip_prefix("event:") {
-                        event = v.trim().to_owned();
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        data.push_str(v.trim());
-                    }
-                }
-                if !data.is_empty() {
-                    return Some((id, event, serde_json::from_str(&data).unwrap()));
-                }
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.body.next())
-                .await
-                .ok()??;
-            self.buffer
-                .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        }
-    }
+/// `user`'s notification stream on `instance`.
+async fn listen(instance: &TestApp, user: i64, last_event_id: Option<&str>) -> Reader {
+    let token = instance.token(user);
+    Reader::open(
+        instance,
+        "/api/v1/notifications/stream",
+        &token,
+        last_event_id,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -533,8 +478,8 @@ async fn notifications_are_live_on_every_instance_with_the_same_filters() {
     let (post, _) = app.publish(1, "live").await;
     let (status, _) = app.mute(1, 3, Value::Null).await;
     assert_eq!(status, StatusCode::OK);
-    let mut here = Stream::connect(&app, &app.base, 1, None).await;
-    let mut there = Stream::connect(&app, &other.base, 1, None).await;
+    let mut here = listen(&app, 1, None).await;
+    let mut there = listen(&other, 1, None).await;
     // Let both hubs find where the projector stands.
     tokio::time::sleep(Duration::from_millis(500)).await;
     like(&app, 1, &format!("posts/{post}"), "like").await; // own: never sent
@@ -542,15 +487,13 @@ async fn notifications_are_live_on_every_instance_with_the_same_filters() {
     let started = std::time::Instant::now();
     let liked = like(&app, 2, &format!("posts/{post}"), "like").await;
     for stream in [&mut here, &mut there] {
-        let (id, event, data) = stream
-            .next(Duration::from_secs(10))
-            .await
-            .expect("an event");
-        assert_eq!(event, "notification");
-        assert_eq!(id.as_deref(), Some(liked.as_str()));
-        assert_eq!(data["type"], "liked_post");
-        assert_eq!(data["actor"], 2);
-        assert_eq!(data["post"], post.as_str());
+        let sse = stream.next(Duration::from_secs(10)).await;
+        let sse = sse.expect("an event");
+        assert_eq!(sse.event, "notification");
+        assert_eq!(sse.id.as_deref(), Some(liked.as_str()));
+        assert_eq!(sse.data["type"], "liked_post");
+        assert_eq!(sse.data["actor"], 2);
+        assert_eq!(sse.data["post"], post.as_str());
     }
     eprintln!(
         "delivered on both instances {:?} after the answer",
@@ -559,16 +502,14 @@ async fn notifications_are_live_on_every_instance_with_the_same_filters() {
     // A reconnection with Last-Event-ID is sent what it missed.
     drop(there);
     let followed = relation(&app, "follow", 4, 1).await.unwrap();
-    let mut again = Stream::connect(&app, &other.base, 1, Some(&liked)).await;
-    let (id, _, data) = again
-        .next(Duration::from_secs(10))
-        .await
-        .expect("the missed one");
+    let mut again = listen(&other, 1, Some(&liked)).await;
+    let missed = again.next(Duration::from_secs(10)).await;
+    let missed = missed.expect("the missed one");
     assert_eq!(
-        (id.as_deref(), data["type"].as_str()),
+        (missed.id.as_deref(), missed.data["type"].as_str()),
         (Some(followed.as_str()), Some("followed"))
     );
-    let (id, _, _) = here.next(Duration::from_secs(10)).await.expect("live too");
-    assert_eq!(id.as_deref(), Some(followed.as_str()));
+    let live = here.next(Duration::from_secs(10)).await.expect("live too");
+    assert_eq!(live.id.as_deref(), Some(followed.as_str()));
     drop(other);
 }

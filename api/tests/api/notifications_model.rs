@@ -141,19 +141,6 @@ impl Reference {
     }
 }
 
-async fn post_as(app: &TestApp, user: i64, path: &str, body: Value) -> (StatusCode, Value) {
-    read(
-        app.client
-            .post(format!("{}{path}", app.base))
-            .bearer_auth(app.token(user))
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
 /// The world and the reference as the history runs.
 struct Run<'a> {
     app: &'a TestApp,
@@ -178,8 +165,10 @@ impl Run<'_> {
     }
 
     async fn like(&mut self, user: i64, item: String, verb: &str) -> bool {
-        let (status, body) =
-            post_as(self.app, user, &format!("/api/v1/{item}/{verb}"), json!({})).await;
+        let (status, body) = self
+            .app
+            .post_as(user, &format!("/api/v1/{item}/{verb}"), json!({}))
+            .await;
         self.answered(status, &body)
     }
 
@@ -310,13 +299,14 @@ impl Run<'_> {
             None => self.posts[&b].clone(),
         };
         let post_author = *self.posts.iter().find(|(_, p)| **p == post).unwrap().0;
-        let (status, body) = post_as(
-            self.app,
-            a,
-            &format!("/api/v1/posts/{post}/comments"),
-            json!({ "content": "c", "parent": parent.as_ref().map(|p| p.id.clone()) }),
-        )
-        .await;
+        let (status, body) = self
+            .app
+            .post_as(
+                a,
+                &format!("/api/v1/posts/{post}/comments"),
+                json!({ "content": "c", "parent": parent.as_ref().map(|p| p.id.clone()) }),
+            )
+            .await;
         if !self.answered(status, &body) {
             return;
         }

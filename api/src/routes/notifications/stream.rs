@@ -13,6 +13,7 @@ use relations_store::LogPosition;
 
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
+use crate::extract::LastEventId;
 use crate::state::AppState;
 
 /// How often an open stream re-checks its token against the replica (revocations, bans,
@@ -133,20 +134,8 @@ impl Streaming {
 pub async fn stream(
     State(state): State<AppState>,
     actor: Actor,
-    headers: axum::http::HeaderMap,
+    LastEventId(last): LastEventId,
 ) -> Result<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let last = match headers.get("last-event-id") {
-        None => None,
-        Some(value) => Some(
-            value
-                .to_str()
-                .ok()
-                .and_then(|v| v.parse::<LogPosition>().ok())
-                .ok_or_else(|| {
-                    ApiError::InvalidInput("Last-Event-ID: an event id this stream sent".into())
-                })?,
-        ),
-    };
     // Listen first, then find where the projector stands: nothing falls between the two.
     let listener = state.notify_hub.listen(actor.user.get());
     let now = live::head(&state.pool).await?;
