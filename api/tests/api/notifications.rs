@@ -62,8 +62,11 @@ async fn groups(app: &TestApp, user: i64, after: &str) -> Vec<Value> {
     page["items"].as_array().unwrap().clone()
 }
 
-/// `(type, post or comment or "", count, actors)` of each group, newest first.
-fn summary(groups: &[Value]) -> Vec<(String, String, i64, Vec<i64>)> {
+/// A group as the tests compare it: (type, post or comment or "", count, actors).
+pub(crate) type Summary = (String, String, i64, Vec<i64>);
+
+/// Each group's [`Summary`], in the page's order.
+pub(crate) fn summary(groups: &[Value]) -> Vec<Summary> {
     groups
         .iter()
         .map(|g| {
@@ -88,7 +91,7 @@ fn summary(groups: &[Value]) -> Vec<(String, String, i64, Vec<i64>)> {
         .collect()
 }
 
-fn group(kind: &str, about: &str, count: i64, actors: &[i64]) -> (String, String, i64, Vec<i64>) {
+fn group(kind: &str, about: &str, count: i64, actors: &[i64]) -> Summary {
     (kind.to_owned(), about.to_owned(), count, actors.to_vec())
 }
 

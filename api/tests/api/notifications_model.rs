@@ -14,6 +14,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::helpers::{assert_verified, check_property, read, spawn_app, TestApp};
+use crate::notifications::{summary, Summary};
 
 const USERS: i64 = 4;
 const LOCKED: i64 = 3;
@@ -58,9 +59,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => pair.prop_map(|(a, b)| Op::Unmute(a, b)),
     ]
 }
-
-/// A group as a page shows it: (type, about, count, actors newest first).
-type Summary = (String, String, i64, Vec<i64>);
 
 /// A live notification in the reference.
 #[derive(Debug, Clone)]
@@ -342,25 +340,7 @@ async fn listed(app: &TestApp, user: i64, at: &str) -> Vec<Summary> {
         }
         let (status, page) = app.get_as(user, &url).await;
         assert_eq!(status, StatusCode::OK, "{page}");
-        for g in page["items"].as_array().unwrap() {
-            let about = g["comment"]
-                .as_str()
-                .or(g["post"].as_str())
-                .unwrap_or("")
-                .to_owned();
-            let actors = g["actors"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_i64().unwrap())
-                .collect();
-            out.push((
-                g["type"].as_str().unwrap().to_owned(),
-                about,
-                g["count"].as_i64().unwrap(),
-                actors,
-            ));
-        }
+        out.extend(summary(page["items"].as_array().unwrap()));
         cursor = page["next_cursor"].as_str().map(str::to_owned);
         if cursor.is_none() {
             return out;
