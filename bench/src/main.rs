@@ -130,6 +130,9 @@ async fn main() -> anyhow::Result<()> {
     if wanted('n') {
         rows.extend(scenarios::erasure(&env, scale).await?);
     }
+    if wanted('p') {
+        rows.extend(scenarios::notifications(&env, scale).await?);
+    }
     if wanted('k') && own_cluster('k') {
         rows.extend(scenarios::read_pool(&env, scale).await?);
     }
