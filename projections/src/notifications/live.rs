@@ -128,13 +128,13 @@ impl NotificationHub {
     pub async fn run(self, pool: PgPool, shutdown: CancellationToken) {
         let mut last: Option<LogPosition> = None;
         loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(POLL) => {}
-            }
             match self.step(&pool, last).await {
                 Ok(at) => last = Some(at),
                 Err(error) => tracing::warn!(%error, "notification stream look failed; retrying"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(POLL) => {}
             }
         }
     }
