@@ -144,8 +144,14 @@ async fn follows_requests_and_approvals_notify_grouped_per_day() {
         summary(&groups(&app, 2, &approved).await),
         vec![group("follow_request_approved", "", 1, &[4])]
     );
-    // Undo: a withdrawn request and an unfollow take their notifications away.
+    // Undo: a withdrawn request, a rejected one and an unfollow take their notifications away.
     relation(&app, "unfollow", 3, 4).await;
+    let asked = relation(&app, "follow", 5, 4).await.unwrap();
+    assert_eq!(
+        summary(&groups(&app, 4, &asked).await),
+        vec![group("follow_request", "", 1, &[5])]
+    );
+    relation(&app, "follow_requests/reject", 4, 5).await;
     let unfollowed = relation(&app, "unfollow", 3, 1).await.unwrap();
     assert!(groups(&app, 4, &unfollowed).await.is_empty());
     let day = groups(&app, 1, &unfollowed).await;
@@ -250,7 +256,7 @@ async fn a_mute_hides_the_muted_while_it_lasts_and_its_expiry_lets_them_through(
     let (p3, _) = app.publish(1, "three").await;
     like(&app, 2, &format!("posts/{p1}"), "like").await;
     like(&app, 3, &format!("posts/{p1}"), "like").await;
-    let (status, muted) = app.mute(1, 2, json!(2)).await;
+    let (status, muted) = app.mute(1, 2, json!(4)).await;
     assert_eq!(status, StatusCode::OK, "{muted}");
     // The muted user's notifications go; their actions while muted notify nobody.
     let during = like(&app, 2, &format!("posts/{p2}"), "like").await;
@@ -258,7 +264,7 @@ async fn a_mute_hides_the_muted_while_it_lasts_and_its_expiry_lets_them_through(
         summary(&groups(&app, 1, &during).await),
         vec![group("liked_post", &p1, 1, &[3])]
     );
-    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    tokio::time::sleep(Duration::from_millis(4_300)).await;
     let after = like(&app, 2, &format!("posts/{p3}"), "like").await;
     assert_eq!(
         summary(&groups(&app, 1, &after).await),

@@ -84,7 +84,7 @@ impl TypesParams {
 
 /// A reading's place on the wire: `"{snapshot}.{before}"`, two log positions.
 impl CursorKey for Reading {
-    const PATTERN: &'static str = r"^[0-9]{1,19}\.[0-9]{1,19}\.[0-9]{1,19}\.[0-9]{1,19}$";
+    const PATTERN: &'static str = r"^[0-9]{1,18}\.[0-9]{1,18}\.[0-9]{1,18}\.[0-9]{1,18}$";
 
     fn decode(raw: &str) -> Option<Self> {
         let mut parts = raw.split('.');
