@@ -520,5 +520,21 @@ async fn notifications_are_live_on_every_instance_with_the_same_filters() {
     );
     let live = here.next(Duration::from_secs(10)).await.expect("live too");
     assert_eq!(live.id.as_deref(), Some(followed.as_str()));
+    // A ban answered by one instance ends the user's stream on the other.
+    let (status, banned) = read(
+        app.client
+            .post(format!("{}/api/v1/admin/users/1/ban", app.base))
+            .bearer_auth(app.admin_token(99))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{banned}");
+    let end = again.next(Duration::from_secs(10)).await.expect("an end");
+    assert_eq!(
+        (end.event.as_str(), end.data["code"].as_str()),
+        ("end", Some("USER_BANNED"))
+    );
     drop(other);
 }
