@@ -96,7 +96,7 @@ out=$(curl -s -X POST "$base/api/v1/posts/$post_id/comments" -H "authorization: 
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/users/$b_id/posts?min_position=$position" -H "authorization: Bearer $carol"; echo
 echo
-echo "== demo: bob's notifications (carol asked to follow, liked and commented), grouped; then read"
+echo "== demo: bob's notifications (carol liked and commented; her request, approved, is gone), grouped; then read"
 printf '\n$ GET bob\x27s notifications and unread count\n'
 out=$(curl -s "$base/api/v1/notifications?min_position=$position" -H "authorization: Bearer $bob"); echo "$out"
 curl -s "$base/api/v1/notifications/unread_count?min_position=$position" -H "authorization: Bearer $bob"; echo
