@@ -55,7 +55,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to n); all when empty.
+    /// Only these scenarios (letters a to n, and p); all when empty.
     #[arg(long)]
     only: Vec<char>,
     /// A world of this many users (about 12 follows each, LinkBench-shaped, and a post each),
