@@ -227,7 +227,8 @@ impl Reader {
         }
         match RelationChange::of(&event, at) {
             RelationChange::Begin(EdgeKind::Follow, (follower, followee), _) => {
-                match self.approved.contains(&(follower, followee)) {
+                // Once: a later follow of the pair in the same transaction is a follow.
+                match self.approved.remove(&(follower, followee)) {
                     true => vec![],
                     false => vec![add(
                         Kind::Followed,
