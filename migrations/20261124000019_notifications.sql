@@ -39,13 +39,16 @@ CREATE TABLE notify_groups
     count     bigint      NOT NULL,
     -- The newest distinct actors, newest first, at most 5.
     actors    bigint[]    NOT NULL,
-    -- The group's newest cause: its place in the list.
+    -- The group's newest live cause (what `unread` and the marker compare).
     tx        bigint      NOT NULL,
     gp        bigint      NOT NULL,
     latest_at timestamptz NOT NULL,
+    -- Its place in the list: the last cause that joined it (an undo never moves it down).
+    place_tx  bigint      NOT NULL,
+    place_gp  bigint      NOT NULL,
     PRIMARY KEY (recipient, grp)
 );
-CREATE INDEX notify_groups_newest ON notify_groups (recipient, tx DESC, gp DESC);
+CREATE INDEX notify_groups_place ON notify_groups (recipient, place_tx DESC, place_gp DESC);
 
 -- Each comment's author and its post's author: a reply notifies its parent's author.
 CREATE TABLE notify_comments

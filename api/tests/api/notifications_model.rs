@@ -85,6 +85,8 @@ struct Comment {
 #[derive(Debug, Default)]
 struct Reference {
     causes: Vec<Cause>,
+    /// Each live group's place: the last cause that joined it (an undo never lowers it).
+    places: BTreeMap<(i64, &'static str, String), usize>,
     mutes: BTreeSet<(i64, i64)>,
     seq: usize,
 }
@@ -103,13 +105,24 @@ impl Reference {
             actor,
             seq: self.seq,
         });
+        let place = self
+            .places
+            .entry((recipient, kind, about.to_owned()))
+            .or_default();
+        *place = (*place).max(self.seq);
     }
 
     fn remove(&mut self, keep: impl Fn(&Cause) -> bool) {
         self.causes.retain(keep);
+        let live: BTreeSet<(i64, &str, String)> = self
+            .causes
+            .iter()
+            .map(|c| (c.recipient, c.kind, c.about.clone()))
+            .collect();
+        self.places.retain(|group, _| live.contains(group));
     }
 
-    /// (type, about, count, actors newest first ≤ 5) per recipient, newest group first.
+    /// (type, about, count, actors newest first ≤ 5) per recipient, by place, newest first.
     fn groups(&self, recipient: i64) -> Vec<Summary> {
         let mut groups: BTreeMap<(&str, &str), Vec<&Cause>> = BTreeMap::new();
         for c in self.causes.iter().filter(|c| c.recipient == recipient) {
@@ -131,7 +144,7 @@ impl Reference {
                     causes.len() as i64,
                     actors,
                 );
-                (causes[0].seq, summary)
+                (self.places[&(recipient, kind, about.to_owned())], summary)
             })
             .collect();
         out.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));

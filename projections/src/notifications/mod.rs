@@ -18,7 +18,9 @@
 //! **Grouped.** `notify_groups` holds one row per (recipient, group): likes per post or
 //! comment, comments per post, replies per comment, follows, requests and approvals per UTC
 //! day. Its `count` is the number of live causes, its `actors` the newest distinct ones (at
-//! most 5), its place the newest cause's log position. Pages, counts and the unread count read
+//! most 5), its newest live cause's position (what the marker is compared with), and its
+//! place: the position of the last cause that joined it, which moves it to the top and which
+//! an undo never lowers (so paging stays put). Pages, counts and the unread count read
 //! only these rows. A group's row always equals a fold of its live causes ([`model`]); an
 //! undo recomputes the actors only when it took one of them (reading the group's newest
 //! causes by index).
@@ -261,14 +263,15 @@ async fn join_groups(
     }
     sqlx::query(
         "INSERT INTO notify_groups AS g
-              (recipient, grp, kind, post, comment, count, actors, tx, gp, latest_at)
-         SELECT r, k, t, p, c, n, string_to_array(a, ',')::bigint[], x, y, z
+              (recipient, grp, kind, post, comment, count, actors, tx, gp, latest_at,
+               place_tx, place_gp)
+         SELECT r, k, t, p, c, n, string_to_array(a, ',')::bigint[], x, y, z, x, y
            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::uuid[], $5::int[],
                        $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::timestamptz[])
                 AS d(r, k, t, p, c, n, a, x, y, z)
          ON CONFLICT (recipient, grp) DO UPDATE
             SET count = g.count + excluded.count, tx = excluded.tx, gp = excluded.gp,
-                latest_at = excluded.latest_at,
+                latest_at = excluded.latest_at, place_tx = excluded.tx, place_gp = excluded.gp,
                 actors = (SELECT array_agg(s.a ORDER BY s.o) FROM (
                             SELECT u.a, min(u.o) AS o
                               FROM unnest(excluded.actors || g.actors) WITH ORDINALITY AS u(a, o)
@@ -394,7 +397,7 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<Vec<Removed>, Proje
 }
 
 /// Takes the removed causes out of their groups: a group left empty goes; one that lost its
-/// newest cause or one of its actors is read again from its newest causes.
+/// newest cause or one of its actors is read again from its newest causes (its place stays).
 async fn settle(conn: &mut PgConnection, removed: &[Removed]) -> Result<(), ProjectionError> {
     if removed.is_empty() {
         return Ok(());
@@ -435,14 +438,14 @@ async fn settle(conn: &mut PgConnection, removed: &[Removed]) -> Result<(), Proj
         let Some((_, gone, newest_gone)) = groups.get(&(recipient, group.as_str())) else {
             continue;
         };
-        let place = LogPosition {
+        let newest = LogPosition {
             transaction_id: tx,
             global_position: gp,
         };
         if count <= 0 {
             empty_r.push(recipient);
             empty_g.push(group);
-        } else if *newest_gone >= place || actors.iter().any(|a| gone.contains(a)) {
+        } else if *newest_gone >= newest || actors.iter().any(|a| gone.contains(a)) {
             refresh(conn, recipient, &group).await?;
         }
     }
@@ -457,10 +460,10 @@ async fn settle(conn: &mut PgConnection, removed: &[Removed]) -> Result<(), Proj
     Ok(())
 }
 
-/// Causes read at first when a group's actors and place are read again.
+/// Causes read at first when a group's actors and newest cause are read again.
 const NEWEST: i64 = 64;
 
-/// Reads a group's actors and place again from its newest causes (all of them only when the
+/// Reads a group's actors and newest cause again from its newest causes (all of them only when the
 /// newest few hold fewer than [`ACTORS`] distinct actors).
 async fn refresh(
     conn: &mut PgConnection,

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use relations_domain::PostId;
 use relations_store::log::RecordedEvent;
+use relations_store::LogPosition;
 use uuid::Uuid;
 
 use super::change::{admits, comment_causes, Cause, Change, GroupDelta, Reader};
@@ -22,6 +23,8 @@ pub struct Model {
     pub comments: BTreeMap<(Uuid, i32), (i64, i64)>,
     /// Mutes: (muter, muted) → until.
     pub mutes: BTreeMap<(i64, i64), Option<DateTime<Utc>>>,
+    /// Each live group's place (the last cause that joined it) and its live causes.
+    pub places: BTreeMap<(i64, String), (LogPosition, usize)>,
 }
 
 impl Model {
@@ -34,12 +37,44 @@ impl Model {
     }
 
     fn add(&mut self, cause: Cause) {
-        if admits(
-            &cause,
-            self.mutes.get(&(cause.recipient, cause.actor)).copied(),
-        ) {
-            self.causes
-                .insert((cause.recipient, cause.cause.clone()), cause);
+        let mute = self.mutes.get(&(cause.recipient, cause.actor)).copied();
+        if !admits(&cause, mute) {
+            return;
+        }
+        let place = self
+            .places
+            .entry((cause.recipient, cause.group.clone()))
+            .or_insert((cause.position, 0));
+        place.0 = place.0.max(cause.position);
+        place.1 += 1;
+        self.causes
+            .insert((cause.recipient, cause.cause.clone()), cause);
+    }
+
+    /// Removes the causes `gone` picks; a group left without any loses its place.
+    fn remove(&mut self, gone: impl Fn(&Cause) -> bool) {
+        let keys: Vec<(i64, String)> = self
+            .causes
+            .iter()
+            .filter(|(_, c)| gone(c))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            self.forget(&key);
+        }
+    }
+
+    /// Removes one cause, if live.
+    fn forget(&mut self, key: &(i64, String)) {
+        let Some(cause) = self.causes.remove(key) else {
+            return;
+        };
+        let group = (cause.recipient, cause.group);
+        if let Some(place) = self.places.get_mut(&group) {
+            place.1 -= 1;
+            if place.1 == 0 {
+                self.places.remove(&group);
+            }
         }
     }
 
@@ -56,27 +91,21 @@ impl Model {
                     self.add(cause);
                 }
             }
-            Change::Remove { recipient, cause } => {
-                self.causes.remove(&(recipient, cause));
-            }
+            Change::Remove { recipient, cause } => self.forget(&(recipient, cause)),
             Change::CommentDeleted { post, n } => {
                 let key = format!("comment:{}.{n}", PostId::from_uuid(post));
-                self.causes.retain(|_, c| {
-                    c.post != Some(post) || (c.cause != key && c.comment != Some(n))
-                });
+                self.remove(|c| c.post == Some(post) && (c.cause == key || c.comment == Some(n)));
             }
-            Change::PostDeleted { post } => self.causes.retain(|_, c| c.post != Some(post)),
-            Change::Block(a, b) => self.causes.retain(|_, c| {
-                (c.recipient, c.actor) != (a, b) && (c.recipient, c.actor) != (b, a)
-            }),
+            Change::PostDeleted { post } => self.remove(|c| c.post == Some(post)),
+            Change::Block(a, b) => self
+                .remove(|c| (c.recipient, c.actor) == (a, b) || (c.recipient, c.actor) == (b, a)),
             Change::Mute {
                 muter,
                 muted,
                 until,
             } => {
                 self.mutes.insert((muter, muted), until);
-                self.causes
-                    .retain(|_, c| (c.recipient, c.actor) != (muter, muted));
+                self.remove(|c| (c.recipient, c.actor) == (muter, muted));
             }
             Change::Unmute { muter, muted } => {
                 self.mutes.remove(&(muter, muted));
@@ -88,10 +117,10 @@ impl Model {
                     .filter(|(_, (_, post_author))| *post_author == user)
                     .map(|((post, _), _)| *post)
                     .collect();
-                self.causes.retain(|_, c| {
-                    c.recipient != user
-                        && c.actor != user
-                        && !c.post.is_some_and(|p| posts.contains(&p))
+                self.remove(|c| {
+                    c.recipient == user
+                        || c.actor == user
+                        || c.post.is_some_and(|p| posts.contains(&p))
                 });
                 self.comments
                     .retain(|_, (author, post_author)| *author != user && *post_author != user);
@@ -101,8 +130,8 @@ impl Model {
         }
     }
 
-    /// Every group the live causes make.
-    pub fn groups(&self) -> Vec<GroupDelta> {
+    /// Every group the live causes make, with its place.
+    pub fn groups(&self) -> Vec<(GroupDelta, LogPosition)> {
         let mut by_group: BTreeMap<(i64, &str), Vec<Cause>> = BTreeMap::new();
         for c in self.causes.values() {
             by_group
@@ -115,6 +144,11 @@ impl Model {
             .flat_map(|mut causes| {
                 causes.sort_by_key(|c| c.position);
                 GroupDelta::of(&causes)
+            })
+            .map(|g| {
+                let place = self.places.get(&(g.recipient, g.group.clone()));
+                let place = place.map_or(g.position, |p| p.0);
+                (g, place)
             })
             .collect()
     }

@@ -1,16 +1,18 @@
 //! Reading notifications: a page of groups, the unread count, the read marker.
 //!
-//! **Paging while groups move.** Groups are listed by their place (their newest cause's log
-//! position), newest first. A group moves to the top when something joins it, so a plain
+//! **Paging while groups move.** Groups are listed by their place (the log position of the
+//! last cause that joined them; an undo never lowers it), newest first. A group moves to the
+//! top when something joins it, so a plain
 //! "before this place" cursor would skip a group that moved up past the cursor while the
 //! reader pages, or show it twice. A page therefore reads the list *as of a snapshot*: the
 //! first page fixes `snapshot`, the newest place then, and every later page orders groups by
 //! their place as of the snapshot (a group that moved since is placed by its newest cause at
 //! or below the snapshot) and continues below `before`, the last place shown. So a group that
 //! moves up while the reader pages keeps its place in this reading, and one made after the
-//! first page is not in it (it is on top of the next first page). What the cursor cannot
-//! hold still: an undo that takes a group's newest cause while the reader pages lowers its
-//! place, so that group may be listed again further down.
+//! first page is not in it (it is on top of the next first page). The one case the cursor
+//! cannot hold still: a group that moves up while the reader pages *and* whose last cause
+//! joined before the snapshot was undone meanwhile is placed by its newest live cause before
+//! the snapshot, which is lower, so it may be listed again further down.
 
 use chrono::{DateTime, Utc};
 use relations_store::LogPosition;
@@ -47,7 +49,7 @@ pub struct GroupRow {
     pub gp: i64,
     /// And time.
     pub latest_at: DateTime<Utc>,
-    /// Its place as of the reading's snapshot.
+    /// Its place as of the reading's snapshot (the page's order and the cursor).
     pub ktx: i64,
     /// (with `ktx`)
     pub kgp: i64,
@@ -90,8 +92,9 @@ pub async fn page(
         Some(r) => r,
         None => {
             let newest: Option<LogPosition> = sqlx::query_as(
-                "SELECT tx AS transaction_id, gp AS global_position FROM notify_groups
-                  WHERE recipient = $1 ORDER BY tx DESC, gp DESC LIMIT 1",
+                "SELECT place_tx AS transaction_id, place_gp AS global_position
+                   FROM notify_groups WHERE recipient = $1
+                  ORDER BY place_tx DESC, place_gp DESC LIMIT 1",
             )
             .bind(user)
             .fetch_optional(pool)
@@ -109,11 +112,12 @@ pub async fn page(
     let rows = sqlx::query_as::<_, GroupRow>(
         "WITH still AS (
              SELECT grp, kind, post, comment, count, actors, tx, gp, latest_at,
-                    tx AS ktx, gp AS kgp
+                    place_tx AS ktx, place_gp AS kgp
                FROM notify_groups
-              WHERE recipient = $1 AND (tx, gp) <= ($2, $3) AND (tx, gp) < ($4, $5)
+              WHERE recipient = $1 AND (place_tx, place_gp) <= ($2, $3)
+                AND (place_tx, place_gp) < ($4, $5)
                 AND ($6::text[] IS NULL OR kind = ANY($6))
-              ORDER BY tx DESC, gp DESC LIMIT $7),
+              ORDER BY place_tx DESC, place_gp DESC LIMIT $7),
          moved AS (
              SELECT n.grp, n.kind, n.post, n.comment, n.count, n.actors, n.tx, n.gp,
                     n.latest_at, l.tx AS ktx, l.gp AS kgp
@@ -123,7 +127,8 @@ pub async fn page(
                      WHERE c.recipient = n.recipient AND c.grp = n.grp
                        AND (c.tx, c.gp) <= ($2, $3)
                      ORDER BY c.tx DESC, c.gp DESC LIMIT 1) AS l
-              WHERE n.recipient = $1 AND (n.tx, n.gp) > ($2, $3) AND (l.tx, l.gp) < ($4, $5)
+              WHERE n.recipient = $1 AND (n.place_tx, n.place_gp) > ($2, $3)
+                AND (l.tx, l.gp) < ($4, $5)
                 AND ($6::text[] IS NULL OR n.kind = ANY($6)))
          SELECT * FROM (SELECT * FROM still UNION ALL SELECT * FROM moved) AS s
           ORDER BY ktx DESC, kgp DESC LIMIT $7",

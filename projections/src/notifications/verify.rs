@@ -27,7 +27,8 @@ type CauseRow = (
     DateTime<Utc>,
 );
 
-/// A compared group: (recipient, group, kind, post, comment, count, actors, tx, gp, at).
+/// A compared group: (recipient, group, kind, post, comment, count, actors, tx, gp, at,
+/// place tx, place gp).
 type GroupRow = (
     i64,
     String,
@@ -39,6 +40,8 @@ type GroupRow = (
     i64,
     i64,
     DateTime<Utc>,
+    i64,
+    i64,
 );
 
 /// The notifications read model against the events.
@@ -73,7 +76,7 @@ impl NotificationsCheck {
         self.model
             .groups()
             .into_iter()
-            .map(|g| {
+            .map(|(g, place)| {
                 (
                     g.recipient,
                     g.group,
@@ -85,6 +88,8 @@ impl NotificationsCheck {
                     g.position.transaction_id,
                     g.position.global_position,
                     g.at,
+                    place.transaction_id,
+                    place.global_position,
                 )
             })
             .collect()
@@ -121,7 +126,8 @@ impl Check for NotificationsCheck {
             out,
         );
         let groups: BTreeSet<GroupRow> = sqlx::query_as(
-            "SELECT recipient, grp, kind, post, comment, count, actors, tx, gp, latest_at
+            "SELECT recipient, grp, kind, post, comment, count, actors, tx, gp, latest_at,
+                    place_tx, place_gp
                FROM notify_groups",
         )
         .fetch_all(&mut *conn)
@@ -129,7 +135,7 @@ impl Check for NotificationsCheck {
         .into_iter()
         .collect();
         diff(
-            "notify_groups (recipient, group, kind, post, comment, count, actors, tx, gp, at)",
+            "notify_groups (recipient, group, kind, post, comment, count, actors, tx, gp, at, place)",
             &self.expected_groups(),
             &groups,
             out,
