@@ -363,7 +363,7 @@ async fn listed(app: &TestApp, user: i64, at: &str) -> Vec<Summary> {
 
 #[test]
 fn notifications_equal_a_reference_fold_of_random_histories() {
-    check_property(12, prop::collection::vec(op(), 1..30), |ops| async move {
+    check_property(16, prop::collection::vec(op(), 10..60), |ops| async move {
         let app = spawn_app().await;
         app.set_locked(LOCKED, true).await;
         let mut posts = BTreeMap::new();
