@@ -103,12 +103,14 @@ impl CursorKey for Reading {
 /// group per post or comment, comments per post, replies per comment, follows, requests and
 /// approvals per UTC day; a group moves to the top when something joins it.
 ///
-/// Paging never skips or repeats a group while groups move: the first page fixes a snapshot
-/// (the newest group's place then), and the cursor carries it with the last place shown, so
-/// every later page lists groups by their place as of that snapshot. A group that moves up
-/// while you page stays where it was in this reading (it shows on top of the next first
-/// page); a group made after the first page is not in this reading. Only an undo of a group's
-/// newest notification while you page lowers its place, so that group may show again lower.
+/// A group's place is its last notification's: something new moves it to the top, an undo
+/// never moves it down. Paging never skips or repeats a group while groups move: the first
+/// page fixes a snapshot (the newest place then), and the cursor carries it with the last
+/// place shown, so every later page lists groups by their place as of that snapshot. A group
+/// that moves up while you page stays where it was in this reading (it shows on top of the
+/// next first page); a group made after the first page is not in this reading. The one
+/// exception: a group that moves up while you page and whose last notification before the
+/// snapshot was undone meanwhile may show once more, lower down.
 #[utoipa::path(get, path = "/api/v1/notifications", tag = "queries", security(("bearer" = [])),
     params(Page<Reading>, TypesParams),
     responses((status = 200, body = NotificationPage), BearerQueryErrors))]
