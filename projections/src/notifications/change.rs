@@ -503,6 +503,85 @@ mod tests {
         assert!(admits(&cause, Some(Some(end))));
     }
 
+    /// A relation event at `position` in transaction `tx`.
+    fn relation_event(
+        tx: i64,
+        position: i64,
+        event_type: &str,
+        data: serde_json::Value,
+    ) -> RecordedEvent {
+        RecordedEvent {
+            event_id: Uuid::nil(),
+            position: LogPosition {
+                transaction_id: tx,
+                global_position: position,
+            },
+            stream_type: RelationPair::TYPE.to_owned(),
+            stream_id: "1:2".to_owned(),
+            stream_version: position,
+            event_type: event_type.to_owned(),
+            event_version: "1".to_owned(),
+            occurred_at: DateTime::UNIX_EPOCH,
+            payload: serde_json::json!({ event_type: data }),
+            metadata: serde_json::json!({}),
+        }
+    }
+
+    fn added(changes: &[Change]) -> Vec<(i64, Kind, &str)> {
+        changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Add(c) => Some((c.recipient, c.kind, c.group.as_str())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_approvals_follow_notifies_nobody_once_and_a_later_follow_notifies() {
+        let pair = serde_json::json!({ "requester": 1, "target": 2 });
+        let follow = serde_json::json!({ "follower": 1, "followee": 2 });
+        let unfollow = serde_json::json!({ "follower": 1, "followee": 2, "cause": "unfollow" });
+        let mut reader = Reader::default();
+        let mut changes = Vec::new();
+        for (n, (kind, data)) in [
+            ("FollowRequestApproved", &pair),
+            ("Followed", &follow),
+            ("Unfollowed", &unfollow),
+            ("Followed", &follow),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let event = relation_event(7, n as i64 + 1, kind, data.clone());
+            changes.push(reader.changes(&event).unwrap());
+        }
+        assert_eq!(
+            changes[0][0],
+            Change::Remove {
+                recipient: 2,
+                cause: "request:1".to_owned()
+            }
+        );
+        let day = "1970-01-01";
+        let approved = format!("follow_request_approved:{day}");
+        assert_eq!(
+            added(&changes[0]),
+            vec![(1, Kind::FollowRequestApproved, approved.as_str())]
+        );
+        assert!(changes[1].is_empty(), "the approval's follow");
+        let followed = format!("followed:{day}");
+        assert_eq!(
+            added(&changes[3]),
+            vec![(2, Kind::Followed, followed.as_str())]
+        );
+        // In another transaction, a follow of the pair notifies as any follow.
+        let later = reader
+            .changes(&relation_event(8, 9, "Followed", follow))
+            .unwrap();
+        assert_eq!(added(&later), vec![(2, Kind::Followed, followed.as_str())]);
+    }
+
     #[test]
     fn groups_take_the_newest_distinct_actors() {
         let mut causes = Vec::new();
