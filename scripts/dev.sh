@@ -2,7 +2,8 @@
 # Runs the service on 127.0.0.1:8080 against a local database `relations_dev`, plays a short
 # demo against it (follow, friends, block, a refused follow; a post, the feed, a deletion; a
 # mute and a removed follower; a locked account approving a follow request; a like and a
-# comment; where the operator page and the live feed are),
+# comment; bob's notifications, grouped, his unread count and marker; where the operator page,
+# the live feed and the live notifications are),
 # then keeps serving until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,8 +96,19 @@ out=$(curl -s -X POST "$base/api/v1/posts/$post_id/comments" -H "authorization: 
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/users/$b_id/posts?min_position=$position" -H "authorization: Bearer $carol"; echo
 echo
+echo "== demo: bob's notifications (carol liked and commented; her request, approved, is gone), grouped; then read"
+printf '\n$ GET bob\x27s notifications and unread count\n'
+out=$(curl -s "$base/api/v1/notifications?min_position=$position" -H "authorization: Bearer $bob"); echo "$out"
+curl -s "$base/api/v1/notifications/unread_count?min_position=$position" -H "authorization: Bearer $bob"; echo
+newest=$(echo "$out" | sed -n 's/^[^}]*"position":"\([^"]*\)".*/\1/p')
+printf '\n$ bob marks them read up to %s\n' "$newest"
+curl -s -X POST "$base/api/v1/notifications/read" -H "authorization: Bearer $bob" \
+  -H 'content-type: application/json' -d "{\"up_to\": \"$newest\"}"; echo
+curl -s "$base/api/v1/notifications/unread_count" -H "authorization: Bearer $bob"; echo
+echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"
 echo "== carol's live feed: curl -N -H 'authorization: Bearer $carol' $base/api/v1/feed/stream"
+echo "== bob's live notifications: curl -N -H 'authorization: Bearer $bob' $base/api/v1/notifications/stream"
 echo "== serving on $base (Ctrl-C stops). A token: $bin token --user N"
 wait $server

@@ -48,20 +48,21 @@ done
 # equal to the actor (400 SELF_RELATION, a rule the schema cannot state) stays out of the
 # positive cases. Operations that would revoke the token or ban its user (logout, revoke, ban)
 # run in a second pass under another user, so they cannot lock the first pass out. The live
-# feed stream never ends, so it is left to its own tests (tests/api/stream.rs).
+# streams (feed, notifications) never end, so they are left to their own tests
+# (tests/api/stream.rs, tests/api/notifications.rs).
 token=$(RELATIONS_JWT_SECRET=$secret "$bin" token --user 7777777 --admin --ttl-secs 3600)
 common=(--checks all --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" --seed 20261123
   --generation-deterministic --suppress-health-check all --no-color)
 "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" "${common[@]}" \
   -H "Authorization: Bearer $token" \
-  --exclude-path-regex '/(logout|revoke|ban|unban)$|/feed/stream$'
+  --exclude-path-regex '/(logout|revoke|ban|unban)$|/(feed|notifications)/stream$'
 token=$(RELATIONS_JWT_SECRET=$secret "$bin" token --user 7777778 --admin --client fuzz --ver 1 --bat 1 --ttl-secs 3600)
 "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" "${common[@]}" \
   -H "Authorization: Bearer $token" \
   --include-path-regex '/(revoke|ban|unban)$'
 # Logout, then continue: the token's client is refused from the logout's answer on (and on every
 # instance within a second), so every operation gets a token that is checked and refused. The
-# live feed stream is in this pass: a refused token gets 401 at once, no stream.
+# live streams are in this pass: a refused token gets 401 at once, no stream.
 token=$(RELATIONS_JWT_SECRET=$secret "$bin" token --user 7777779 --client fuzz-out --ver 1 --ttl-secs 3600)
 curl -fs -X POST -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/me/logout" >/dev/null
 for _ in $(seq 1 50); do

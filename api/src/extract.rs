@@ -100,6 +100,28 @@ impl<S: Send + Sync, T: FromStr> FromRequestParts<S> for PathId<T> {
     }
 }
 
+/// A live stream's optional `Last-Event-ID` header: the log position of the last event a
+/// reconnecting client received; anything else is 400 `INVALID_INPUT`.
+pub struct LastEventId(pub Option<relations_store::LogPosition>);
+
+impl<S: Send + Sync> FromRequestParts<S> for LastEventId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let Some(value) = parts.headers.get("last-event-id") else {
+            return Ok(Self(None));
+        };
+        value
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(|position| Self(Some(position)))
+            .ok_or_else(|| {
+                ApiError::InvalidInput("Last-Event-ID: an event id this stream sent".into())
+            })
+    }
+}
+
 /// The request's id, as set by the request-id layer (a client's `x-request-id`, or a new UUID).
 pub struct ReqId(pub String);
 

@@ -83,18 +83,26 @@ fn read_side(
     Ok((runners, relay))
 }
 
+/// The primary's pool (migrated), the pool reads use, and the keyring on the primary.
+async fn databases(
+    config: &Config,
+) -> anyhow::Result<(sqlx::PgPool, sqlx::PgPool, relations_store::Keyring)> {
+    let master_key = config.keys.master_key()?;
+    let pool = config.database.connect().await?;
+    let keys = relations_store::Keyring::new(master_key, pool.clone());
+    db::migrate(&pool).await.context("applying migrations")?;
+    let read_pool = config
+        .database
+        .connect_reads(config.database_read_url.as_deref(), &pool)
+        .await?;
+    Ok((pool, read_pool, keys))
+}
+
 impl Application {
     /// Connects to PostgreSQL, applies migrations, and binds the listen address (port 0 picks a
     /// free port).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let master_key = config.keys.master_key()?;
-        let pool = config.database.connect().await?;
-        let keys = relations_store::Keyring::new(master_key, pool.clone());
-        db::migrate(&pool).await.context("applying migrations")?;
-        let read_pool = config
-            .database
-            .connect_reads(config.database_read_url.as_deref(), &pool)
-            .await?;
+        let (pool, read_pool, keys) = databases(&config).await?;
         let redis = config.redis.connect()?.context("serve needs REDIS_URL")?;
         let listener = TcpListener::bind(config.http_addr)
             .await
@@ -113,6 +121,7 @@ impl Application {
             inboxes: caches.inboxes,
             likes: caches.likes,
             hub: FeedHub::new(config.recommended(), keys.clone()),
+            notify_hub: Default::default(),
             closing: CancellationToken::new(),
             engagement: EngagementStore::new(
                 pool.clone(),
@@ -217,6 +226,12 @@ impl Application {
                 .clone()
                 .run(self.state.graph.clone(), background.clone()),
         );
+        let notify_hub = tokio::spawn(
+            self.state
+                .notify_hub
+                .clone()
+                .run(self.state.pool.clone(), background.clone()),
+        );
         // Feed streams end when shutdown begins, so HTTP drains.
         let closing = self.state.closing.clone();
         let signal = shutdown.clone();
@@ -234,6 +249,7 @@ impl Application {
         let _ = read_marks.await;
         let _ = horizon.await;
         let _ = hub.await;
+        let _ = notify_hub.await;
         for projector in projectors {
             let _ = projector.await;
         }

@@ -69,6 +69,8 @@ pub struct AppState {
     pub engagement: EngagementStore,
     /// The live feed stream's connected readers.
     pub hub: relations_projections::feed::stream::FeedHub,
+    /// The live notification streams' listeners.
+    pub notify_hub: relations_projections::notifications::live::NotificationHub,
     /// Cancelled when HTTP shutdown begins: long-lived answers (the feed stream) end then, so
     /// draining does not wait on them.
     pub closing: tokio_util::sync::CancellationToken,

@@ -56,7 +56,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to o); all when empty.
+    /// Only these scenarios (letters a to p); all when empty.
     #[arg(long)]
     only: Vec<char>,
     /// A world of this many users (about 12 follows each, LinkBench-shaped, and a post each),
@@ -133,6 +133,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted('o') {
         rows.extend(scenarios::replay(&env, scale).await?);
+    }
+    if wanted('p') {
+        rows.extend(scenarios::notifications(&env, scale).await?);
     }
     if wanted('k') && own_cluster('k') {
         rows.extend(scenarios::read_pool(&env, scale).await?);

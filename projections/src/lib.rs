@@ -15,6 +15,8 @@
 //!   and follower changes;
 //! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
 //! - [`engagement`]: likes and comments, their counts and queries, the like-state cache;
+//! - [`notifications`]: what happened to each user (follows, requests, likes, comments),
+//!   grouped, with exact undo;
 //! - [`privacy`]: the private-content rules (issue 26) with their facts from one graph state;
 //! - [`archive`]: a user's own data from every read model, for their archive;
 //! - [`views`]: a post and a comment as a reader sees them;
@@ -25,6 +27,7 @@ pub mod engagement;
 pub mod error;
 pub mod feed;
 pub mod history;
+pub mod notifications;
 pub mod privacy;
 pub mod redis;
 pub mod relations;
@@ -77,6 +80,7 @@ pub fn all(
         }),
         Arc::new(history::History),
         Arc::new(engagement::Engagement { keys: keys.clone() }),
+        Arc::new(notifications::Notifications),
     ];
     if let Some(caches) = caches {
         projectors.push(Arc::new(feed::inbox_cache::FeedCacheProjector::new(
@@ -116,6 +120,9 @@ pub async fn verify(
     }
     if scope.covers(engagement::NAME) {
         checks.push(Box::<engagement::verify::EngagementCheck>::default());
+    }
+    if scope.covers(notifications::NAME) {
+        checks.push(Box::<notifications::verify::NotificationsCheck>::default());
     }
     runtime::verify::run(pool, keys, checks, scope).await
 }

@@ -107,6 +107,45 @@ pub async fn append_posts(
     Ok(authors.len() as u64)
 }
 
+/// Appends a `Liked` event for each `(user, post)` of `likes`, `post` being the index of a post
+/// in log order among the log's `PostPublished` events (the liker must not be its author, nor
+/// like it twice: nothing is checked), 1,000 a transaction. Returns the events appended.
+pub async fn append_likes(pool: &PgPool, likes: &[(i64, usize)]) -> Result<u64, sqlx::Error> {
+    let posts: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT aggregate_id, (payload->'PostPublished'->>'author')::bigint FROM events
+          WHERE aggregate_type = 'post' AND event_type = 'PostPublished'
+          ORDER BY transaction_id, global_position",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut appended = 0;
+    for chunk in likes.chunks(1000) {
+        let mut columns: (Vec<i64>, Vec<&str>, Vec<i64>) = Default::default();
+        for &(user, post) in chunk {
+            let Some((id, author)) = posts.get(post) else {
+                continue;
+            };
+            columns.0.push(user);
+            columns.1.push(id);
+            columns.2.push(*author);
+        }
+        appended += sqlx::query(
+            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
+             SELECT 'like', 'post:' || p || ':' || u, 1, 'Liked', '1',
+                    json_build_object('Liked', json_build_object('user', u, 'target', 'post:' || p, 'author', a)),
+                    json_build_object('request_id', 'bench', 'actor', u::text)
+               FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(u, p, a)",
+        )
+        .bind(&columns.0)
+        .bind(&columns.1)
+        .bind(&columns.2)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    }
+    Ok(appended)
+}
+
 /// What an operator runs after a bulk load, before serving: `VACUUM (ANALYZE)` of the log and
 /// the guard rows (statistics for the planner, hint bits and the visibility map set once here
 /// rather than by the first readers, so index-only scans work), then a `CHECKPOINT` (the load's

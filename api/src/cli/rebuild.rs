@@ -9,7 +9,7 @@ use crate::config::{DatabaseConfig, FeedConfig, KeysConfig};
 /// `relations rebuild` arguments.
 #[derive(Debug, clap::Args)]
 pub struct RebuildArgs {
-    /// The projector (`following`, `feed`, `history`, `engagement`).
+    /// The projector (`following`, `feed`, `history`, `engagement`, `notifications`).
     name: String,
     #[command(flatten)]
     feed: FeedConfig,

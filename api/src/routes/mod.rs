@@ -13,6 +13,7 @@ mod feed;
 mod liking;
 pub(crate) mod live;
 mod me;
+mod notifications;
 mod ops;
 pub mod page;
 mod posts;
@@ -45,6 +46,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(comments::router())
         .merge(feed::router())
         .merge(me::router())
+        .merge(notifications::router())
         .merge(admin::router())
         .merge(ops::router())
 }

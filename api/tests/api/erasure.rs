@@ -16,7 +16,13 @@ use crate::helpers::{
 const ERASED: i64 = 1;
 
 /// The projectors an erasure must have reached before a test looks at their tables.
-const PROJECTORS: [&str; 4] = ["following", "history", "feed", "engagement"];
+const PROJECTORS: [&str; 5] = [
+    "following",
+    "history",
+    "feed",
+    "engagement",
+    "notifications",
+];
 
 fn position(body: &Value) -> String {
     body["position"].as_str().expect("a position").to_owned()

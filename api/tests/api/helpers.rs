@@ -233,6 +233,20 @@ impl TestApp {
         read(response).await
     }
 
+    /// POSTs `path` with the JSON `body` as `user`; the answer.
+    pub async fn post_as(&self, user: i64, path: &str, body: Value) -> (StatusCode, Value) {
+        read(
+            self.client
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(self.token(user))
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
     /// Publishes a post as `author`.
     pub async fn post(&self, author: i64, content: &str) -> (StatusCode, Value) {
         self.post_with(author, serde_json::json!({ "content": content }))

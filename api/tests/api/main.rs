@@ -22,6 +22,8 @@ mod idempotency;
 mod insights;
 mod instances;
 mod kafka;
+mod notifications;
+mod notifications_model;
 mod openapi;
 mod operator;
 mod ops;

@@ -335,6 +335,30 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             Call::new("get", path, S::OK).token(t1.clone()),
             Call::new("get", path, S::UNAUTHORIZED),
         ],
+        ("get", "/api/v1/notifications/stream") => vec![
+            Call::new("get", path, S::OK).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
+        ("get", "/api/v1/notifications") => vec![
+            Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
+            Call::new("get", format!("{path}?types=commented,followed"), S::OK).token(t1.clone()),
+            Call::new("get", format!("{path}?cursor=x"), S::BAD_REQUEST).token(t1.clone()),
+            Call::new("get", format!("{path}?types=nope"), S::BAD_REQUEST).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
+        ("get", "/api/v1/notifications/unread_count") => vec![
+            Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
+        ("post", "/api/v1/notifications/read") => vec![
+            Call::new("post", path, S::OK)
+                .token(t1.clone())
+                .body(json!({ "up_to": at })),
+            Call::new("post", path, S::BAD_REQUEST)
+                .token(t1.clone())
+                .body(json!({ "up_to": "x" })),
+            Call::new("post", path, S::UNAUTHORIZED).body(json!({ "up_to": at })),
+        ],
         ("get", "/admin") => vec![Call::new("get", path, S::OK)],
         ("get", "/api/v1/me/mutes") => vec![
             Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),

@@ -21,14 +21,14 @@ const DELIVERY: Duration = Duration::from_secs(15);
 
 /// One server-sent event.
 #[derive(Debug, Clone)]
-struct Sse {
-    id: Option<String>,
-    event: String,
-    data: Value,
+pub(crate) struct Sse {
+    pub(crate) id: Option<String>,
+    pub(crate) event: String,
+    pub(crate) data: Value,
 }
 
 /// A connected reader: parses the `text/event-stream` body as it arrives.
-struct Reader {
+pub(crate) struct Reader {
     body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
     buffer: String,
 }
@@ -40,11 +40,21 @@ impl Reader {
 
     /// Connects with `token`, waiting out a replica still loading (503).
     async fn connect_with(app: &TestApp, token: &str, last_event_id: Option<&str>) -> Self {
+        Self::open(app, "/api/v1/feed/stream", token, last_event_id).await
+    }
+
+    /// Connects to the stream at `path` with `token`, waiting out a replica still loading.
+    pub(crate) async fn open(
+        app: &TestApp,
+        path: &str,
+        token: &str,
+        last_event_id: Option<&str>,
+    ) -> Self {
         let deadline = Instant::now() + DELIVERY;
         let response = loop {
             let mut request = app
                 .client
-                .get(format!("{}/api/v1/feed/stream", app.base))
+                .get(format!("{}{path}", app.base))
                 .bearer_auth(token);
             if let Some(id) = last_event_id {
                 request = request.header("last-event-id", id);
@@ -67,7 +77,7 @@ impl Reader {
     }
 
     /// The next event (comments and keep-alives skipped), or `None` after `wait`.
-    async fn next(&mut self, wait: Duration) -> Option<Sse> {
+    pub(crate) async fn next(&mut self, wait: Duration) -> Option<Sse> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             while let Some(end) = self.buffer.find("\n\n") {

@@ -1,7 +1,7 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
 //! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `read_pool`, (l)
-//! `bookkeeping`, (m) `failover`, (n) `erasure`, (o) `replay`. (a), (b), (c), (f) and (l) share one loaded graph
+//! `bookkeeping`, (m) `failover`, (n) `erasure`, (o) `replay`, (p) `notifications`. (a), (b), (c), (f) and (l) share one loaded graph
 //! ([`graph_scenarios`]).
 
 mod bookkeeping;
@@ -14,6 +14,7 @@ mod insights;
 mod lag;
 mod memory;
 mod mixed;
+mod notifications;
 mod read_pool;
 mod reads;
 mod rebuild;
@@ -33,6 +34,7 @@ pub use failover::failover;
 pub use feed::feed;
 pub use insights::insights;
 pub use mixed::mixed;
+pub use notifications::notifications;
 pub use read_pool::read_pool;
 pub use rebuild::rebuild;
 pub use replay::replay;

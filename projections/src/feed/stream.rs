@@ -89,7 +89,7 @@ impl EndReason {
 
     /// Why `stamp`'s stream of `user` may not go on, as the replica stands; revocation first,
     /// as the request check orders them.
-    fn of(graph: &MemoryGraph, user: UserId, stamp: &TokenStamp) -> Option<Self> {
+    pub fn of(graph: &MemoryGraph, user: UserId, stamp: &TokenStamp) -> Option<Self> {
         if graph.accounts().erased(user) {
             Some(Self::AccountErased)
         } else if graph.accounts().refuses(user, stamp) {

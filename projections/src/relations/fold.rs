@@ -141,6 +141,18 @@ impl RelationChange {
     }
 }
 
+/// The request `event` approves, `(requester, target)`, if it is an approval: the one thing
+/// about a relation event that [`RelationChange`] does not say (an approval ends the request
+/// as a rejection does; projector `notifications` tells the requester).
+pub fn approval(event: &RelationEvent) -> Option<UserPair> {
+    match *event {
+        RelationEvent::FollowRequestApproved { requester, target } => {
+            Some((requester.get(), target.get()))
+        }
+        _ => None,
+    }
+}
+
 /// A follow that began or ended, as the counters see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FollowCount {

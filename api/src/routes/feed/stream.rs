@@ -10,6 +10,7 @@ use relations_store::LogPosition;
 
 use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
+use crate::extract::LastEventId;
 use crate::state::AppState;
 
 /// What a feed stream connection carries between items.
@@ -118,24 +119,12 @@ impl Streaming {
 pub async fn stream(
     State(state): State<AppState>,
     actor: Actor,
-    headers: axum::http::HeaderMap,
+    LastEventId(last): LastEventId,
 ) -> Result<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let Some(now) = state.graph.position() else {
         return Err(ApiError::Unavailable(
             "the graph replica is loading; retry shortly",
         ));
-    };
-    let last = match headers.get("last-event-id") {
-        None => None,
-        Some(value) => Some(
-            value
-                .to_str()
-                .ok()
-                .and_then(|v| v.parse::<LogPosition>().ok())
-                .ok_or_else(|| {
-                    ApiError::InvalidInput("Last-Event-ID: an event id this stream sent".into())
-                })?,
-        ),
     };
     let subscription = state
         .hub

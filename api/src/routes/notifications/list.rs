@@ -1,0 +1,169 @@
+//! `GET /api/v1/notifications`: the caller's notifications, grouped, newest group first.
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use relations_domain::{CommentId, PostId, UserId};
+use relations_projections::notifications::change::Kind;
+use relations_projections::notifications::query::{self as notify_read, GroupRow, Reading};
+use relations_projections::notifications::NAME;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Actor;
+use crate::error::ApiError;
+use crate::extract::ApiQuery;
+use crate::routes::contract::BearerQueryErrors;
+use crate::routes::page::{CursorKey, Page};
+use crate::routes::query::wait_for_projectors;
+use crate::state::AppState;
+
+/// One group of notifications.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NotificationGroup {
+    /// The group's key (stable while the group lives).
+    pub group: String,
+    /// `followed`, `follow_request`, `follow_request_approved`, `liked_post`,
+    /// `liked_comment`, `commented` or `replied`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The post it is about (likes, comments, replies).
+    #[schema(value_type = Option<String>)]
+    pub post: Option<PostId>,
+    /// The comment it is about (a comment's likes; replies: the comment replied to).
+    pub comment: Option<CommentId>,
+    /// Notifications in the group.
+    pub count: i64,
+    /// Who, newest first, at most 5 distinct users.
+    pub actors: Vec<UserId>,
+    /// When the newest happened.
+    pub latest_at: DateTime<Utc>,
+    /// Whether the newest is newer than the caller's read marker.
+    pub unread: bool,
+    /// The newest's place in the log: `POST /api/v1/notifications/read` takes it as `up_to`.
+    pub position: String,
+}
+
+/// A page of groups: `{items, next_cursor}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NotificationPage {
+    /// Newest group first.
+    pub items: Vec<NotificationGroup>,
+    /// The next page's cursor; none after the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// `notifications` parameters besides the page's.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TypesParams {
+    /// Only these types, comma-separated.
+    #[param(
+        pattern = r"^(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied)(,(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied))*$"
+    )]
+    types: Option<String>,
+}
+
+impl TypesParams {
+    /// The types asked for (`None`: all); 400 on an unknown one.
+    fn kinds(&self) -> Result<Option<Vec<&'static str>>, ApiError> {
+        let Some(types) = &self.types else {
+            return Ok(None);
+        };
+        types
+            .split(',')
+            .map(|t| {
+                Kind::parse(t)
+                    .map(Kind::name)
+                    .ok_or_else(|| ApiError::InvalidInput(format!("types: unknown type {t:?}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+}
+
+/// A reading's place on the wire: `"{snapshot}.{before}"`, two log positions.
+impl CursorKey for Reading {
+    const PATTERN: &'static str = r"^[0-9]{1,18}\.[0-9]{1,18}\.[0-9]{1,18}\.[0-9]{1,18}$";
+
+    fn decode(raw: &str) -> Option<Self> {
+        let mut parts = raw.split('.');
+        let mut next =
+            || -> Option<String> { Some(format!("{}.{}", parts.next()?, parts.next()?)) };
+        let (snapshot, before) = (next()?.parse().ok()?, next()?.parse().ok()?);
+        (parts.next().is_none()).then_some(Reading { snapshot, before })
+    }
+
+    fn encode(&self) -> String {
+        format!("{}.{}", self.snapshot, self.before)
+    }
+}
+
+/// The caller's notifications, grouped, newest group first: `{items, next_cursor}`. Likes
+/// group per post or comment, comments per post, replies per comment, follows, requests and
+/// approvals per UTC day; a group moves to the top when something joins it.
+///
+/// A group's place is its last notification's: something new moves it to the top, an undo
+/// never moves it down. Paging never skips or repeats a group while groups move: the first
+/// page fixes a snapshot (the newest place then), and the cursor carries it with the last
+/// place shown, so every later page lists groups by their place as of that snapshot. A group
+/// that moves up while you page stays where it was in this reading (it shows on top of the
+/// next first page); a group made after the first page is not in this reading. The one
+/// exception: a group that moves up while you page and whose last notification before the
+/// snapshot was undone meanwhile may show once more, lower down.
+#[utoipa::path(get, path = "/api/v1/notifications", tag = "queries", security(("bearer" = [])),
+    params(Page<Reading>, TypesParams),
+    responses((status = 200, body = NotificationPage), BearerQueryErrors))]
+pub async fn notifications(
+    State(state): State<AppState>,
+    actor: Actor,
+    page: Page<Reading>,
+    ApiQuery(types): ApiQuery<TypesParams>,
+) -> Result<Json<NotificationPage>, ApiError> {
+    let kinds = types.kinds()?;
+    let pool = wait_for_projectors(&state, &[NAME], page.min_position).await?;
+    let user = actor.user.get();
+    let marker = notify_read::marker(pool, user).await?;
+    let (mut rows, snapshot) =
+        notify_read::page(pool, user, kinds.as_deref(), page.after, page.probe()).await?;
+    let next_cursor = snapshot.and_then(|snapshot| {
+        page.cut(&mut rows, |row| Reading {
+            snapshot,
+            before: row.key(),
+        })
+    });
+    let items = rows
+        .into_iter()
+        .map(|row| view(row, marker))
+        .collect::<Result<_, _>>()?;
+    Ok(Json(NotificationPage { items, next_cursor }))
+}
+
+fn view(
+    row: GroupRow,
+    marker: relations_store::LogPosition,
+) -> Result<NotificationGroup, ApiError> {
+    let position = row.position();
+    let post = row.post.map(PostId::from_uuid);
+    let comment = match (post, row.comment) {
+        (Some(post), Some(n)) => Some(CommentId { post, n: n as u32 }),
+        _ => None,
+    };
+    let actors = row
+        .actors
+        .iter()
+        .map(|&a| UserId::try_from(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("an actor that is no user id: {e}")))?;
+    Ok(NotificationGroup {
+        group: row.grp,
+        kind: row.kind,
+        post,
+        comment,
+        count: row.count,
+        actors,
+        latest_at: row.latest_at,
+        unread: position > marker,
+        position: position.to_string(),
+    })
+}

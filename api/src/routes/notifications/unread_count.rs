@@ -1,0 +1,48 @@
+//! `GET /api/v1/notifications/unread_count`: groups with something newer than the marker.
+
+use axum::extract::State;
+use axum::Json;
+use relations_projections::notifications::query as notify_read;
+use relations_projections::notifications::NAME;
+use relations_store::LogPosition;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Actor;
+use crate::error::ApiError;
+use crate::extract::ApiQuery;
+use crate::routes::contract::BearerQueryErrors;
+use crate::routes::query::wait_for_projectors;
+use crate::state::AppState;
+
+/// `unread_count`'s answer: `{count}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UnreadCount {
+    /// Groups whose newest notification is newer than the caller's read marker.
+    pub count: i64,
+}
+
+/// `unread_count` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UnreadParams {
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
+    min_position: Option<LogPosition>,
+}
+
+/// How many of the caller's notification groups have something newer than their read
+/// marker: `{count}` (exact).
+#[utoipa::path(get, path = "/api/v1/notifications/unread_count", tag = "queries",
+    security(("bearer" = [])),
+    params(UnreadParams),
+    responses((status = 200, body = UnreadCount), BearerQueryErrors))]
+pub async fn unread_count(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiQuery(p): ApiQuery<UnreadParams>,
+) -> Result<Json<UnreadCount>, ApiError> {
+    let pool = wait_for_projectors(&state, &[NAME], p.min_position).await?;
+    let count = notify_read::unread_count(pool, actor.user.get()).await?;
+    Ok(Json(UnreadCount { count }))
+}

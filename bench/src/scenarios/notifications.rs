@@ -1,0 +1,112 @@
+//! (p) Notifications (issue 27): projector `notifications`' catch-up fold of one loaded log
+//! (follows, a post each, likes, and a hot author whose few posts take a like from every
+//! user) beside projector `feed`'s fold of the same log, each alone in a `relations project`
+//! process, in events/s and as a ratio; and the rows the likes leave (groups, not a row per
+//! like, in what pages read).
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::scale::Scale;
+use crate::graph;
+use crate::harness::{Env, Row};
+
+/// Posts of the hot author (user 1), each liked by every other user.
+const HOT_POSTS: usize = 20;
+/// Likes of every other post.
+const LIKES: i64 = 5;
+
+pub async fn notifications(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let db = "bench_notifications";
+    let pool = env.fresh_database(db).await?;
+    let users = scale.graph_users;
+    let follows = graph::load_follows(&pool, &graph::follows(users, 42)).await?;
+    let mut authors: Vec<i64> = (1..=users).collect();
+    authors.extend(std::iter::repeat_n(1, HOT_POSTS));
+    let posts = graph::load_posts(&pool, &authors).await?;
+    let likes = graph::load_likes(&pool, &likes_of(&authors, users)).await?;
+    let events = follows + posts + likes;
+    let feed = fold(env, db, &pool, relations_projections::feed::NAME).await?;
+    let notify = fold(env, db, &pool, relations_projections::notifications::NAME).await?;
+    let rate = |took: Duration| events as f64 / took.as_secs_f64();
+    let (groups, causes): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM notify_groups), (SELECT count(*) FROM notify_causes)",
+    )
+    .fetch_one(&pool)
+    .await?;
+    let hot: i64 = sqlx::query_scalar("SELECT count(*) FROM notify_groups WHERE recipient = 1")
+        .fetch_one(&pool)
+        .await?;
+    let log = format!("{events} events ({follows} follows, {posts} posts, {likes} likes)");
+    Ok(vec![
+        Row::new(
+            "p. notifications catch-up",
+            &format!("{log}: projector `notifications` alone"),
+            format!(
+                "{:.1} s ({:.0} events/s)",
+                notify.as_secs_f64(),
+                rate(notify)
+            ),
+        )
+        .against(
+            format!(
+                "projector `feed` alone, same log: {:.1} s ({:.0} events/s)",
+                feed.as_secs_f64(),
+                rate(feed)
+            ),
+            rate(notify) / rate(feed),
+        )
+        .target(">= 20,000 events/s", rate(notify) >= 20_000.0),
+        Row::new(
+            "p. notification rows",
+            &format!("{likes} likes, the hot author's {HOT_POSTS} posts liked by every user"),
+            format!("{groups} group rows (the hot author: {hot}), {causes} cause rows"),
+        ),
+    ])
+}
+
+/// Each post's likers: [`LIKES`] users for each author's own post, every other user for the
+/// hot author's; distinct per post and never its author (7919 is prime: `k * 7919` runs
+/// through distinct residues).
+fn likes_of(authors: &[i64], users: i64) -> Vec<(i64, usize)> {
+    let mut likes = Vec::new();
+    for (post, &author) in authors.iter().enumerate() {
+        let n = if post >= users as usize {
+            users - 1
+        } else {
+            LIKES
+        };
+        for k in 1..=n {
+            let user = (author - 1 + k * 7919) % users + 1;
+            if user != author {
+                likes.push((user, post));
+            }
+        }
+    }
+    likes
+}
+
+/// Runs projector `name` alone from the start of the log in a `relations project` process
+/// until it has applied the whole log; how long that took.
+async fn fold(env: &Env, db: &str, pool: &sqlx::PgPool, name: &str) -> anyhow::Result<Duration> {
+    let mut child = Command::new(&env.bin)
+        .args(["project", "--only", name])
+        .env("DATABASE_URL", env.url(db))
+        .env("RELATIONS_MASTER_KEY", crate::harness::MASTER_KEY)
+        .env("REDIS_URL", &env.redis_url)
+        .env("RELATIONS_REDIS_PREFIX", format!("bench:{db}:"))
+        .env("RELATIONS_DB_MAX_CONNECTIONS", "8")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting relations project")?;
+    let took = graph::caught_up(pool, &[name]).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let took = took?;
+    eprintln!("p: {name} folded the log in {:.1} s", took.as_secs_f64());
+    Ok(took)
+}

@@ -1,0 +1,600 @@
+//! What each event does to notifications, written once: [`Change::of`] reads an event, and
+//! [`comment_causes`], [`admits`] and [`GroupDelta`] decide the rest. The SQL projector
+//! (`super`) and the fold in memory (`super::model`: `verify`'s check) both apply these.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, SubsecRound, Utc};
+use relations_domain::{
+    Like, LikeEvent, LikeTarget, Post, PostEvent, RelationEvent, RelationPair, Thread, ThreadEvent,
+};
+use relations_store::log::RecordedEvent;
+use relations_store::LogPosition;
+use uuid::Uuid;
+
+use crate::error::ProjectionError;
+use crate::relations::fold::{approval, EdgeKind, RelationChange};
+use crate::runtime::projector::{decode, erased_user};
+
+/// The notification types, as the API names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// Someone followed you.
+    Followed,
+    /// Someone asked to follow you (pending).
+    FollowRequest,
+    /// Your request was approved.
+    FollowRequestApproved,
+    /// Someone liked your post.
+    LikedPost,
+    /// Someone liked your comment.
+    LikedComment,
+    /// Someone commented on your post.
+    Commented,
+    /// Someone replied to your comment.
+    Replied,
+}
+
+impl Kind {
+    /// Every type.
+    pub const ALL: [Kind; 7] = [
+        Kind::Followed,
+        Kind::FollowRequest,
+        Kind::FollowRequestApproved,
+        Kind::LikedPost,
+        Kind::LikedComment,
+        Kind::Commented,
+        Kind::Replied,
+    ];
+
+    /// The type's name (API and `kind` columns).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Followed => "followed",
+            Kind::FollowRequest => "follow_request",
+            Kind::FollowRequestApproved => "follow_request_approved",
+            Kind::LikedPost => "liked_post",
+            Kind::LikedComment => "liked_comment",
+            Kind::Commented => "commented",
+            Kind::Replied => "replied",
+        }
+    }
+
+    /// The type called `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// One notification: what caused it, for whom, in which group.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cause {
+    /// Who is notified.
+    pub recipient: i64,
+    /// The cause's key, unique per recipient (the module docs of `super` list them).
+    pub cause: String,
+    /// The group's key.
+    pub group: String,
+    /// The type.
+    pub kind: Kind,
+    /// Who did it.
+    pub actor: i64,
+    /// The post it is about (likes, comments, replies).
+    pub post: Option<Uuid>,
+    /// The comment it is about (a comment's likes, replies to it).
+    pub comment: Option<i32>,
+    /// Where its event sits in the log.
+    pub position: LogPosition,
+    /// When it happened.
+    pub at: DateTime<Utc>,
+}
+
+/// A comment written, as notifications need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewComment {
+    /// The post.
+    pub post: Uuid,
+    /// Its number in the thread.
+    pub n: i32,
+    /// Who wrote it.
+    pub author: i64,
+    /// The post's author.
+    pub post_author: i64,
+    /// The comment it replies to.
+    pub parent: Option<i32>,
+    /// Where it sits in the log.
+    pub position: LogPosition,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// What one event changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A notification, unless its actor is its recipient or the recipient mutes the actor.
+    Add(Cause),
+    /// A comment: remembered (a reply to it notifies its author) and notifying
+    /// ([`comment_causes`], once its parent's author is known).
+    Comment(NewComment),
+    /// The notification `cause` of `recipient` goes (an unlike, an unfollow, a request's end).
+    Remove {
+        /// Whose.
+        recipient: i64,
+        /// Which ([`Cause::cause`]).
+        cause: String,
+    },
+    /// A comment was deleted: its own notifications go, and those about it.
+    CommentDeleted {
+        /// The post.
+        post: Uuid,
+        /// The comment's number.
+        n: i32,
+    },
+    /// A post was deleted: every notification about it goes.
+    PostDeleted {
+        /// The post.
+        post: Uuid,
+    },
+    /// A block: every notification between the two goes, both ways.
+    Block(i64, i64),
+    /// `muter` mutes `muted` until the time (`None`: for good): the muted user's
+    /// notifications to the muter go, and none come while the mute lasts.
+    Mute {
+        /// Who mutes.
+        muter: i64,
+        /// Whom.
+        muted: i64,
+        /// When it ends by itself.
+        until: Option<DateTime<Utc>>,
+    },
+    /// The mute is lifted.
+    Unmute {
+        /// Who muted.
+        muter: i64,
+        /// Whom.
+        muted: i64,
+    },
+    /// The user was erased: every notification to or from them, or about their posts, goes.
+    Erase(i64),
+}
+
+/// Reads events into changes. It remembers the approvals of the transaction being read: the
+/// `Followed` an approval brings in the same transaction notifies nobody (the followed user
+/// approved it themselves; the requester is told by `follow_request_approved`).
+#[derive(Debug, Default)]
+pub struct Reader {
+    approved: HashSet<(i64, i64)>,
+    transaction: i64,
+}
+
+impl Reader {
+    /// The changes `event` makes, in order.
+    pub fn changes(&mut self, event: &RecordedEvent) -> Result<Vec<Change>, ProjectionError> {
+        if event.position.transaction_id != self.transaction {
+            self.transaction = event.position.transaction_id;
+            self.approved.clear();
+        }
+        if let Some(user) = erased_user(event)? {
+            return Ok(vec![Change::Erase(user)]);
+        }
+        let (position, at) = (event.position, event.occurred_at);
+        Ok(match event.stream_type.as_str() {
+            RelationPair::TYPE => self.relation(decode(event)?, position, at),
+            Like::TYPE => vec![like(decode(event)?, position, at)],
+            Thread::TYPE => thread(decode(event)?, position, at),
+            Post::TYPE => match decode(event)? {
+                PostEvent::PostDeleted { post_id, .. } => vec![Change::PostDeleted {
+                    post: post_id.uuid(),
+                }],
+                PostEvent::PostPublished { .. } => vec![],
+            },
+            _ => vec![],
+        })
+    }
+
+    /// A relation event, as the one relation fold reads it ([`RelationChange::of`]).
+    fn relation(
+        &mut self,
+        event: RelationEvent,
+        position: LogPosition,
+        at: DateTime<Utc>,
+    ) -> Vec<Change> {
+        let day = at.format("%Y-%m-%d");
+        let add = |kind: Kind, recipient: i64, actor: i64, cause: String| {
+            Change::Add(Cause {
+                recipient,
+                cause,
+                group: format!("{}:{day}", kind.name()),
+                kind,
+                actor,
+                post: None,
+                comment: None,
+                position,
+                at,
+            })
+        };
+        if let Some((requester, target)) = approval(&event) {
+            self.approved.insert((requester, target));
+            return vec![
+                request_ended(requester, target),
+                add(
+                    Kind::FollowRequestApproved,
+                    requester,
+                    target,
+                    format!("approved:{target}:{position}"),
+                ),
+            ];
+        }
+        match RelationChange::of(&event, at) {
+            RelationChange::Begin(EdgeKind::Follow, (follower, followee), _) => {
+                // Once: a later follow of the pair in the same transaction is a follow.
+                match self.approved.remove(&(follower, followee)) {
+                    true => vec![],
+                    false => vec![add(
+                        Kind::Followed,
+                        followee,
+                        follower,
+                        format!("follow:{follower}"),
+                    )],
+                }
+            }
+            RelationChange::End(EdgeKind::Follow, (follower, followee)) => vec![Change::Remove {
+                recipient: followee,
+                cause: format!("follow:{follower}"),
+            }],
+            RelationChange::Begin(EdgeKind::Request, (requester, target), _) => vec![add(
+                Kind::FollowRequest,
+                target,
+                requester,
+                format!("request:{requester}"),
+            )],
+            RelationChange::End(EdgeKind::Request, (requester, target)) => {
+                vec![request_ended(requester, target)]
+            }
+            RelationChange::Begin(EdgeKind::Block, (blocker, blocked), _) => {
+                vec![Change::Block(blocker, blocked)]
+            }
+            RelationChange::End(EdgeKind::Block, _) => vec![],
+            RelationChange::Mute((muter, muted), _, until) => vec![Change::Mute {
+                muter,
+                muted,
+                // As PostgreSQL keeps it (microseconds), so every fold compares the same end.
+                until: until.map(|u| u.trunc_subsecs(6)),
+            }],
+            RelationChange::Unmute((muter, muted)) => vec![Change::Unmute { muter, muted }],
+        }
+    }
+}
+
+fn request_ended(requester: i64, target: i64) -> Change {
+    Change::Remove {
+        recipient: target,
+        cause: format!("request:{requester}"),
+    }
+}
+
+fn like(event: LikeEvent, position: LogPosition, at: DateTime<Utc>) -> Change {
+    let (user, target, author, liked) = match event {
+        LikeEvent::Liked {
+            user,
+            target,
+            author,
+        } => (user, target, author, true),
+        LikeEvent::Unliked {
+            user,
+            target,
+            author,
+        } => (user, target, author, false),
+    };
+    let cause = format!("like:{target}:{user}");
+    if !liked {
+        return Change::Remove {
+            recipient: author.get(),
+            cause,
+        };
+    }
+    let (kind, group, post, comment) = match target {
+        LikeTarget::Post(post) => (
+            Kind::LikedPost,
+            format!("liked_post:{post}"),
+            post.uuid(),
+            None,
+        ),
+        LikeTarget::Comment(c) => (
+            Kind::LikedComment,
+            format!("liked_comment:{c}"),
+            c.post.uuid(),
+            Some(c.n as i32),
+        ),
+    };
+    Change::Add(Cause {
+        recipient: author.get(),
+        cause,
+        group,
+        kind,
+        actor: user.get(),
+        post: Some(post),
+        comment,
+        position,
+        at,
+    })
+}
+
+fn thread(event: ThreadEvent, position: LogPosition, at: DateTime<Utc>) -> Vec<Change> {
+    match event {
+        ThreadEvent::CommentAdded {
+            post_id,
+            comment,
+            author,
+            post_author,
+            parent,
+            ..
+        } => vec![Change::Comment(NewComment {
+            post: post_id.uuid(),
+            n: comment as i32,
+            author: author.get(),
+            post_author: post_author.get(),
+            parent: parent.map(|p| p as i32),
+            position,
+            at,
+        })],
+        ThreadEvent::CommentDeleted {
+            post_id, comment, ..
+        } => vec![Change::CommentDeleted {
+            post: post_id.uuid(),
+            n: comment as i32,
+        }],
+        ThreadEvent::CommentPinned { .. } | ThreadEvent::CommentUnpinned { .. } => vec![],
+    }
+}
+
+/// The notifications a comment makes, given its parent's author (for a reply): a reply
+/// notifies the parent comment's author (`replied`, grouped per parent); every comment
+/// notifies the post's author (`commented`, grouped per post), except a reply to the post
+/// author's own comment, which notifies them once, as `replied`. Nobody is notified of their
+/// own comment.
+pub fn comment_causes(comment: &NewComment, parent_author: Option<i64>) -> Vec<Cause> {
+    let post_id = relations_domain::PostId::from_uuid(comment.post);
+    let make = |recipient: i64, kind: Kind, group: String, about: Option<i32>| Cause {
+        recipient,
+        cause: format!("comment:{post_id}.{}", comment.n),
+        group,
+        kind,
+        actor: comment.author,
+        post: Some(comment.post),
+        comment: about,
+        position: comment.position,
+        at: comment.at,
+    };
+    let mut causes = Vec::new();
+    if let (Some(parent), Some(parent_author)) = (comment.parent, parent_author) {
+        causes.push(make(
+            parent_author,
+            Kind::Replied,
+            format!("replied:{post_id}.{parent}"),
+            Some(parent),
+        ));
+    }
+    if parent_author.is_none() || parent_author != Some(comment.post_author) {
+        causes.push(make(
+            comment.post_author,
+            Kind::Commented,
+            format!("commented:{post_id}"),
+            None,
+        ));
+    }
+    causes.retain(|c| c.recipient != c.actor);
+    causes
+}
+
+/// Whether a cause is kept: never one's own action, never from a user the recipient mutes at
+/// the cause's time (`mute`: the recipient's mute of the actor, if any, with its end).
+pub fn admits(cause: &Cause, mute: Option<Option<DateTime<Utc>>>) -> bool {
+    let muted = match mute {
+        None => false,
+        Some(None) => true,
+        Some(Some(until)) => until > cause.at,
+    };
+    cause.recipient != cause.actor && !muted
+}
+
+/// A group as new causes change it: how many joined, the newest distinct actors (newest
+/// first, at most [`ACTORS`]), and the newest cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDelta {
+    /// Who is notified.
+    pub recipient: i64,
+    /// The group's key.
+    pub group: String,
+    /// The type.
+    pub kind: Kind,
+    /// The post it is about.
+    pub post: Option<Uuid>,
+    /// The comment it is about.
+    pub comment: Option<i32>,
+    /// Causes that joined.
+    pub count: i64,
+    /// Their distinct actors, newest first, at most [`ACTORS`].
+    pub actors: Vec<i64>,
+    /// The newest cause's position.
+    pub position: LogPosition,
+    /// And its time.
+    pub at: DateTime<Utc>,
+}
+
+/// Actors a group shows.
+pub const ACTORS: usize = 5;
+
+impl GroupDelta {
+    /// The groups `causes` (in log order) make or join.
+    pub fn of(causes: &[Cause]) -> Vec<GroupDelta> {
+        let mut groups: std::collections::BTreeMap<(i64, &str), GroupDelta> = Default::default();
+        for c in causes.iter().rev() {
+            let g = groups
+                .entry((c.recipient, c.group.as_str()))
+                .or_insert_with(|| GroupDelta {
+                    recipient: c.recipient,
+                    group: c.group.clone(),
+                    kind: c.kind,
+                    post: c.post,
+                    comment: c.comment,
+                    count: 0,
+                    actors: Vec::new(),
+                    position: c.position,
+                    at: c.at,
+                });
+            g.count += 1;
+            if g.actors.len() < ACTORS && !g.actors.contains(&c.actor) {
+                g.actors.push(c.actor);
+            }
+        }
+        groups.into_values().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comment(author: i64, post_author: i64, parent: Option<i32>) -> NewComment {
+        NewComment {
+            post: Uuid::nil(),
+            n: 2,
+            author,
+            post_author,
+            parent,
+            position: LogPosition::START,
+            at: DateTime::UNIX_EPOCH,
+        }
+    }
+
+    fn kinds(causes: &[Cause]) -> Vec<(i64, Kind)> {
+        causes.iter().map(|c| (c.recipient, c.kind)).collect()
+    }
+
+    #[test]
+    fn a_root_comment_notifies_the_post_author() {
+        let causes = comment_causes(&comment(2, 1, None), None);
+        assert_eq!(kinds(&causes), vec![(1, Kind::Commented)]);
+        assert!(comment_causes(&comment(1, 1, None), None).is_empty());
+    }
+
+    #[test]
+    fn a_reply_notifies_the_parent_author_and_the_post_author_once_each() {
+        let causes = comment_causes(&comment(3, 1, Some(1)), Some(2));
+        assert_eq!(
+            kinds(&causes),
+            vec![(2, Kind::Replied), (1, Kind::Commented)]
+        );
+        let to_post_author = comment_causes(&comment(3, 1, Some(1)), Some(1));
+        assert_eq!(kinds(&to_post_author), vec![(1, Kind::Replied)]);
+        let own_thread = comment_causes(&comment(3, 1, Some(1)), Some(3));
+        assert_eq!(kinds(&own_thread), vec![(1, Kind::Commented)]);
+    }
+
+    #[test]
+    fn a_mute_drops_causes_while_it_lasts() {
+        let mut cause = comment_causes(&comment(2, 1, None), None).remove(0);
+        assert!(admits(&cause, None));
+        assert!(!admits(&cause, Some(None)));
+        let end = DateTime::UNIX_EPOCH + chrono::Duration::seconds(10);
+        assert!(!admits(&cause, Some(Some(end))));
+        cause.at = end;
+        assert!(admits(&cause, Some(Some(end))));
+    }
+
+    /// A relation event at `position` in transaction `tx`.
+    fn relation_event(
+        tx: i64,
+        position: i64,
+        event_type: &str,
+        data: serde_json::Value,
+    ) -> RecordedEvent {
+        RecordedEvent {
+            event_id: Uuid::nil(),
+            position: LogPosition {
+                transaction_id: tx,
+                global_position: position,
+            },
+            stream_type: RelationPair::TYPE.to_owned(),
+            stream_id: "1:2".to_owned(),
+            stream_version: position,
+            event_type: event_type.to_owned(),
+            event_version: "1".to_owned(),
+            occurred_at: DateTime::UNIX_EPOCH,
+            payload: serde_json::json!({ event_type: data }),
+            metadata: serde_json::json!({}),
+        }
+    }
+
+    fn added(changes: &[Change]) -> Vec<(i64, Kind, &str)> {
+        changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Add(c) => Some((c.recipient, c.kind, c.group.as_str())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_approvals_follow_notifies_nobody_once_and_a_later_follow_notifies() {
+        let pair = serde_json::json!({ "requester": 1, "target": 2 });
+        let follow = serde_json::json!({ "follower": 1, "followee": 2 });
+        let unfollow = serde_json::json!({ "follower": 1, "followee": 2, "cause": "unfollow" });
+        let mut reader = Reader::default();
+        let mut changes = Vec::new();
+        for (n, (kind, data)) in [
+            ("FollowRequestApproved", &pair),
+            ("Followed", &follow),
+            ("Unfollowed", &unfollow),
+            ("Followed", &follow),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let event = relation_event(7, n as i64 + 1, kind, data.clone());
+            changes.push(reader.changes(&event).unwrap());
+        }
+        assert_eq!(
+            changes[0][0],
+            Change::Remove {
+                recipient: 2,
+                cause: "request:1".to_owned()
+            }
+        );
+        let day = "1970-01-01";
+        let approved = format!("follow_request_approved:{day}");
+        assert_eq!(
+            added(&changes[0]),
+            vec![(1, Kind::FollowRequestApproved, approved.as_str())]
+        );
+        assert!(changes[1].is_empty(), "the approval's follow");
+        let followed = format!("followed:{day}");
+        assert_eq!(
+            added(&changes[3]),
+            vec![(2, Kind::Followed, followed.as_str())]
+        );
+        // In another transaction, a follow of the pair notifies as any follow.
+        let later = reader
+            .changes(&relation_event(8, 9, "Followed", follow))
+            .unwrap();
+        assert_eq!(added(&later), vec![(2, Kind::Followed, followed.as_str())]);
+    }
+
+    #[test]
+    fn groups_take_the_newest_distinct_actors() {
+        let mut causes = Vec::new();
+        for (i, actor) in [1, 2, 3, 2, 4, 5, 6, 7].into_iter().enumerate() {
+            let mut c = comment_causes(&comment(actor, 100, None), None).remove(0);
+            c.cause = format!("c{i}");
+            c.position.global_position = i as i64;
+            causes.push(c);
+        }
+        let groups = GroupDelta::of(&causes);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].count, 8);
+        assert_eq!(groups[0].actors, vec![7, 6, 5, 4, 2]);
+        assert_eq!(groups[0].position.global_position, 7);
+    }
+}
