@@ -228,6 +228,57 @@ async fn likes_comments_and_replies_notify_their_authors_and_undo_exactly() {
 }
 
 #[tokio::test]
+async fn a_comments_likes_and_replies_are_left_out_while_its_post_is_unreadable() {
+    let app = spawn_app().await;
+    relation(&app, "follow", 2, 1).await;
+    relation(&app, "follow", 3, 1).await;
+    let (status, body) = app
+        .post_with(
+            1,
+            json!({"content": "for followers", "visibility": "followers"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let post = body["post"]["id"].as_str().unwrap().to_owned();
+    let (c2, _) = comment(&app, 2, &post, None).await;
+    like(&app, 3, &format!("comments/{c2}"), "like").await;
+    let (_, replied) = comment(&app, 3, &post, Some(&c2)).await;
+    let both = vec![
+        group("replied", &c2, 1, &[3]),
+        group("liked_comment", &c2, 1, &[3]),
+    ];
+    assert_eq!(summary(&groups(&app, 2, &replied).await), both);
+    assert_eq!(unread(&app, 2, &replied).await, 2);
+    // Issue 26: to a reader who may no longer read the post, its comments' likes and replies
+    // do not exist, in the list and the count alike; the post's author still sees theirs.
+    let unfollowed = relation(&app, "unfollow", 2, 1).await.unwrap();
+    assert!(groups(&app, 2, &unfollowed).await.is_empty());
+    assert_eq!(unread(&app, 2, &unfollowed).await, 0);
+    assert_eq!(
+        summary(&groups(&app, 1, &unfollowed).await),
+        vec![
+            group("commented", &post, 2, &[3, 2]),
+            group("followed", "", 1, &[3]),
+        ]
+    );
+    // Readable again, they are back, as they were.
+    let followed = relation(&app, "follow", 2, 1).await.unwrap();
+    assert_eq!(summary(&groups(&app, 2, &followed).await), both);
+    assert_eq!(unread(&app, 2, &followed).await, 2);
+    // A locked author's public post is for followers only too.
+    let (public, _) = app.publish(1, "public").await;
+    let (c2, _) = comment(&app, 2, &public, None).await;
+    comment(&app, 3, &public, Some(&c2)).await;
+    app.set_locked(1, true).await;
+    let unfollowed = relation(&app, "unfollow", 2, 1).await.unwrap();
+    assert!(groups(&app, 2, &unfollowed).await.is_empty());
+    app.set_locked(1, false).await;
+    let (_, last) = comment(&app, 3, &public, Some(&c2)).await;
+    assert!(summary(&groups(&app, 2, &last).await).contains(&group("replied", &c2, 2, &[3])));
+    assert_verified(&app).await;
+}
+
+#[tokio::test]
 async fn blocks_either_way_remove_every_notification_between_the_two() {
     let app = spawn_app().await;
     let (post, _) = app.publish(1, "a post").await;

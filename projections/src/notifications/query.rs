@@ -13,6 +13,12 @@
 //! cannot hold still: a group that moves up while the reader pages *and* whose last cause
 //! joined before the snapshot was undone meanwhile is placed by its newest live cause before
 //! the snapshot, which is lower, so it may be listed again further down.
+//!
+//! **Who may read the post (issue 26).** A comment's likes and replies do not exist to a viewer
+//! who may not read the comment's post, judged at the moment of reading. Groups of those two
+//! kinds therefore carry what the rule asks ([`PostAsk`]: the post's author, from `rm_posts`,
+//! and its visibility), and the reader leaves out those the caller may not read, in the list
+//! and in the unread count alike. Groups about one's own posts ask nothing.
 
 use chrono::{DateTime, Utc};
 use relations_store::LogPosition;
@@ -53,6 +59,43 @@ pub struct GroupRow {
     pub ktx: i64,
     /// (with `ktx`)
     pub kgp: i64,
+    /// What reading it asks ([`PostAsk::of`]).
+    pub ask_author: Option<i64>,
+    /// (with `ask_author`)
+    pub ask_visibility: Option<String>,
+}
+
+/// What a group asks of its reader: that they may read the post by `author` (0 when the feed
+/// has not folded the post yet: nobody may, until it has) of `visibility`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostAsk {
+    /// The post's author, or 0 when unknown.
+    pub author: i64,
+    /// The post's visibility as `rm_posts` stores it.
+    pub visibility: Option<String>,
+}
+
+impl PostAsk {
+    /// From the two columns [`ASK`] selects: `None` when the group asks nothing.
+    pub fn of(author: Option<i64>, visibility: Option<String>) -> Option<Self> {
+        author.map(|author| Self { author, visibility })
+    }
+}
+
+/// The columns of what a group `g` of recipient `$1`, joined to its post `p` in `rm_posts`,
+/// asks: `ask_author` (null: nothing; 0: a post the feed has not folded yet) and
+/// `ask_visibility`. Only a comment's likes and replies ask; a group about one's own post
+/// (or a reply on it) asks nothing.
+const ASK: &str = "CASE WHEN g.kind IN ('liked_comment', 'replied')
+                         AND p.author IS DISTINCT FROM $1
+                        THEN coalesce(p.author, 0) END AS ask_author,
+                   p.visibility AS ask_visibility";
+
+impl GroupRow {
+    /// What reading it asks, if anything.
+    pub fn ask(&self) -> Option<PostAsk> {
+        PostAsk::of(self.ask_author, self.ask_visibility.clone())
+    }
 }
 
 impl GroupRow {
@@ -109,7 +152,7 @@ pub async fn page(
         }
     };
     let kinds: Option<Vec<String>> = kinds.map(|k| k.iter().map(|s| s.to_string()).collect());
-    let rows = sqlx::query_as::<_, GroupRow>(
+    let sql = format!(
         "WITH still AS (
              SELECT grp, kind, post, comment, count, actors, tx, gp, latest_at,
                     place_tx AS ktx, place_gp AS kgp
@@ -130,18 +173,21 @@ pub async fn page(
               WHERE n.recipient = $1 AND (n.place_tx, n.place_gp) > ($2, $3)
                 AND (l.tx, l.gp) < ($4, $5)
                 AND ($6::text[] IS NULL OR n.kind = ANY($6)))
-         SELECT * FROM (SELECT * FROM still UNION ALL SELECT * FROM moved) AS s
-          ORDER BY ktx DESC, kgp DESC LIMIT $7",
-    )
-    .bind(user)
-    .bind(reading.snapshot.transaction_id)
-    .bind(reading.snapshot.global_position)
-    .bind(reading.before.transaction_id)
-    .bind(reading.before.global_position)
-    .bind(kinds)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
+         SELECT g.*, {ASK}
+           FROM (SELECT * FROM still UNION ALL SELECT * FROM moved) AS g
+           LEFT JOIN rm_posts p ON p.post_id = g.post
+          ORDER BY g.ktx DESC, g.kgp DESC LIMIT $7"
+    );
+    let rows = sqlx::query_as::<_, GroupRow>(&sql)
+        .bind(user)
+        .bind(reading.snapshot.transaction_id)
+        .bind(reading.snapshot.global_position)
+        .bind(reading.before.transaction_id)
+        .bind(reading.before.global_position)
+        .bind(kinds)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
     Ok((rows, Some(reading.snapshot)))
 }
 
@@ -156,17 +202,27 @@ pub async fn marker(pool: &PgPool, user: i64) -> Result<LogPosition, sqlx::Error
     Ok(mark.unwrap_or(LogPosition::START))
 }
 
-/// How many of `user`'s groups have something newer than their marker.
-pub async fn unread_count(pool: &PgPool, user: i64) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM notify_groups g
-          WHERE g.recipient = $1
-            AND (g.tx, g.gp) > (SELECT coalesce(max(m.tx), 0), coalesce(max(m.gp), 0)
-                                  FROM notify_marks m WHERE m.user_id = $1)",
-    )
-    .bind(user)
-    .fetch_one(pool)
-    .await
+/// How many of `user`'s groups have something newer than their marker, by what reading them
+/// asks ([`PostAsk`]): the caller counts those the user may read.
+pub async fn unread_count(
+    pool: &PgPool,
+    user: i64,
+) -> Result<Vec<(Option<PostAsk>, i64)>, sqlx::Error> {
+    let sql = format!(
+        "SELECT ask_author, ask_visibility, count(*) FROM (
+             SELECT {ASK} FROM notify_groups g
+               LEFT JOIN rm_posts p ON p.post_id = g.post
+              WHERE g.recipient = $1
+                AND (g.tx, g.gp) > (SELECT coalesce(max(m.tx), 0), coalesce(max(m.gp), 0)
+                                      FROM notify_marks m WHERE m.user_id = $1)) AS a
+          GROUP BY ask_author, ask_visibility"
+    );
+    let rows: Vec<(Option<i64>, Option<String>, i64)> =
+        sqlx::query_as(&sql).bind(user).fetch_all(pool).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(author, visibility, n)| (PostAsk::of(author, visibility), n))
+        .collect())
 }
 
 /// Raises `user`'s marker to `up_to`; whether it moved (it never moves back).

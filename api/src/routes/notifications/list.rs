@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use relations_domain::{CommentId, PostId, UserId};
 use relations_projections::notifications::change::Kind;
 use relations_projections::notifications::query::{self as notify_read, GroupRow, Reading};
-use relations_projections::notifications::NAME;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -17,6 +16,8 @@ use crate::routes::contract::BearerQueryErrors;
 use crate::routes::page::{CursorKey, Page};
 use crate::routes::query::wait_for_projectors;
 use crate::state::AppState;
+
+use super::visible;
 
 /// One group of notifications.
 #[derive(Debug, Serialize, ToSchema)]
@@ -111,6 +112,9 @@ impl CursorKey for Reading {
 /// next first page); a group made after the first page is not in this reading. The one
 /// exception: a group that moves up while you page and whose last notification before the
 /// snapshot was undone meanwhile may show once more, lower down.
+///
+/// The likes and replies of a comment on a post the caller may not read now (issue 26) are
+/// left out, so a page may hold fewer groups than `limit` while `next_cursor` goes on.
 #[utoipa::path(get, path = "/api/v1/notifications", tag = "queries", security(("bearer" = [])),
     params(Page<Reading>, TypesParams),
     responses((status = 200, body = NotificationPage), BearerQueryErrors))]
@@ -121,7 +125,7 @@ pub async fn notifications(
     ApiQuery(types): ApiQuery<TypesParams>,
 ) -> Result<Json<NotificationPage>, ApiError> {
     let kinds = types.kinds()?;
-    let pool = wait_for_projectors(&state, &[NAME], page.min_position).await?;
+    let pool = wait_for_projectors(&state, &visible::READ_MODELS, page.min_position).await?;
     let user = actor.user.get();
     let marker = notify_read::marker(pool, user).await?;
     let (mut rows, snapshot) =
@@ -132,9 +136,13 @@ pub async fn notifications(
             before: row.key(),
         })
     });
+    // Left out after the cut: the cursor goes on below every group read, shown or not.
+    let asks: Vec<_> = rows.iter().map(GroupRow::ask).collect();
+    let shown = visible::readable(&state, actor.user, page.min_position, &asks).await?;
     let items = rows
         .into_iter()
-        .map(|row| view(row, marker))
+        .zip(shown)
+        .filter_map(|(row, shown)| shown.then(|| view(row, marker)))
         .collect::<Result<_, _>>()?;
     Ok(Json(NotificationPage { items, next_cursor }))
 }

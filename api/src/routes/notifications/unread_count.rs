@@ -3,7 +3,6 @@
 use axum::extract::State;
 use axum::Json;
 use relations_projections::notifications::query as notify_read;
-use relations_projections::notifications::NAME;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -14,6 +13,8 @@ use crate::extract::ApiQuery;
 use crate::routes::contract::BearerQueryErrors;
 use crate::routes::query::wait_for_projectors;
 use crate::state::AppState;
+
+use super::visible;
 
 /// `unread_count`'s answer: `{count}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -32,7 +33,8 @@ pub struct UnreadParams {
 }
 
 /// How many of the caller's notification groups have something newer than their read
-/// marker: `{count}` (exact).
+/// marker: `{count}` (exact; the groups the list leaves out, about a post the caller may not
+/// read now, are not counted).
 #[utoipa::path(get, path = "/api/v1/notifications/unread_count", tag = "queries",
     security(("bearer" = [])),
     params(UnreadParams),
@@ -42,7 +44,14 @@ pub async fn unread_count(
     actor: Actor,
     ApiQuery(p): ApiQuery<UnreadParams>,
 ) -> Result<Json<UnreadCount>, ApiError> {
-    let pool = wait_for_projectors(&state, &[NAME], p.min_position).await?;
-    let count = notify_read::unread_count(pool, actor.user.get()).await?;
+    let pool = wait_for_projectors(&state, &visible::READ_MODELS, p.min_position).await?;
+    let counts = notify_read::unread_count(pool, actor.user.get()).await?;
+    let asks: Vec<_> = counts.iter().map(|(ask, _)| ask.clone()).collect();
+    let shown = visible::readable(&state, actor.user, p.min_position, &asks).await?;
+    let count = counts
+        .iter()
+        .zip(shown)
+        .filter_map(|((_, n), shown)| shown.then_some(n))
+        .sum();
     Ok(Json(UnreadCount { count }))
 }

@@ -1,0 +1,55 @@
+//! What the caller may see of their notifications now: issue 26's rule over the groups about
+//! a comment on someone else's post (its likes, its replies), one judgement for the list and
+//! the unread count.
+
+use relations_domain::{UserId, Visibility};
+use relations_projections::feed::query::PostFilter;
+use relations_projections::notifications::query::PostAsk;
+use relations_projections::privacy::ReadFilter;
+use relations_store::LogPosition;
+
+use crate::error::ApiError;
+use crate::routes::query::graph_source;
+use crate::state::AppState;
+
+/// What the list and the unread count read: the notifications, and the feed's `rm_posts` for
+/// the posts that groups are about ([`readable`]).
+pub const READ_MODELS: [&str; 2] = [
+    relations_projections::notifications::NAME,
+    relations_projections::feed::NAME,
+];
+
+/// For each of `asks` (what reading a group asks: `None`, nothing), whether `viewer` may read
+/// it now: whether they may read the group's post (issue 26's rule, judged on the graph at the
+/// moment of reading, as the feed judges its pages). A post the feed has not folded yet (author
+/// 0), or whose stored visibility does not parse, is read by nobody until it has: a read with
+/// `min_position` waits for the feed too ([`READ_MODELS`]).
+pub async fn readable(
+    state: &AppState,
+    viewer: UserId,
+    min_position: Option<LogPosition>,
+    asks: &[Option<PostAsk>],
+) -> Result<Vec<bool>, ApiError> {
+    let known = |ask: &PostAsk| -> Option<(UserId, Visibility)> {
+        let author = UserId::try_from(ask.author).ok()?;
+        Some((author, ask.visibility.as_deref()?.parse().ok()?))
+    };
+    let judged: Vec<(UserId, Visibility)> = asks.iter().flatten().filter_map(known).collect();
+    let mut verdicts = if judged.is_empty() {
+        Vec::new()
+    } else {
+        let filter = ReadFilter {
+            source: graph_source(state, min_position).await?,
+            viewer: Some(viewer),
+        };
+        filter.readable(&judged, false).await?
+    }
+    .into_iter();
+    Ok(asks
+        .iter()
+        .map(|ask| match ask {
+            None => true,
+            Some(ask) => known(ask).is_some() && verdicts.next().unwrap_or(false),
+        })
+        .collect())
+}
