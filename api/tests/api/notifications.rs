@@ -267,6 +267,7 @@ async fn a_comments_likes_and_replies_are_left_out_while_its_post_is_unreadable(
     assert_eq!(unread(&app, 2, &followed).await, 2);
     // A locked author's public post is for followers only too.
     let (public, _) = app.publish(1, "public").await;
+    let private_comment = c2;
     let (c2, _) = comment(&app, 2, &public, None).await;
     comment(&app, 3, &public, Some(&c2)).await;
     app.set_locked(1, true).await;
@@ -275,6 +276,17 @@ async fn a_comments_likes_and_replies_are_left_out_while_its_post_is_unreadable(
     app.set_locked(1, false).await;
     let (_, last) = comment(&app, 3, &public, Some(&c2)).await;
     assert!(summary(&groups(&app, 2, &last).await).contains(&group("replied", &c2, 2, &[3])));
+    // Live: a reply on the post 2 may not read is not sent; the follow after it is.
+    let mut stream = listen(&app, 2, None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    comment(&app, 3, &post, Some(&private_comment)).await;
+    let followed = relation(&app, "follow", 4, 2).await.unwrap();
+    let sse = stream
+        .next(Duration::from_secs(10))
+        .await
+        .expect("an event");
+    assert_eq!(sse.id.as_deref(), Some(followed.as_str()), "{:?}", sse.data);
+    assert_eq!(sse.data["type"], "followed");
     assert_verified(&app).await;
 }
 

@@ -76,6 +76,11 @@ pub struct PostAsk {
 }
 
 impl PostAsk {
+    /// Whether a group or notification of `kind` may ask anything (the kinds [`ASK`] names).
+    pub fn asked_of(kind: &str) -> bool {
+        matches!(kind, "liked_comment" | "replied")
+    }
+
     /// From the two columns [`ASK`] selects: `None` when the group asks nothing.
     pub fn of(author: Option<i64>, visibility: Option<String>) -> Option<Self> {
         author.map(|author| Self { author, visibility })
@@ -84,7 +89,7 @@ impl PostAsk {
 
 /// The columns of what a group `g` of recipient `$1`, joined to its post `p` in `rm_posts`,
 /// asks: `ask_author` (null: nothing; 0: a post the feed has not folded yet) and
-/// `ask_visibility`. Only a comment's likes and replies ask; a group about one's own post
+/// `ask_visibility`. Only a comment's likes and replies ask ([`PostAsk::asked_of`]); a group about one's own post
 /// (or a reply on it) asks nothing.
 const ASK: &str = "CASE WHEN g.kind IN ('liked_comment', 'replied')
                          AND p.author IS DISTINCT FROM $1
@@ -189,6 +194,27 @@ pub async fn page(
         .fetch_all(pool)
         .await?;
     Ok((rows, Some(reading.snapshot)))
+}
+
+/// What reading one notification of `kind` about `post` asks of `user` ([`PostAsk`]), as
+/// [`page`] judges a group of it (the live stream's judgement).
+pub async fn post_ask(
+    pool: &PgPool,
+    user: i64,
+    kind: &str,
+    post: Option<Uuid>,
+) -> Result<Option<PostAsk>, sqlx::Error> {
+    let sql = format!(
+        "SELECT {ASK} FROM (SELECT $2::text AS kind, $3::uuid AS post) AS g
+           LEFT JOIN rm_posts p ON p.post_id = g.post"
+    );
+    let (author, visibility): (Option<i64>, Option<String>) = sqlx::query_as(&sql)
+        .bind(user)
+        .bind(kind)
+        .bind(post)
+        .fetch_one(pool)
+        .await?;
+    Ok(PostAsk::of(author, visibility))
 }
 
 /// `user`'s read marker (the start of the log when never set).

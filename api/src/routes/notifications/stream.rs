@@ -16,6 +16,8 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::LastEventId;
 use crate::state::AppState;
 
+use super::visible;
+
 /// How often an open stream re-checks its token against the replica (revocations, bans,
 /// erasure end it within a second).
 const RECHECK: Duration = Duration::from_millis(250);
@@ -76,6 +78,17 @@ impl Streaming {
         Ok(())
     }
 
+    /// Whether `n` is sent: not when it is about a comment on a post the caller may not read
+    /// now (issue 26, as the list judges it). A failure to judge sends it, logged.
+    async fn shown(&self, n: &LiveNotification) -> bool {
+        visible::shown_live(&self.state, self.user, n)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(?error, "notification stream cannot judge a notification");
+                true
+            })
+    }
+
     /// Why the stream may not go on, as the replica stands.
     fn refused(&self) -> Option<EndReason> {
         self.state
@@ -96,7 +109,9 @@ impl Streaming {
             if let Some(n) = self.pending.pop_front() {
                 if n.position() > self.last {
                     self.last = n.position();
-                    return Some(notification_event(&n));
+                    if self.shown(&n).await {
+                        return Some(notification_event(&n));
+                    }
                 }
                 continue;
             }
@@ -121,7 +136,8 @@ impl Streaming {
 /// `{"type", "group", "post", "comment", "actor", "at", "position"}` for each notification
 /// made for the caller, its log position as `id`, within a second of the command's answer on
 /// every instance, with the list's filters (never one's own action, nobody in a block either
-/// way, nobody muted while the mute lasts). A reconnection with `Last-Event-ID` is sent what
+/// way, nobody muted while the mute lasts, nothing about a comment on a post the caller may
+/// not read now). A reconnection with `Last-Event-ID` is sent what
 /// it missed first (up to 1,000). Undone notifications are not announced: read the list (or
 /// `unread_count`) again after reconnecting. Within a second of the token's revocation, the
 /// user's ban or erasure, the stream sends a last `event: end` with `{"code", "message"}`.

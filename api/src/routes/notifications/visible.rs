@@ -4,12 +4,13 @@
 
 use relations_domain::{UserId, Visibility};
 use relations_projections::feed::query::PostFilter;
-use relations_projections::notifications::query::PostAsk;
+use relations_projections::notifications::live::LiveNotification;
+use relations_projections::notifications::query::{self as notify_read, PostAsk};
 use relations_projections::privacy::ReadFilter;
 use relations_store::LogPosition;
 
 use crate::error::ApiError;
-use crate::routes::query::graph_source;
+use crate::routes::query::{graph_source, wait_for_projectors};
 use crate::state::AppState;
 
 /// What the list and the unread count read: the notifications, and the feed's `rm_posts` for
@@ -52,4 +53,24 @@ pub async fn readable(
             Some(ask) => known(ask).is_some() && verdicts.next().unwrap_or(false),
         })
         .collect())
+}
+
+/// Whether the live stream sends `n` to `viewer` now: [`readable`]'s judgement of its group,
+/// made once the feed has folded the notification's position (else on what it has).
+pub async fn shown_live(
+    state: &AppState,
+    viewer: UserId,
+    n: &LiveNotification,
+) -> Result<bool, ApiError> {
+    if !PostAsk::asked_of(&n.kind) {
+        return Ok(true);
+    }
+    let feed = [relations_projections::feed::NAME];
+    let pool = match wait_for_projectors(state, &feed, Some(n.position())).await {
+        Ok(pool) => pool,
+        Err(ApiError::NotCaughtUp) => &state.read_pool,
+        Err(error) => return Err(error),
+    };
+    let ask = notify_read::post_ask(pool, viewer.get(), &n.kind, n.post).await?;
+    Ok(readable(state, viewer, None, &[ask]).await?[0])
 }
