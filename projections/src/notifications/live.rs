@@ -1,9 +1,9 @@
 //! Notifications, live: each connected user is sent every notification the projector makes for
 //! them, on every instance.
 //!
-//! The hub follows projector `notifications`' checkpoint in PostgreSQL (every
-//! [`POLL`]): when it has moved, the causes it added since, for the users connected here, are
-//! read in one statement and sent. So what a stream sends is exactly what the projector kept,
+//! While anyone is connected here, the hub follows projector `notifications`' checkpoint in
+//! PostgreSQL (every [`POLL`]): when it has moved, the causes it added since, for the users
+//! connected here, are read in one statement and sent. So what a stream sends is exactly what the projector kept,
 //! with every filter it applies (own actions, blocks, mutes while they last), and every
 //! instance sees it whichever instance folded it. A cause undone before the hub looks is never
 //! sent. Each item carries its log position: a client that reconnects with it
@@ -129,7 +129,7 @@ impl NotificationHub {
         let mut last: Option<LogPosition> = None;
         loop {
             match self.step(&pool, last).await {
-                Ok(at) => last = Some(at),
+                Ok(at) => last = at,
                 Err(error) => tracing::warn!(%error, "notification stream look failed; retrying"),
             }
             tokio::select! {
@@ -139,14 +139,15 @@ impl NotificationHub {
         }
     }
 
-    /// One look: sends what the projector added after `last` (nothing on the first look, which
-    /// only finds where it stands); where it stands now.
+    /// One look: sends what the projector added after `last` to the connected users; where it
+    /// stands now. With nobody connected it asks the database nothing (and forgets where it
+    /// stood); the first look after that only finds where the projector stands and tells every
+    /// listener to read what it missed since its own start (`Resync`), so nothing falls between.
     async fn step(
         &self,
         pool: &PgPool,
         last: Option<LogPosition>,
-    ) -> Result<LogPosition, sqlx::Error> {
-        let now = checkpoint::read(pool, super::NAME).await?;
+    ) -> Result<Option<LogPosition>, sqlx::Error> {
         let users: Vec<i64> = self
             .listeners
             .lock()
@@ -154,22 +155,41 @@ impl NotificationHub {
             .keys()
             .copied()
             .collect();
-        let Some(last) = last.filter(|last| *last < now && !users.is_empty()) else {
-            return Ok(now);
+        if users.is_empty() {
+            return Ok(None);
+        }
+        let now = checkpoint::read(pool, super::NAME).await?;
+        let Some(last) = last else {
+            self.send(|_| vec![LiveItem::Resync]);
+            return Ok(Some(now));
         };
-        let added = since(pool, &users, last, now, i64::MAX).await?;
+        if last >= now {
+            return Ok(Some(now));
+        }
+        let mut added: HashMap<i64, Vec<LiveItem>> = HashMap::new();
+        for notification in since(pool, &users, last, now, i64::MAX).await? {
+            let items = added.entry(notification.recipient).or_default();
+            items.push(LiveItem::Notification(notification));
+        }
+        self.send(|user| added.remove(&user).unwrap_or_default());
+        Ok(Some(now))
+    }
+
+    /// Sends each connected user's listeners `items(user)`, in order; a listener too far
+    /// behind is told to resync instead.
+    fn send(&self, mut items: impl FnMut(i64) -> Vec<LiveItem>) {
         let listeners = self.listeners.lock().expect("not poisoned");
-        for notification in added {
-            for (_, sender) in listeners.get(&notification.recipient).into_iter().flatten() {
-                if sender
-                    .try_send(LiveItem::Notification(notification.clone()))
-                    .is_err()
-                {
-                    let _ = sender.try_send(LiveItem::Resync);
+        for (user, senders) in listeners.iter() {
+            let items = items(*user);
+            for (_, sender) in senders {
+                for item in &items {
+                    if sender.try_send(item.clone()).is_err() {
+                        let _ = sender.try_send(LiveItem::Resync);
+                        break;
+                    }
                 }
             }
         }
-        Ok(now)
     }
 }
 
