@@ -104,6 +104,26 @@ impl Env {
     }
 }
 
+/// A `relations project` process running only projectors `names` on `database`.
+pub fn spawn_projectors(env: &Env, database: &str, names: &[&str]) -> anyhow::Result<Child> {
+    let mut command = Command::new(&env.bin);
+    command.arg("project");
+    for name in names {
+        command.args(["--only", name]);
+    }
+    command
+        .env("DATABASE_URL", env.url(database))
+        .env("RELATIONS_MASTER_KEY", crate::harness::MASTER_KEY)
+        .env("REDIS_URL", &env.redis_url)
+        .env("RELATIONS_REDIS_PREFIX", format!("bench:{database}:"))
+        .env("RELATIONS_DB_MAX_CONNECTIONS", "8")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting relations project")
+}
+
 /// `relations serve` on a database, as a child process (and its projectors, when they run in
 /// a `relations project` process of their own).
 pub struct Server {
@@ -144,29 +164,9 @@ impl Server {
             command.env(key, value);
         }
         let child = command.spawn().context("starting relations serve")?;
-        let projectors = match projectors {
-            Some(names) => {
-                let mut command = Command::new(&env.bin);
-                command.arg("project");
-                for name in names {
-                    command.args(["--only", name]);
-                }
-                Some(
-                    command
-                        .env("DATABASE_URL", env.url(database))
-                        .env("RELATIONS_MASTER_KEY", crate::harness::MASTER_KEY)
-                        .env("REDIS_URL", &env.redis_url)
-                        .env("RELATIONS_REDIS_PREFIX", format!("bench:{database}:"))
-                        .env("RELATIONS_DB_MAX_CONNECTIONS", "8")
-                        .env("RUST_LOG", "warn")
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::inherit())
-                        .spawn()
-                        .context("starting relations project")?,
-                )
-            }
-            None => None,
-        };
+        let projectors = projectors
+            .map(|names| spawn_projectors(env, database, names))
+            .transpose()?;
         let server = Self {
             child,
             projectors,

@@ -4,10 +4,7 @@
 //! process, in events/s and as a ratio; and the rows the likes leave (groups, not a row per
 //! like, in what pages read).
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
-
-use anyhow::Context;
 
 use super::scale::Scale;
 use crate::graph;
@@ -91,18 +88,7 @@ fn likes_of(authors: &[i64], users: i64) -> Vec<(i64, usize)> {
 /// Runs projector `name` alone from the start of the log in a `relations project` process
 /// until it has applied the whole log; how long that took.
 async fn fold(env: &Env, db: &str, pool: &sqlx::PgPool, name: &str) -> anyhow::Result<Duration> {
-    let mut child = Command::new(&env.bin)
-        .args(["project", "--only", name])
-        .env("DATABASE_URL", env.url(db))
-        .env("RELATIONS_MASTER_KEY", crate::harness::MASTER_KEY)
-        .env("REDIS_URL", &env.redis_url)
-        .env("RELATIONS_REDIS_PREFIX", format!("bench:{db}:"))
-        .env("RELATIONS_DB_MAX_CONNECTIONS", "8")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("starting relations project")?;
+    let mut child = crate::harness::spawn_projectors(env, db, &[name])?;
     let took = graph::caught_up(pool, &[name]).await;
     let _ = child.kill();
     let _ = child.wait();
