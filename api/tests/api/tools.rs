@@ -380,6 +380,28 @@ async fn two_projector_processes_never_both_apply() {
     );
 }
 
+/// The feed settings of the apps below: authors are pulled from 3 followers, inboxes hold 4.
+const SMALL_FEED: [&str; 4] = ["--big-v-threshold", "3", "--feed-inbox-cap", "4"];
+
+/// An app with the [`SMALL_FEED`] settings.
+async fn small_feed_app() -> TestApp {
+    let mut config = test_config().await;
+    config.feed.big_v_threshold = 3;
+    config.feed.feed_inbox_cap = 4;
+    spawn_with(config).await
+}
+
+/// Runs `relations ARGS` with the [`SMALL_FEED`] settings, asserting it succeeded.
+fn with_small_feed(app: &TestApp, args: &[&str]) {
+    let out = relations(app, &[args, &SMALL_FEED[..]].concat());
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Readers 10, 11 and 12's whole feeds at `last`.
 async fn feeds(app: &TestApp, last: String) -> Vec<Value> {
     let mut all = Vec::new();
@@ -392,10 +414,7 @@ async fn feeds(app: &TestApp, last: String) -> Vec<Value> {
 
 #[tokio::test]
 async fn rebuilding_the_feed_numbers_every_post_the_same_and_keeps_every_feed() {
-    let mut config = test_config().await;
-    config.feed.big_v_threshold = 3;
-    config.feed.feed_inbox_cap = 4;
-    let app = spawn_with(config).await;
+    let app = small_feed_app().await;
     for (a, b) in [(10, 1), (11, 1), (12, 1), (10, 2), (11, 2), (10, 3)] {
         app.command("follow", a, b).await;
     }
@@ -406,20 +425,9 @@ async fn rebuilding_the_feed_numbers_every_post_the_same_and_keeps_every_feed() 
     let (_, unfollowed) = app.command("unfollow", 12, 1).await;
     last = unfollowed["position"].as_str().unwrap_or(&last).to_owned();
     let before = feeds(&app, last.clone()).await;
-    let flags = ["--big-v-threshold", "3", "--feed-inbox-cap", "4"];
-    let rebuild = relations(&app, &[&["rebuild", "feed"][..], &flags].concat());
-    assert!(
-        rebuild.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rebuild.stderr)
-    );
+    with_small_feed(&app, &["rebuild", "feed"]);
     assert_eq!(feeds(&app, last).await, before);
-    let verify = relations(&app, &[&["verify"][..], &flags].concat());
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
+    with_small_feed(&app, &["verify"]);
 }
 
 /// Readers' whole feeds (two pages of 5) at `last`.
@@ -443,10 +451,7 @@ async fn feed_pages(app: &TestApp, readers: &[i64], last: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn a_rebuild_folding_runs_of_follows_at_once_gives_the_same_feeds() {
-    let mut config = test_config().await;
-    config.feed.big_v_threshold = 3;
-    config.feed.feed_inbox_cap = 4;
-    let app = spawn_with(config).await;
+    let app = small_feed_app().await;
     let mut last = String::new();
     // Posts first (five per author, one over the cap), so the follows that come next backfill
     // over the cap, and author 1 crosses the threshold in the middle of a run of follows.
@@ -483,18 +488,94 @@ async fn a_rebuild_folding_runs_of_follows_at_once_gives_the_same_feeds() {
     assert!(before
         .iter()
         .all(|f| f[0]["items"].as_array().is_some_and(|i| !i.is_empty())));
-    let flags = ["--big-v-threshold", "3", "--feed-inbox-cap", "4"];
-    let rebuild = relations(&app, &[&["rebuild", "feed"][..], &flags].concat());
-    assert!(
-        rebuild.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rebuild.stderr)
-    );
+    with_small_feed(&app, &["rebuild", "feed"]);
     assert_eq!(feed_pages(&app, &readers, &last).await, before);
-    let verify = relations(&app, &[&["verify"][..], &flags].concat());
+    with_small_feed(&app, &["verify"]);
+}
+
+/// Every row of the feed's tables, each table in a canonical order.
+async fn feed_tables(app: &TestApp) -> Vec<(&'static str, Vec<String>)> {
+    let mut all = Vec::new();
+    for table in relations_projections::feed::TABLES {
+        let rows: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT to_jsonb(t)::text FROM {table} t ORDER BY 1"
+        ))
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        all.push((table, rows));
+    }
+    all
+}
+
+#[tokio::test]
+async fn a_feed_rebuild_in_memory_writes_every_table_as_the_runner_did() {
+    let app = small_feed_app().await;
+    let mut last;
+    // Content COPY must escape, and timestamps with nanoseconds in the log.
+    app.publish(1, "tab\there, a line\nbreak, a back\\slash and \\N")
+        .await;
+    for (a, b) in [(10, 1), (11, 1), (10, 2), (11, 2), (12, 2), (13, 3)] {
+        app.command("follow", a, b).await;
+    }
+    let mut posts = Vec::new();
+    for i in 0..14 {
+        posts.push(app.publish(1 + i % 4, &format!("post {i}")).await.0);
+    }
+    // Author 1 crosses the threshold upwards, then back down (a backfill of every follower
+    // over the cap); author 2 down and up again.
+    app.command("follow", 12, 1).await;
+    app.command("follow", 14, 2).await;
+    app.command("unfollow", 10, 1).await;
+    app.command("unfollow", 12, 2).await;
+    app.command("unfollow", 14, 2).await;
+    app.command("follow", 15, 2).await;
+    app.command("follow", 16, 2).await;
+    assert_eq!(app.delete_post(1, &posts[0]).await.0, StatusCode::OK);
+    assert_eq!(app.delete_post(2, &posts[5]).await.0, StatusCode::OK);
+    assert_eq!(app.mute(10, 2, json!(3600)).await.0, StatusCode::OK);
+    assert_eq!(app.mute(11, 3, json!(null)).await.0, StatusCode::OK);
+    assert_eq!(app.mute(13, 3, json!(null)).await.0, StatusCode::OK);
+    app.command("unmute", 11, 3).await;
+    let ban = |user: i64, verb: &'static str| {
+        app.client
+            .post(format!("{}/api/v1/admin/users/{user}/{verb}", app.base))
+            .bearer_auth(app.admin_token(1))
+            .json(&json!({}))
+            .send()
+    };
+    assert!(ban(4, "ban").await.unwrap().status().is_success());
+    assert!(ban(3, "ban").await.unwrap().status().is_success());
+    assert!(ban(3, "unban").await.unwrap().status().is_success());
+    // User 3 is erased: their posts, follows both ways, mutes and ban go.
+    app.command("follow", 3, 1).await;
+    let (status, body) = app.erase_me(3).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for i in 0..3 {
+        app.publish(2, &format!("after {i}")).await;
+    }
+    // New readers of an author with more live posts than the cap: the newest left out
+    // becomes their watermark.
+    let mut fifth = Vec::new();
+    for i in 0..7 {
+        fifth.push(app.publish(5, &format!("fifth {i}")).await.0);
+    }
+    app.command("follow", 20, 5).await;
+    assert_eq!(app.delete_post(5, &fifth[6]).await.0, StatusCode::OK);
+    app.command("follow", 21, 5).await;
+    last = app.publish(1, "last").await.1;
+    crate::helpers::projector_reached(&app, "feed", &last).await;
+    let before = feed_tables(&app).await;
     assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stdout)
+        before.iter().all(|(_, rows)| !rows.is_empty()),
+        "{before:#?}"
     );
+    with_small_feed(&app, &["rebuild", "feed"]);
+    let after = feed_tables(&app).await;
+    for ((table, before), (_, after)) in before.iter().zip(&after) {
+        assert_eq!(after, before, "{table}");
+    }
+    last = app.publish(2, "after the rebuild").await.1;
+    crate::helpers::projector_reached(&app, "feed", &last).await;
+    with_small_feed(&app, &["verify"]);
 }

@@ -80,7 +80,7 @@ pub async fn world(env: &mut Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         ),
         Row::new(
             &scenario,
-            "a server's projectors (the four models and the two caches) confirmed caught up",
+            "a server's projectors (the five models and the two caches) confirmed caught up",
             format!("{:.1} s", confirmed.as_secs_f64()),
         ),
         Row::new(
@@ -97,11 +97,12 @@ pub async fn world(env: &mut Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
 }
 
 /// The read models, rebuilt one after another.
-const MODELS: [&str; 4] = [
+const MODELS: [&str; 5] = [
     relations_projections::relations::NAME,
     relations_projections::feed::NAME,
     relations_projections::history::NAME,
     relations_projections::engagement::NAME,
+    relations_projections::notifications::NAME,
 ];
 
 /// The Redis caches, each with the model it follows.

@@ -18,6 +18,9 @@
 //!   them out of every inbox, ends the user's follows both ways (followees' counts and modes
 //!   settled), and drops the user's inbox, mutes and rows ([`Feed::erase`]).
 //!
+//! A rebuild folds the whole log the same way in memory and writes each table with one `COPY`
+//! (`bulk.rs`).
+//!
 //! Invariant, at every checkpoint: for every reader R and push-mode author A that R follows,
 //! every live post of A with a seq above R's watermark is in R's inbox.
 
@@ -32,8 +35,9 @@ use sqlx::{PgConnection, Row};
 
 use crate::error::ProjectionError;
 use crate::relations::fold::RelationChange;
-use crate::runtime::projector::{decode, Projector};
+use crate::runtime::projector::{decode, BulkFold, Projector};
 
+mod bulk;
 mod fan_out;
 mod follow_run;
 pub mod inbox_cache;
@@ -57,6 +61,18 @@ pub struct Feed {
 
 /// The projector's name.
 pub const NAME: &str = "feed";
+
+/// The projector's tables (a rebuild swaps them all).
+pub const TABLES: [&str; 8] = [
+    "rm_posts",
+    "feed_follows",
+    "feed_authors",
+    "feed_mode_changes",
+    "feed_inbox",
+    "feed_readers",
+    "feed_banned",
+    "feed_mutes",
+];
 
 impl Feed {
     /// An account event's effect on the feed: bans hide posts, an erasure removes everything.
@@ -128,16 +144,14 @@ impl Projector for Feed {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &[
-            "rm_posts",
-            "feed_follows",
-            "feed_authors",
-            "feed_mode_changes",
-            "feed_inbox",
-            "feed_readers",
-            "feed_banned",
-            "feed_mutes",
-        ]
+        &TABLES
+    }
+
+    fn bulk(&self) -> Option<Box<dyn BulkFold>> {
+        Some(Box::new(bulk::FeedBulk::new(
+            self.settings,
+            self.keys.clone(),
+        )))
     }
 
     /// Runs of consecutive follows, and of consecutive publishes, are folded at once (see

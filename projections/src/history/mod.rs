@@ -27,6 +27,7 @@ use sqlx::PgConnection;
 use crate::error::ProjectionError;
 use crate::relations::fold::{EdgeKind, RelationChange};
 use crate::runtime::projector::{decode, erased_user, BulkFold, Projector};
+use crate::runtime::rebuild::{copy_in, copy_timestamp};
 
 /// The projector's name.
 pub const NAME: &str = "history";
@@ -199,17 +200,15 @@ impl BulkFold for HistoryBulk {
                 c.position.global_position,
                 c.kind as i16,
                 c.present,
-                c.at.to_rfc3339()
+                copy_timestamp(c.at)
             )
             .expect("a String");
         }
-        let mut copy = conn
-            .copy_in_raw(
-                "COPY rm_relation_history (subject, object, tx, gp, kind, present, at) FROM STDIN",
-            )
-            .await?;
-        copy.send(rows.into_bytes()).await?;
-        copy.finish().await?;
-        Ok(())
+        copy_in(
+            conn,
+            "rm_relation_history (subject, object, tx, gp, kind, present, at)",
+            rows,
+        )
+        .await
     }
 }

@@ -20,6 +20,7 @@ use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::{decode, erased_user, BulkFold, Projector};
+use crate::runtime::rebuild::{copy_in, copy_timestamp};
 use fold::{
     EdgeKind, EdgeTables, ErasableTables, FollowCounts, RelationChange, RelationTables, UserPair,
 };
@@ -531,8 +532,8 @@ impl BulkFold for RelationsBulk {
         .await?;
         let mut mutes = String::new();
         for (&(a, b), (since, until)) in &self.mutes {
-            let until = until.map_or_else(|| "\\N".to_owned(), |t| t.to_rfc3339());
-            writeln!(mutes, "{a}\t{b}\t{}\t{until}", since.to_rfc3339()).expect("a String");
+            let until = until.map_or_else(|| "\\N".to_owned(), copy_timestamp);
+            writeln!(mutes, "{a}\t{b}\t{}\t{until}", copy_timestamp(*since)).expect("a String");
         }
         copy_in(conn, "rm_mutes (muter, muted, since, until)", mutes).await?;
         // In user order (a BTreeMap); users whose follows all ended have no row.
@@ -563,21 +564,7 @@ async fn copy_edges(
     sorted.sort_unstable_by_key(|(edge, _)| **edge);
     let mut rows = String::with_capacity(edges.len() * 48);
     for (&(a, b), since) in sorted {
-        writeln!(rows, "{a}\t{b}\t{}", since.to_rfc3339()).expect("a String");
+        writeln!(rows, "{a}\t{b}\t{}", copy_timestamp(*since)).expect("a String");
     }
     copy_in(conn, target, rows).await
-}
-
-/// COPYs tab-separated `rows` into `target` (`table (columns)`).
-async fn copy_in(
-    conn: &mut PgConnection,
-    target: &str,
-    rows: String,
-) -> Result<(), ProjectionError> {
-    let mut copy = conn
-        .copy_in_raw(&format!("COPY {target} FROM STDIN"))
-        .await?;
-    copy.send(rows.into_bytes()).await?;
-    copy.finish().await?;
-    Ok(())
 }

@@ -64,6 +64,15 @@ pub trait BulkFold: Send {
     /// Folds the next event, in log order.
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError>;
 
+    /// Folds the next batch of events, in log order: each by [`BulkFold::fold`], unless the
+    /// projector must first prepare the batch (the feed reveals sealed content).
+    async fn fold_batch(&mut self, events: &[RecordedEvent]) -> Result<(), ProjectionError> {
+        for event in events {
+            self.fold(event)?;
+        }
+        Ok(())
+    }
+
     /// Writes the result into the projector's (empty) tables, on `conn`'s search_path.
     async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError>;
 }

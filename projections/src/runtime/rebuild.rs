@@ -99,9 +99,7 @@ async fn fold_in_memory(
         let batch = log::read_after(conn, after, BULK_BATCH).await?;
         let Some(last) = batch.last() else { break };
         after = last.position;
-        for event in &batch {
-            bulk.fold(event)?;
-        }
+        bulk.fold_batch(&batch).await?;
         folded += batch.len() as u64;
         progress(folded);
     }
@@ -125,6 +123,46 @@ async fn fold_in_memory(
     end_transaction(tx, written, |_| true).await?;
     tracing::info!(projector = projector.name(), "read model written");
     Ok(folded)
+}
+
+/// COPYs tab-separated `rows` (COPY's text format: [`copy_text`], [`copy_timestamp`], `\N`
+/// for NULL) into `target` (`table (columns)`): how every [`BulkFold`] writes.
+pub(crate) async fn copy_in(
+    conn: &mut PgConnection,
+    target: &str,
+    rows: String,
+) -> Result<(), ProjectionError> {
+    let mut copy = conn
+        .copy_in_raw(&format!("COPY {target} FROM STDIN"))
+        .await?;
+    copy.send(rows.into_bytes()).await?;
+    copy.finish().await?;
+    Ok(())
+}
+
+/// `text` as a field of COPY's text format (its backslashes, tabs and line ends escaped).
+pub(crate) fn copy_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\\', '\t', '\n', '\r']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '\t' => escaped.push_str("\\t"),
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            c => escaped.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(escaped)
+}
+
+/// `at` as a field of COPY's text format, cut to PostgreSQL's microseconds as sqlx cuts a
+/// bound value (PostgreSQL would round a longer fraction, and a rebuild would then differ from
+/// the runner by a microsecond).
+pub(crate) fn copy_timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string()
 }
 
 /// Drops the indexes of the projector's tables on `conn`'s search_path (the shadows) that back
