@@ -96,54 +96,87 @@ async fn main() -> anyhow::Result<()> {
     let wanted = |c: char| args.only.is_empty() || args.only.contains(&c);
     let started = Instant::now();
     eprintln!("relations-bench: {scale:?}");
-    let mut rows = match (args.reuse_world, scale.world()) {
-        (true, Some(_)) => {
-            env.world = Some(scenarios::WORLD.to_owned());
-            Vec::new()
-        }
-        _ => scenarios::world(&mut env, scale).await?,
-    };
+    let mut rows = Collected::default();
+    match (args.reuse_world, scale.world()) {
+        (true, Some(_)) => env.world = Some(scenarios::WORLD.to_owned()),
+        _ => rows.add("world", scenarios::world(&mut env, scale).await?),
+    }
     // (k) and (m) run on clusters of their own, whatever the world's size: only when named.
     let own_cluster = |c: char| scale.world().is_none() || args.only.contains(&c);
     if ['a', 'b', 'c', 'f', 'l'].into_iter().any(&wanted) {
-        rows.extend(
-            scenarios::graph_scenarios(&env, scale, &wanted, args.profile.as_deref()).await?,
-        );
+        let graph = scenarios::graph_scenarios(&env, scale, &wanted, args.profile.as_deref());
+        rows.outcome("a, b, c, f, l", graph.await);
     }
     if wanted('d') {
-        rows.extend(scenarios::rebuild(&env, scale).await?);
+        rows.outcome("rebuild", scenarios::rebuild(&env, scale).await);
     }
     if wanted('e') {
-        rows.extend(scenarios::feed(&env, scale, args.stream_framework_python.as_deref()).await?);
+        rows.outcome(
+            "feed",
+            scenarios::feed(&env, scale, args.stream_framework_python.as_deref()).await,
+        );
     }
     if wanted('g') {
-        rows.extend(scenarios::mixed(&env, scale).await?);
+        rows.outcome("mixed", scenarios::mixed(&env, scale).await);
     }
     if wanted('h') {
-        rows.extend(scenarios::insights(&env, scale).await?);
+        rows.outcome("insights", scenarios::insights(&env, scale).await);
     }
     if wanted('i') {
-        rows.extend(scenarios::engagement(&env, scale).await?);
+        rows.outcome("engagement", scenarios::engagement(&env, scale).await);
     }
     if wanted('j') {
-        rows.extend(scenarios::stream(&env, scale).await?);
+        rows.outcome("stream", scenarios::stream(&env, scale).await);
     }
     if wanted('n') {
-        rows.extend(scenarios::erasure(&env, scale).await?);
+        rows.outcome("erasure", scenarios::erasure(&env, scale).await);
     }
     if wanted('o') {
-        rows.extend(scenarios::replay(&env, scale).await?);
+        rows.outcome("replay", scenarios::replay(&env, scale).await);
     }
     if wanted('p') {
-        rows.extend(scenarios::notifications(&env, scale).await?);
+        rows.outcome("notifications", scenarios::notifications(&env, scale).await);
     }
     if wanted('k') && own_cluster('k') {
-        rows.extend(scenarios::read_pool(&env, scale).await?);
+        rows.outcome("read_pool", scenarios::read_pool(&env, scale).await);
     }
     if wanted('m') && own_cluster('m') {
-        rows.extend(scenarios::failover(&env).await?);
+        rows.outcome("failover", scenarios::failover(&env).await);
     }
-    println!("{}", harness::table(&rows));
+    println!("{}", harness::table(&rows.rows));
     println!("total bench time: {:.0} s", started.elapsed().as_secs_f64());
+    anyhow::ensure!(
+        rows.failed.is_empty(),
+        "scenarios failed: {:?}",
+        rows.failed
+    );
     Ok(())
+}
+
+/// The run's rows. Each scenario's are printed to stderr as it ends, so a run that dies later
+/// keeps them; a scenario that fails is named at the end instead of ending the run (a 1M run
+/// lost 35 minutes of figures to its last scenario's error).
+#[derive(Default)]
+struct Collected {
+    rows: Vec<harness::Row>,
+    failed: Vec<String>,
+}
+
+impl Collected {
+    /// Adds a scenario's rows, printing them.
+    fn add(&mut self, scenario: &str, rows: Vec<harness::Row>) {
+        eprintln!("{scenario}: done\n{}", harness::table(&rows));
+        self.rows.extend(rows);
+    }
+
+    /// Adds a scenario's rows, or records its failure.
+    fn outcome(&mut self, scenario: &str, result: anyhow::Result<Vec<harness::Row>>) {
+        match result {
+            Ok(rows) => self.add(scenario, rows),
+            Err(error) => {
+                eprintln!("{scenario}: FAILED: {error:?}");
+                self.failed.push(format!("{scenario}: {error:#}"));
+            }
+        }
+    }
 }

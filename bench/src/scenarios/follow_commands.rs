@@ -26,6 +26,9 @@ pub async fn follow_commands(
         "CREATE INDEX IF NOT EXISTS b_following_target ON b_following (target, created_at)",
         "CREATE TABLE IF NOT EXISTS b_outbox (id bigserial PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
         "CREATE TABLE IF NOT EXISTS b_raw (id bigserial PRIMARY KEY, a bigint NOT NULL, b bigint NOT NULL)",
+        // The seed-000 design's asynchronous half: what its outbox consumer keeps.
+        "CREATE TABLE IF NOT EXISTS b_followers (target bigint, user_id bigint, PRIMARY KEY (target, user_id))",
+        "CREATE TABLE IF NOT EXISTS b_counts (user_id bigint PRIMARY KEY, following bigint NOT NULL, followers bigint NOT NULL)",
     ] {
         sqlx::query(sql).execute(&setup).await?;
     }
@@ -37,6 +40,9 @@ pub async fn follow_commands(
             _ => None,
         };
         let http = http_follows(server, clients, round, scale).await;
+        // How long after the last answer the follower lists and counts were current.
+        let current =
+            crate::graph::caught_up(&setup, &[relations_projections::relations::NAME]).await?;
         if let Some(mut perf) = perf {
             let _ = perf.wait();
         }
@@ -62,6 +68,7 @@ pub async fn follow_commands(
         }
         rows.push(row);
         if clients == 64 {
+            rows.extend(with_async_half(&setup, &sql_pool, (&http, current), scale).await?);
             let (ours, theirs) = (http.ms(0.99), seed.ms(0.99));
             rows.push(
                 Row::new(&name, "follow answer p99", format!("{ours:.2} ms"))
@@ -139,6 +146,108 @@ async fn seed_follows(pool: &PgPool, clients: usize, round: usize, scale: Scale)
             }
         })
         .await
+}
+
+/// Issue 28's second baseline: the seed-000 design with its asynchronous half, one consumer
+/// draining the outbox (in batches of 1,000, as an MQ consumer would) into a follower table and
+/// both users' counters while 64 clients write, against our follows (`http`, just measured);
+/// and at each end, how long after the last answer the follower lists and counts were current
+/// (ours: projector `following` caught up; theirs: the outbox drained).
+async fn with_async_half(
+    setup: &PgPool,
+    pool: &PgPool,
+    (http, ours_current): (&Stats, std::time::Duration),
+    scale: Scale,
+) -> anyhow::Result<Vec<Row>> {
+    sqlx::query("TRUNCATE b_outbox").execute(setup).await?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let consumer = tokio::spawn(consume_outbox(setup.clone(), stop.clone()));
+    // Users of their own (round 9), so no follow repeats an earlier round's.
+    let seed = seed_follows(pool, 64, 9, scale).await;
+    let answered = std::time::Instant::now();
+    loop {
+        let left: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM b_outbox)")
+            .fetch_one(setup)
+            .await?;
+        if !left {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let theirs_current = answered.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    consumer.await??;
+    let name = "a. follow, 64 clients";
+    let ratio = http.per_sec() / seed.per_sec();
+    let (ours_ms, theirs_ms) = (
+        ours_current.as_secs_f64() * 1e3,
+        theirs_current.as_secs_f64() * 1e3,
+    );
+    Ok(vec![
+        Row::new(
+            name,
+            "HTTP follow vs seed-000 with its asynchronous half (an outbox consumer keeping a follower table and counters, running beside)",
+            rate(http),
+        )
+        .against(format!("seed-000 + consumer: {}", rate(&seed)), ratio)
+        .target(">= 1.5x", ratio >= 1.5),
+        Row::new(
+            name,
+            "follower lists and counts current after the last answer (ours: `following` caught up)",
+            format!("{ours_ms:.0} ms"),
+        )
+        .against(
+            format!("seed-000's consumer drained its outbox: {theirs_ms:.0} ms"),
+            theirs_ms / ours_ms.max(1.0),
+        ),
+    ])
+}
+
+/// Seed 000's outbox consumer: takes the oldest 1,000 outbox rows, adds the follower rows and
+/// both users' counts, in one transaction, until `stop`.
+async fn consume_outbox(
+    pool: PgPool,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<()> {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut tx = pool.begin().await?;
+        let edges: Vec<(i64, i64)> = sqlx::query_as(
+            "WITH batch AS (
+                 DELETE FROM b_outbox WHERE id IN
+                     (SELECT id FROM b_outbox ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED)
+                 RETURNING (payload->>'target')::bigint AS target, (payload->>'user')::bigint AS u)
+             INSERT INTO b_followers (target, user_id) SELECT target, u FROM batch
+             ON CONFLICT DO NOTHING RETURNING target, user_id",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        let (targets, users): (Vec<i64>, Vec<i64>) = edges.into_iter().unzip();
+        sqlx::query(
+            "INSERT INTO b_counts (user_id, following, followers)
+             SELECT DISTINCT id, 0, 0 FROM unnest($1::bigint[] || $2::bigint[]) AS id
+             ON CONFLICT (user_id) DO NOTHING",
+        )
+        .bind(&targets)
+        .bind(&users)
+        .execute(&mut *tx)
+        .await?;
+        for (column, ids) in [("followers", &targets), ("following", &users)] {
+            sqlx::query(&format!(
+                "UPDATE b_counts c SET {column} = c.{column} + n.k
+                   FROM (SELECT id, count(*) AS k FROM unnest($1::bigint[]) AS id GROUP BY id) n
+                  WHERE c.user_id = n.id"
+            ))
+            .bind(ids)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let empty = targets.is_empty();
+        tx.commit().await?;
+        if empty {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+    Ok(())
 }
 
 /// The commit-rate floor: one single-row INSERT per transaction.
