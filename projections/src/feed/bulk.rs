@@ -380,6 +380,19 @@ impl BulkFold for FeedBulk {
     }
 
     async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+        self.write_posts_and_follows(conn).await?;
+        self.write_authors(conn).await?;
+        self.write_inboxes(conn).await?;
+        self.write_banned_and_mutes(conn).await
+    }
+}
+
+impl FeedBulk {
+    /// `rm_posts` in seq order, `feed_follows` in key order.
+    async fn write_posts_and_follows(
+        &self,
+        conn: &mut PgConnection,
+    ) -> Result<(), ProjectionError> {
         let mut rows = String::with_capacity(self.posts.len() * 96);
         for (at, post) in self.posts.iter().enumerate() {
             let content = post.content.as_deref().map(copy_text);
@@ -407,6 +420,11 @@ impl BulkFold for FeedBulk {
             writeln!(rows, "{follower}\t{followee}").expect("a String");
         }
         copy_in(conn, "feed_follows (follower, followee)", rows).await?;
+        Ok(())
+    }
+
+    /// `feed_authors` and `feed_mode_changes`, in key order.
+    async fn write_authors(&self, conn: &mut PgConnection) -> Result<(), ProjectionError> {
         let mut authors: Vec<(&i64, &AuthorRow)> = self.authors.iter().collect();
         authors.sort_unstable_by_key(|(author, _)| **author);
         let mut rows = String::with_capacity(authors.len() * 24);
@@ -430,6 +448,11 @@ impl BulkFold for FeedBulk {
             rows,
         )
         .await?;
+        Ok(())
+    }
+
+    /// `feed_inbox` and `feed_readers`, in reader order.
+    async fn write_inboxes(&self, conn: &mut PgConnection) -> Result<(), ProjectionError> {
         let mut readers: Vec<(&i64, &Inbox)> = self.inboxes.iter().collect();
         readers.sort_unstable_by_key(|(reader, _)| **reader);
         let entries = readers
@@ -449,6 +472,11 @@ impl BulkFold for FeedBulk {
             writeln!(rows, "{reader}\t{size}\t{watermark}").expect("a String");
         }
         copy_in(conn, "feed_readers (reader, size, watermark)", rows).await?;
+        Ok(())
+    }
+
+    /// `feed_banned` and `feed_mutes`.
+    async fn write_banned_and_mutes(&self, conn: &mut PgConnection) -> Result<(), ProjectionError> {
         let mut rows = String::new();
         for author in &self.banned {
             writeln!(rows, "{author}").expect("a String");
