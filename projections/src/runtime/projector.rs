@@ -65,9 +65,10 @@ pub trait BulkFold: Send {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError>;
 
     /// Folds the next batch of events, in log order: each by [`BulkFold::fold`], unless the
-    /// projector must first prepare the batch (the feed reveals sealed content).
-    async fn fold_batch(&mut self, events: &[RecordedEvent]) -> Result<(), ProjectionError> {
-        for event in events {
+    /// projector must first prepare the batch (the feed reveals sealed content, in place: the
+    /// batch is the fold's to change).
+    async fn fold_batch(&mut self, events: Vec<RecordedEvent>) -> Result<(), ProjectionError> {
+        for event in &events {
             self.fold(event)?;
         }
         Ok(())

@@ -99,8 +99,8 @@ async fn fold_in_memory(
         let batch = log::read_after(conn, after, BULK_BATCH).await?;
         let Some(last) = batch.last() else { break };
         after = last.position;
-        bulk.fold_batch(&batch).await?;
         folded += batch.len() as u64;
+        bulk.fold_batch(batch).await?;
         progress(folded);
     }
     tracing::info!(
