@@ -22,7 +22,7 @@ use super::Settings;
 use crate::error::ProjectionError;
 use crate::relations::fold::RelationChange;
 use crate::runtime::projector::{decode, BulkFold};
-use crate::runtime::rebuild::{copy_in, copy_text, copy_timestamp};
+use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_text, copy_timestamp};
 
 /// One row of `rm_posts`; its seq is its index + 1.
 struct PostRow {
@@ -75,6 +75,14 @@ impl Inbox {
     }
 }
 
+/// The second ids of `pairs` whose first is `first`.
+fn paired_with(pairs: &BTreeSet<(i64, i64)>, first: i64) -> Vec<i64> {
+    pairs
+        .range((first, i64::MIN)..=(first, i64::MAX))
+        .map(|&(_, second)| second)
+        .collect()
+}
+
 /// The feed's read model, folded in memory.
 pub(super) struct FeedBulk {
     settings: Settings,
@@ -120,18 +128,12 @@ impl FeedBulk {
 
     /// Who follows `author` now.
     fn followers_of(&self, author: i64) -> Vec<i64> {
-        self.followers
-            .range((author, i64::MIN)..=(author, i64::MAX))
-            .map(|&(_, follower)| follower)
-            .collect()
+        paired_with(&self.followers, author)
     }
 
     /// Whom `user` follows now.
     fn followees_of(&self, user: i64) -> Vec<i64> {
-        self.following
-            .range((user, i64::MIN)..=(user, i64::MAX))
-            .map(|&(_, followee)| followee)
-            .collect()
+        paired_with(&self.following, user)
     }
 
     fn followed(&mut self, position: LogPosition, follower: i64, followee: i64) {
@@ -485,7 +487,7 @@ impl FeedBulk {
         copy_in(conn, "feed_banned (author)", rows).await?;
         let mut rows = String::new();
         for ((muter, muted), until) in &self.mutes {
-            let until = until.map_or_else(|| "\\N".to_owned(), copy_timestamp);
+            let until = copy_nullable_timestamp(*until);
             writeln!(rows, "{muter}\t{muted}\t{until}").expect("a String");
         }
         copy_in(conn, "feed_mutes (muter, muted, until)", rows).await

@@ -20,7 +20,7 @@ use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::{decode, erased_user, BulkFold, Projector};
-use crate::runtime::rebuild::{copy_in, copy_timestamp};
+use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_timestamp};
 use fold::{
     EdgeKind, EdgeTables, ErasableTables, FollowCounts, RelationChange, RelationTables, UserPair,
 };
@@ -532,7 +532,7 @@ impl BulkFold for RelationsBulk {
         .await?;
         let mut mutes = String::new();
         for (&(a, b), (since, until)) in &self.mutes {
-            let until = until.map_or_else(|| "\\N".to_owned(), copy_timestamp);
+            let until = copy_nullable_timestamp(*until);
             writeln!(mutes, "{a}\t{b}\t{}\t{until}", copy_timestamp(*since)).expect("a String");
         }
         copy_in(conn, "rm_mutes (muter, muted, since, until)", mutes).await?;

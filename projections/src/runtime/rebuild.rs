@@ -165,6 +165,11 @@ pub(crate) fn copy_timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
     at.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string()
 }
 
+/// [`copy_timestamp`], or COPY's NULL (`\N`) for `None`.
+pub(crate) fn copy_nullable_timestamp(at: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    at.map_or_else(|| "\\N".to_owned(), copy_timestamp)
+}
+
 /// Drops the indexes of the projector's tables on `conn`'s search_path (the shadows) that back
 /// no constraint, and returns the statements that make them again.
 async fn drop_secondary_indexes(
