@@ -243,6 +243,13 @@ pub struct Config {
     /// The feed's push/pull threshold and inbox cap.
     #[command(flatten)]
     pub feed: FeedConfig,
+    /// Posts each instance holds in memory per author, for feed pages and `new_count`
+    /// answered without PostgreSQL (issue 28); 0 reads every feed page from PostgreSQL.
+    #[arg(long, env = "RELATIONS_FEED_MEMORY_PER_AUTHOR", default_value_t = 32)]
+    pub feed_memory_per_author: u32,
+    /// Posts each instance holds in memory in all (the newest); 0 holds none.
+    #[arg(long, env = "RELATIONS_FEED_MEMORY_POSTS", default_value_t = 4_000_000)]
+    pub feed_memory_posts: u32,
     /// Comma-separated ids whose posts make the recommended feed.
     #[arg(
         long,
@@ -291,6 +298,14 @@ impl Config {
         relations_store::Workers {
             count: usize::from(self.command_workers),
             deadline: Duration::from_millis(self.command_deadline_ms),
+        }
+    }
+
+    /// How many posts the replica holds for the feed.
+    pub fn feed_memory(&self) -> relations_projections::replica::timelines::Caps {
+        relations_projections::replica::timelines::Caps {
+            per_author: self.feed_memory_per_author as usize,
+            total: self.feed_memory_posts as usize,
         }
     }
 

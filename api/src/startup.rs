@@ -115,7 +115,7 @@ impl Application {
         let projectors = projector_entries(&projectors, &runners, relay_configured, &relay);
         let state = AppState {
             projectors: Arc::new(projectors),
-            graph: LiveGraph::new(),
+            graph: LiveGraph::holding_posts(config.feed_memory(), keys.clone()),
             read_marks: ReadMarks::new(),
             log_watch: LogWatch::new(Duration::from_millis(config.held_after_ms)),
             inboxes: caches.inboxes,

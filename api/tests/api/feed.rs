@@ -1,6 +1,8 @@
 //! Posts, author timelines and the follow feed (issue 4): rule 8, rule 9, the push, pull and
 //! cache paths, threshold crossings, paging, the read mark, the recommended feed.
 
+use std::time::Duration;
+
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -215,9 +217,17 @@ async fn timelines_are_newest_first_with_size_cursor_and_max_time() {
     );
 }
 
+/// An app whose feed pages all come from PostgreSQL (no post held in memory): what the tests of
+/// the inboxes and their cache read, the fallback of pages memory cannot answer.
+async fn spawn_reading_postgres() -> TestApp {
+    let mut config = test_config().await;
+    config.feed_memory_per_author = 0;
+    spawn_with(config).await
+}
+
 #[tokio::test]
 async fn small_authors_are_pushed_into_each_followers_inbox() {
-    let app = spawn_app().await;
+    let app = spawn_reading_postgres().await;
     position_of(&app, "follow", 10, 1).await;
     position_of(&app, "follow", 11, 1).await;
     let (ids, position) = publish_many(&app, 1, 3).await;
@@ -388,6 +398,7 @@ async fn paging_never_skips_or_repeats_while_posts_arrive() {
 async fn a_capped_inbox_continues_by_pulling_without_a_false_end() {
     let mut config = test_config().await;
     config.feed.feed_inbox_cap = 4;
+    config.feed_memory_per_author = 0; // the inboxes' path
     let app = spawn_with(config).await;
     position_of(&app, "follow", 10, 1).await;
     position_of(&app, "follow", 10, 2).await;
@@ -528,7 +539,7 @@ async fn seq_of(app: &TestApp, id: &str) -> i64 {
 
 #[tokio::test]
 async fn the_cache_serves_loaded_inboxes_keeps_them_current_and_never_breaks_rule_9() {
-    let app = spawn_app().await;
+    let app = spawn_reading_postgres().await;
     position_of(&app, "follow", 10, 1).await;
     position_of(&app, "follow", 10, 2).await;
     let (mut expected, _) = publish_many(&app, 1, 2).await;
@@ -704,7 +715,7 @@ async fn racing_posts_follows_blocks_and_deletes_leave_every_feed_equal_to_the_l
 
 #[tokio::test]
 async fn an_empty_inbox_is_cached_with_its_sentinel() {
-    let app = spawn_app().await;
+    let app = spawn_reading_postgres().await;
     let at = position_of(&app, "follow", 20, 1).await;
     projector_reached(&app, "feed_cache", &at).await;
     assert!(pages(&app, 20, "size=5").await.is_empty());
@@ -743,6 +754,7 @@ async fn an_empty_inbox_is_cached_with_its_sentinel() {
 async fn a_post_trimmed_in_postgresql_before_the_cache_heard_of_it_is_still_shown() {
     let mut config = test_config().await;
     config.feed.feed_inbox_cap = 3;
+    config.feed_memory_per_author = 0; // the inboxes' path
     let app = spawn_with(config).await;
     position_of(&app, "follow", 10, 1).await;
     let (ids, at) = publish_many(&app, 1, 3).await;
@@ -769,4 +781,70 @@ async fn a_post_trimmed_in_postgresql_before_the_cache_heard_of_it_is_still_show
         .await
         .unwrap();
     assert_eq!(pages(&app, 10, "size=5").await, newest_first(&ids));
+}
+
+/// Issue 28: a replica holding posts (as every instance's does) answers a first page as
+/// PostgreSQL does, bodies opened, for posts it loaded from the read model and for posts it
+/// folded from the log after; and `new_count` likewise.
+#[tokio::test]
+async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
+    use relations_projections::replica::feed::FeedAsk;
+    use relations_projections::replica::live::LiveGraph;
+    use relations_projections::replica::timelines::Caps;
+
+    let app = spawn_reading_postgres().await;
+    position_of(&app, "follow", 10, 1).await;
+    position_of(&app, "follow", 10, 2).await;
+    app.publish(1, "loaded from rm_posts").await;
+    let (_, at) = app.publish(2, "also loaded").await;
+    projector_reached(&app, "feed", &at).await;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let keys = app.config.keys.keyring(&app.pool).unwrap();
+    let caps = Caps {
+        per_author: 32,
+        total: 1000,
+    };
+    let graph = LiveGraph::holding_posts(caps, keys);
+    let wakeup = relations_projections::Wakeup::listen(app.pool.clone(), shutdown.clone());
+    tokio::spawn(
+        graph
+            .clone()
+            .run(app.pool.clone(), wakeup, shutdown.clone()),
+    );
+    app.publish(1, "folded from the log").await;
+    let at = position_of(&app, "mute", 10, 2).await;
+    let position: relations_store::LogPosition = at.parse().unwrap();
+    let mut reached = false;
+    for _ in 0..200 {
+        if graph.wait_for(position, Duration::from_secs(10)).await == Some(true) {
+            reached = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(reached, "the replica never reached {at}");
+    let (_, count) = app
+        .get_as(10, &format!("/api/v1/feed/new_count?min_position={at}"))
+        .await;
+    let (status, mut page) = app
+        .get_as(10, &format!("/api/v1/feed?size=10&min_position={at}"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let ask = FeedAsk {
+        reader: user(10),
+        recommended: &[],
+        now: chrono::Utc::now(),
+    };
+    let (memory, _) = graph
+        .with(|g| g.feed_page(ask, None, 10))
+        .flatten()
+        .expect("memory answers");
+    for item in page["items"].as_array_mut().unwrap() {
+        item.as_object_mut().unwrap().remove("liked");
+    }
+    assert_eq!(page["items"].as_array().unwrap().len(), 2, "{page}");
+    assert_eq!(page["items"], serde_json::to_value(&memory.items).unwrap());
+    assert_eq!(graph.with(|g| g.feed_new_count(ask, 0)).flatten(), Some(2));
+    assert_eq!(count["count"], json!(2), "counted before the first page");
+    shutdown.cancel();
 }

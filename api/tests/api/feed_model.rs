@@ -2,8 +2,11 @@
 //! followers, locked accounts with their requests approved, rejected or approved by an unlock,
 //! posts, deletes and erasures (issue 25), every reader's feed equals the reference (posts of followed authors, none blocked,
 //! none muted by the reader, none deleted, newest first; the recommended authors' posts for readers who follow nobody) page by page,
-//! read from PostgreSQL and through the inbox cache. A small threshold and cap put every path
-//! (push, pull, switches both ways, trimmed inboxes, deep pulls) in play.
+//! read with `min_position` and without (through the inbox cache when read from PostgreSQL). A
+//! small threshold and cap put every path (push, pull, switches both ways, trimmed inboxes,
+//! deep pulls) in play, and each case holds posts in memory differently (issue 28): none (every
+//! page from PostgreSQL), a few per author or in all (pages from memory until a bound, then from
+//! PostgreSQL), or the defaults (every page from memory).
 
 use std::collections::BTreeSet;
 
@@ -226,8 +229,13 @@ fn expected_pages(feed: &[String]) -> Vec<Vec<String>> {
     feed.chunks(PAGE).map(<[String]>::to_vec).collect()
 }
 
-async fn run(ops: Vec<Op>) {
+/// Posts held in memory per author and in all.
+const MEMORY: [(u32, u32); 4] = [(0, 0), (1, 1_000), (3, 4), (32, 4_000_000)];
+
+async fn run((ops, (per_author, posts)): (Vec<Op>, (u32, u32))) {
     let mut config = test_config().await;
+    config.feed_memory_per_author = per_author;
+    config.feed_memory_posts = posts;
     config.feed.big_v_threshold = 2;
     config.feed.feed_inbox_cap = 3;
     config.recommended_authors = RECOMMENDED
@@ -323,10 +331,10 @@ async fn run(ops: Vec<Op>) {
     let readers: Vec<i64> = (1..=USERS).filter(|r| !model.erased.contains(r)).collect();
     for &reader in &readers {
         let expected = expected_pages(&model.feed(reader));
-        let from_postgres = pages(&app, reader, &format!("min_position={last}")).await;
+        let with_position = pages(&app, reader, &format!("min_position={last}")).await;
         assert_eq!(
-            from_postgres, expected,
-            "reader {reader} (PostgreSQL), ops {ops:?}"
+            with_position, expected,
+            "reader {reader} (min_position), ops {ops:?}"
         );
     }
     // The feed's read models agree with a fresh fold, inbox invariant included.
@@ -337,12 +345,13 @@ async fn run(ops: Vec<Op>) {
         assert_eq!(
             pages(&app, reader, "").await,
             expected,
-            "reader {reader} (cache), ops {ops:?}"
+            "reader {reader} (no min_position), ops {ops:?}"
         );
     }
 }
 
 #[test]
 fn every_feed_equals_the_reference_page_by_page() {
-    crate::helpers::check_property(24, prop::collection::vec(op(), 20..70), run);
+    let memory = prop::sample::select(MEMORY.to_vec());
+    crate::helpers::check_property(24, (prop::collection::vec(op(), 20..70), memory), run);
 }

@@ -124,6 +124,8 @@ pub async fn test_config() -> Config {
             big_v_threshold: 5000,
             feed_inbox_cap: 1000,
         },
+        feed_memory_per_author: 32,
+        feed_memory_posts: 4_000_000,
         recommended_authors: vec![],
         run_projectors: true,
         catch_up_wait_ms: 15_000,

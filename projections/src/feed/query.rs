@@ -140,9 +140,11 @@ fn visibility(stored: &str) -> Result<Visibility, sqlx::Error> {
     stored.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
-const POST_COLUMNS: &str = "seq, post_id, author, content, created_at, visibility";
+/// The columns [`post`] reads.
+pub(crate) const POST_COLUMNS: &str = "seq, post_id, author, content, created_at, visibility";
 
-fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), ProjectionError> {
+/// A post row of `rm_posts` and its seq.
+pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), ProjectionError> {
     let author: i64 = row.try_get("author")?;
     let visibility = visibility(row.try_get("visibility")?)?;
     Ok((
@@ -449,23 +451,32 @@ pub async fn feed(
     Ok((paginate(found, size), head))
 }
 
-/// How many posts of `reader`'s feed are newer than their read mark (the written one, or
-/// `pending` when higher: see [`super::read_marks`]), pushed and pulled alike, that `filter`
-/// lets them read (counted per author and visibility, then judged).
-pub async fn new_count(
+/// `reader`'s read mark: the written one, or `pending` when higher (see
+/// [`super::read_marks`]).
+pub async fn read_mark(
     pool: &PgPool,
-    filter: &dyn PostFilter,
     reader: UserId,
-    recommended: &[UserId],
     pending: Option<i64>,
 ) -> Result<i64, ProjectionError> {
-    let mark: i64 = sqlx::query_scalar(
+    Ok(sqlx::query_scalar(
         "SELECT greatest(COALESCE((SELECT seq FROM feed_read_marks WHERE reader = $1), 0), $2)",
     )
     .bind(reader.get())
     .bind(pending.unwrap_or(0))
     .fetch_one(pool)
-    .await?;
+    .await?)
+}
+
+/// How many posts of `reader`'s feed are newer than `mark` ([`read_mark`]), pushed and
+/// pulled alike, that `filter` lets them read (counted per author and visibility, then
+/// judged).
+pub async fn new_count(
+    pool: &PgPool,
+    filter: &dyn PostFilter,
+    reader: UserId,
+    recommended: &[UserId],
+    mark: i64,
+) -> Result<i64, ProjectionError> {
     let (sources, ..) = sources(pool, reader, recommended, (0, 0)).await?;
     let groups: Vec<(i64, String, i64)> = match &sources {
         Sources::Following { .. } => {

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::load::load;
 use super::tail::{ReplicaTail, Update};
+use super::timelines::Caps;
 use super::MemoryGraph;
 use crate::error::ProjectionError;
 use crate::runtime::health::Health;
@@ -42,6 +43,8 @@ pub struct LiveGraph {
     position: watch::Sender<Option<LogPosition>>,
     /// Each batch of the log applied after the load, sent once the replica reflects it.
     applied: broadcast::Sender<Arc<[RecordedEvent]>>,
+    /// How many posts it holds (issue 28), and what opens their content.
+    posts: (Caps, Option<relations_store::Keyring>),
 }
 
 impl Default for LiveGraph {
@@ -52,6 +55,7 @@ impl Default for LiveGraph {
             sized: Arc::default(),
             position: watch::Sender::new(None),
             applied: broadcast::Sender::new(APPLIED_BATCHES),
+            posts: (Caps::OFF, None),
         }
     }
 }
@@ -60,6 +64,15 @@ impl LiveGraph {
     /// An empty, unloaded replica: nothing is answered from it until [`LiveGraph::run`] loads it.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// [`LiveGraph::new`], also holding every author's newest posts up to `caps`, opened with
+    /// `keys` (the feed's first pages and `new_count` from memory).
+    pub fn holding_posts(caps: Caps, keys: relations_store::Keyring) -> Self {
+        Self {
+            posts: (caps, Some(keys)),
+            ..Self::default()
+        }
     }
 
     /// `read` on the replica, or `None` while it is not loaded.
@@ -103,7 +116,7 @@ impl LiveGraph {
         let mut backoff = Backoff::default();
         let tail = loop {
             let started = Instant::now();
-            match load(&pool).await {
+            match load(&pool, self.posts.0, self.posts.1.clone()).await {
                 Ok(tail) => {
                     tracing::info!(elapsed = ?started.elapsed(), "graph loaded from the read models");
                     break tail;
@@ -167,6 +180,9 @@ impl LiveGraph {
         if sized.is_none_or(|at| at.elapsed() >= SIZE_EVERY) {
             *sized = Some(Instant::now());
             metrics::gauge!("relations_graph_bytes").set(graph.heap_bytes() as f64);
+            let timelines = graph.timelines();
+            metrics::gauge!("relations_feed_memory_posts").set(timelines.held() as f64);
+            metrics::gauge!("relations_feed_memory_bytes").set(timelines.heap_bytes() as f64);
         }
     }
 }

@@ -10,6 +10,7 @@ use relations_store::log;
 use sqlx::{PgPool, Row};
 
 use super::tail::ReplicaTail;
+use super::timelines::{Caps, HeldPost};
 use super::{Change, MemoryGraph};
 use crate::error::ProjectionError;
 use crate::relations::fold::{EdgeKind, RelationChange};
@@ -19,8 +20,12 @@ use crate::{feed, relations};
 
 /// Reads the read models and their checkpoints in one snapshot; the tail then replays from the
 /// lower checkpoint.
-pub(super) async fn load(pool: &PgPool) -> Result<ReplicaTail, ProjectionError> {
-    let mut graph = MemoryGraph::default();
+pub(super) async fn load(
+    pool: &PgPool,
+    caps: Caps,
+    keys: Option<relations_store::Keyring>,
+) -> Result<ReplicaTail, ProjectionError> {
+    let mut graph = MemoryGraph::new(caps);
     let mut tx = pool.begin().await?;
     let result = async {
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -35,6 +40,7 @@ pub(super) async fn load(pool: &PgPool) -> Result<ReplicaTail, ProjectionError> 
         let relations_loaded = checkpoint::read(&mut *tx, relations::NAME).await?;
         let posts_loaded = checkpoint::read(&mut *tx, feed::NAME).await?;
         read_models(&mut tx, &mut graph).await?;
+        held_posts(&mut tx, &mut graph, caps).await?;
         // Accounts are few: their events up to where the tail starts, read in full.
         let accounts_loaded = relations_loaded.min(posts_loaded);
         for event in log::read_type_until(&mut tx, Account::TYPE, accounts_loaded).await? {
@@ -53,7 +59,35 @@ pub(super) async fn load(pool: &PgPool) -> Result<ReplicaTail, ProjectionError> 
         relations_loaded,
         posts_loaded,
         accounts_loaded,
+        keys,
     })
+}
+
+/// The newest posts projector `feed` wrote, up to `caps` (issue 28), and its newest seq.
+async fn held_posts(
+    tx: &mut sqlx::PgConnection,
+    graph: &mut MemoryGraph,
+    caps: Caps,
+) -> Result<(), sqlx::Error> {
+    let head: i64 = sqlx::query_scalar("SELECT COALESCE(max(seq), 0) FROM rm_posts")
+        .fetch_one(&mut *tx)
+        .await?;
+    let from = (head - caps.total as i64 + 1).max(1);
+    graph.start_timelines(head, from);
+    if !caps.on() {
+        return Ok(());
+    }
+    let sql = format!(
+        "SELECT {} FROM rm_posts WHERE seq >= $1 AND NOT deleted ORDER BY seq",
+        feed::query::POST_COLUMNS
+    );
+    let mut rows = sqlx::query(&sql).bind(from).fetch(&mut *tx);
+    while let Some(row) = rows.try_next().await? {
+        let (seq, view) = feed::query::post(&row).map_err(|e| sqlx::Error::Decode(e.into()))?;
+        let (author, post) = HeldPost::of_view(seq, view);
+        graph.hold_post(author, post);
+    }
+    Ok(())
 }
 
 /// The graph's read models, as of the snapshot: follows, blocks, requests, mutes, post counts.

@@ -16,10 +16,12 @@
 //! `follow_limit` entries.
 
 pub mod accounts;
+pub mod feed;
 pub mod live;
 mod load;
 pub mod reads;
 mod tail;
+pub mod timelines;
 
 /// How the admin endpoint names the replica.
 pub const NAME: &str = "graph";
@@ -38,6 +40,7 @@ use crate::relations::fold::{
 use crate::relations::query::{Counts, ListEntry};
 use crate::relations::reads::KeyedList;
 use accounts::Accounts;
+use timelines::{HeldPost, Timelines};
 
 /// A time in microseconds since the epoch (the log's and PostgreSQL's precision).
 type Micros = i64;
@@ -83,8 +86,12 @@ impl Node {
 pub enum Change {
     /// What a relation event changes (the relation fold's input).
     Relation(RelationChange),
-    /// The user's live post count moved by the amount.
+    /// The user's live post count moved by the amount (the load's counts).
     Posts(u64, i64),
+    /// The author published the post (its seq is the next one).
+    Published(u64, HeldPost),
+    /// The author deleted the post.
+    Deleted(u64, relations_domain::PostId),
     /// An account event (token revocations, bans).
     Account(AccountEvent),
 }
@@ -96,10 +103,27 @@ impl Change {
     }
 
     /// What a post event changes.
-    pub fn of_post(event: &PostEvent) -> Self {
+    pub fn of_post(event: PostEvent) -> Self {
         match event {
-            PostEvent::PostPublished { author, .. } => Self::Posts(author.get() as u64, 1),
-            PostEvent::PostDeleted { author, .. } => Self::Posts(author.get() as u64, -1),
+            PostEvent::PostPublished {
+                post_id,
+                author,
+                content,
+                created_at,
+                visibility,
+            } => Self::Published(
+                author.get() as u64,
+                HeldPost {
+                    seq: 0,
+                    id: post_id,
+                    created_at: created_at.timestamp_micros(),
+                    visibility,
+                    content: content.map_or_else(Box::default, |c| c.as_str().into()),
+                },
+            ),
+            PostEvent::PostDeleted { post_id, author } => {
+                Self::Deleted(author.get() as u64, post_id)
+            }
         }
     }
 }
@@ -116,6 +140,8 @@ pub struct MemoryGraph {
     accounts: Accounts,
     /// muter -> (muted, since, until), ended mutes included until replaced or lifted.
     mutes: HashMap<u64, Vec<(u64, Micros, Option<Micros>)>>,
+    /// Every author's recent posts (issue 28).
+    timelines: Timelines,
     follows: u64,
     position: LogPosition,
 }
@@ -136,6 +162,29 @@ fn edge((since, id): (Micros, u64)) -> ListEntry {
 }
 
 impl MemoryGraph {
+    /// An empty graph that holds posts up to `caps`.
+    pub fn new(caps: timelines::Caps) -> Self {
+        Self {
+            timelines: Timelines::new(caps),
+            ..Self::default()
+        }
+    }
+
+    /// Every author's recent posts.
+    pub fn timelines(&self) -> &Timelines {
+        &self.timelines
+    }
+
+    /// Where the held posts start from: projector `feed`'s newest seq, nothing below `from`.
+    pub fn start_timelines(&mut self, head: i64, from: i64) {
+        self.timelines.start(head, from);
+    }
+
+    /// Holds a post as projector `feed` wrote it (the load).
+    pub fn hold_post(&mut self, author: u64, post: HeldPost) {
+        self.timelines.hold(author, post);
+    }
+
     /// The log position the graph reflects: every event up to it, none after.
     pub fn position(&self) -> LogPosition {
         self.position
@@ -219,6 +268,14 @@ impl MemoryGraph {
                 self.users.entry(author).or_default().posts += delta;
                 self.forget_if_empty(author);
             }
+            Change::Published(author, post) => {
+                self.timelines.publish(author, post);
+                self.apply(Change::Posts(author, 1));
+            }
+            Change::Deleted(author, post) => {
+                self.timelines.delete(author, post);
+                self.apply(Change::Posts(author, -1));
+            }
             Change::Account(event) => {
                 if let AccountEvent::UserErased { user } = event {
                     self.erase(user.get());
@@ -251,6 +308,7 @@ impl MemoryGraph {
         if let Some(node) = self.users.get_mut(&(user as u64)) {
             node.posts = 0;
         }
+        self.timelines.erase(user as u64);
         self.forget_if_empty(user as u64);
     }
 

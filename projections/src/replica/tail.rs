@@ -4,7 +4,7 @@
 
 use relations_domain::{Account, AccountEvent, Post, PostEvent, RelationEvent, RelationPair};
 use relations_store::log::{self, RecordedEvent};
-use relations_store::LogPosition;
+use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
 
 use super::{Change, MemoryGraph};
@@ -37,15 +37,21 @@ pub(super) struct ReplicaTail {
     pub(super) posts_loaded: LogPosition,
     /// Account events up to here were folded by the load.
     pub(super) accounts_loaded: LogPosition,
+    /// What opens the posts' content, when posts are held.
+    pub(super) keys: Option<Keyring>,
 }
 
 impl ReplicaTail {
     /// Reads and decodes the next batch. `None` when there was nothing below the horizon.
     pub(super) async fn next(&mut self, pool: &PgPool) -> Result<Option<Update>, ProjectionError> {
-        let events = {
+        let mut events = {
             let mut conn = pool.acquire().await?;
             log::read_after(&mut conn, self.position, BATCH).await?
         };
+        if let Some(keys) = &self.keys {
+            // Opened once here: the live stream's subscribers then find the batch open.
+            log::reveal(keys, &mut events).await?;
+        }
         let Some(last) = events.last().map(|e| e.position) else {
             // Caught up: a finished replay is installed now.
             return Ok(self.pending.take().map(Update::Loaded));
@@ -71,7 +77,7 @@ impl ReplicaTail {
                 let decoded: RelationEvent = decode(event)?;
                 changes.push(Change::of_relation(&decoded, event.occurred_at));
             } else if event.stream_type == Post::TYPE && event.position > self.posts_loaded {
-                changes.push(Change::of_post(&decode::<PostEvent>(event)?));
+                changes.push(Change::of_post(decode::<PostEvent>(event)?));
             } else if event.stream_type == Account::TYPE && event.position > self.accounts_loaded {
                 changes.push(Change::Account(decode::<AccountEvent>(event)?));
             }

@@ -2,12 +2,15 @@
 
 use axum::extract::State;
 use axum::Json;
+use chrono::Utc;
 use relations_projections::error::ProjectionError;
 use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::query::{
-    self as feed_read, Inbox, InboxEntries, InboxRange, PgInbox,
+    self as feed_read, Inbox, InboxEntries, InboxRange, Page, PageStart, PgInbox,
 };
 use relations_projections::privacy::ReadFilter;
+use relations_projections::replica::feed::FeedAsk;
+use relations_store::LogPosition;
 use sqlx::PgPool;
 
 use super::post_page::{with_engagement, PostPage, PostPageParams};
@@ -31,28 +34,62 @@ pub async fn feed(
 ) -> Result<Json<PostPage>, ApiError> {
     let (size, start) = (p.size()?, p.start()?);
     let pool = wait_for_essential(&state, p.min_position).await?;
-    // Read-your-writes must not wait on the cache projector: read the inbox from PostgreSQL.
-    let cached = LoadsFromPrimary(&state.inboxes, &state.pool);
-    let inbox: &dyn Inbox = if p.min_position.is_some() {
-        &PgInbox
-    } else {
-        &cached
-    };
     let recommended = state.config.recommended();
     // Who may read what is judged on the graph at the moment of reading (issue 26).
     let source = graph_source(&state, p.min_position).await?;
-    let filter = ReadFilter {
-        source,
-        viewer: Some(actor.user),
+    let ask = FeedAsk {
+        reader: actor.user,
+        recommended: &recommended,
+        now: Utc::now(),
     };
-    let (page, head) =
-        feed_read::feed(pool, inbox, &filter, actor.user, &recommended, start, size).await?;
+    let (page, head) = match from_memory(&state, ask, start, size, p.min_position) {
+        Some(answer) => answer,
+        None => {
+            metrics::counter!("relations_feed_pages_total", "source" => "postgres").increment(1);
+            // Read-your-writes must not wait on the cache projector: read the inbox from
+            // PostgreSQL.
+            let cached = LoadsFromPrimary(&state.inboxes, &state.pool);
+            let inbox: &dyn Inbox = if p.min_position.is_some() {
+                &PgInbox
+            } else {
+                &cached
+            };
+            let filter = ReadFilter {
+                source,
+                viewer: Some(actor.user),
+            };
+            feed_read::feed(pool, inbox, &filter, actor.user, &recommended, start, size).await?
+        }
+    };
     if p.is_first() {
         state.read_marks.mark(actor.user, head);
     }
     let mut page: PostPage = page.into();
     with_engagement(&state, pool, &mut page.items, Some(actor.user)).await?;
     Ok(Json(page))
+}
+
+/// The page from the replica's held timelines (issue 28), when it reflects `min_position` and
+/// can answer exactly: no `max_time` (a time bound needs every post's time), no post below
+/// what it holds.
+fn from_memory(
+    state: &AppState,
+    ask: FeedAsk<'_>,
+    start: PageStart,
+    size: i64,
+    min_position: Option<LogPosition>,
+) -> Option<(Page, i64)> {
+    if start.max_time.is_some() {
+        return None;
+    }
+    let answer = state.graph.with(|graph| {
+        if min_position.is_some_and(|at| graph.position() < at) {
+            return None;
+        }
+        graph.feed_page(ask, start.before, size)
+    })??;
+    metrics::counter!("relations_feed_pages_total", "source" => "memory").increment(1);
+    Some(answer)
 }
 
 /// The inbox cache, filled from the primary whatever pool the rest of the page reads. A fill

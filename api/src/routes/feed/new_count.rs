@@ -2,8 +2,10 @@
 
 use axum::extract::State;
 use axum::Json;
+use chrono::Utc;
 use relations_projections::feed::query as feed_read;
 use relations_projections::privacy::ReadFilter;
+use relations_projections::replica::feed::FeedAsk;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -43,10 +45,26 @@ pub async fn new_count(
     let pool = wait_for_essential(&state, p.min_position).await?;
     let recommended = state.config.recommended();
     let pending = state.read_marks.pending(actor.user);
-    let filter = ReadFilter {
-        source: graph_source(&state, p.min_position).await?,
-        viewer: Some(actor.user),
+    let source = graph_source(&state, p.min_position).await?;
+    let mark = feed_read::read_mark(pool, actor.user, pending).await?;
+    let ask = FeedAsk {
+        reader: actor.user,
+        recommended: &recommended,
+        now: Utc::now(),
     };
-    let count = feed_read::new_count(pool, &filter, actor.user, &recommended, pending).await?;
+    let in_memory = state.graph.with(|graph| {
+        let behind = p.min_position.is_some_and(|at| graph.position() < at);
+        (!behind).then(|| graph.feed_new_count(ask, mark)).flatten()
+    });
+    let count = match in_memory.flatten() {
+        Some(count) => count,
+        None => {
+            let filter = ReadFilter {
+                source,
+                viewer: Some(actor.user),
+            };
+            feed_read::new_count(pool, &filter, actor.user, &recommended, mark).await?
+        }
+    };
     Ok(Json(NewCount { count }))
 }

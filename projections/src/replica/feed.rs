@@ -1,0 +1,332 @@
+//! A feed page and `new_count` from memory (issue 28): the followed (or recommended)
+//! authors' held timelines merged newest first, judged by the same rules as the PostgreSQL
+//! path (`crate::feed::query`) on the replica's one state: live posts of authors the reader
+//! follows (or, following nobody, the recommended authors with no block either way), none
+//! banned, none muted by the reader, and only what the reader may read (issue 26).
+//!
+//! A page is answered only when it is certain: every post it shows and the cursor after it
+//! are above every seq below which some source's posts are not all held
+//! ([`super::timelines::Timelines::unknown_below`]). Otherwise the answer is `None` and the
+//! caller reads PostgreSQL.
+
+use std::collections::BinaryHeap;
+
+use chrono::{DateTime, Utc};
+use relations_domain::privacy::{self, Access, Privacy, Reader};
+use relations_domain::{UserId, Visibility};
+
+use super::timelines::HeldPost;
+use super::MemoryGraph;
+use crate::feed::query::Page;
+
+/// What a feed read asks.
+#[derive(Debug, Clone, Copy)]
+pub struct FeedAsk<'a> {
+    /// Who reads.
+    pub reader: UserId,
+    /// The recommended authors (the feed of a reader who follows nobody).
+    pub recommended: &'a [UserId],
+    /// The moment of reading (mutes end in time).
+    pub now: DateTime<Utc>,
+}
+
+/// How a source's posts are judged.
+#[derive(Clone, Copy)]
+enum Judge {
+    /// A followed author: what the reader may read of them.
+    Followed(Access),
+    /// A recommended author: what may be recommended of them.
+    Recommended(Privacy),
+}
+
+impl Judge {
+    fn keeps(self, visibility: Visibility) -> bool {
+        match self {
+            Self::Followed(access) => access.may_read(visibility),
+            Self::Recommended(privacy) => privacy::recommendable(visibility, privacy),
+        }
+    }
+}
+
+/// One author whose posts make the feed.
+struct Source {
+    author: u64,
+    judge: Judge,
+    /// The highest seq of theirs that may not be held (0: none).
+    unknown_top: i64,
+}
+
+impl MemoryGraph {
+    /// The authors whose posts make `ask.reader`'s feed, or `None` when posts are not held.
+    fn feed_sources(&self, ask: FeedAsk<'_>) -> Option<Vec<Source>> {
+        if !self.timelines.on() {
+            return None;
+        }
+        let reader = ask.reader;
+        let followed = self.node(reader).map(|n| &n.following[..]).unwrap_or(&[]);
+        let candidates: Vec<(UserId, Judge)> = if followed.is_empty() {
+            ask.recommended
+                .iter()
+                .filter(|&&author| {
+                    let facts = self.facts(reader, author);
+                    author != reader && !facts.blocking && !facts.blocked_by
+                })
+                .map(|&author| (author, Judge::Recommended(self.privacy(author))))
+                .collect()
+        } else {
+            followed
+                .iter()
+                .map(|&(author, _)| {
+                    let author = super::user(author);
+                    let access = Access {
+                        privacy: self.privacy(author),
+                        reader: Reader::of(Some(reader), author, true),
+                    };
+                    (author, Judge::Followed(access))
+                })
+                .collect()
+        };
+        let sources = candidates
+            .into_iter()
+            .filter(|&(author, _)| {
+                !self.accounts().banned(author) && !self.muting(reader, author, ask.now)
+            })
+            .map(|(author, judge)| {
+                let id = author.get() as u64;
+                let live = self.users.get(&id).map_or(0, |n| n.posts);
+                Source {
+                    author: id,
+                    judge,
+                    unknown_top: self.timelines.unknown_below(id, live) - 1,
+                }
+            })
+            .collect();
+        Some(sources)
+    }
+
+    /// A page of `ask.reader`'s feed below the seq `before` (from the top when `None`), of
+    /// `size` posts, and the newest seq (the read mark a first page sets); `None` when memory
+    /// cannot answer it exactly.
+    pub fn feed_page(
+        &self,
+        ask: FeedAsk<'_>,
+        before: Option<i64>,
+        size: i64,
+    ) -> Option<(Page, i64)> {
+        let sources = self.feed_sources(ask)?;
+        let before = before.unwrap_or(i64::MAX);
+        let want = size.max(0) as usize + 1;
+        let unknown_top = sources.iter().map(|s| s.unknown_top).max().unwrap_or(0);
+        let mut readers: Vec<_> = sources
+            .iter()
+            .filter_map(|s| Some((s, self.timelines.of(s.author)?.below(before).peekable())))
+            .collect();
+        let mut heap: BinaryHeap<(i64, usize)> = readers
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, (_, posts))| Some((posts.peek()?.seq, i)))
+            .collect();
+        let mut found: Vec<(u64, &HeldPost)> = Vec::with_capacity(want);
+        while found.len() < want {
+            match heap.pop() {
+                // A post below a bound may be preceded by one not held; only the one that
+                // tells whether more follow the page may come from there (it is more).
+                Some((seq, _)) if seq <= unknown_top && found.len() + 1 < want => return None,
+                Some((_, i)) => {
+                    let (source, posts) = &mut readers[i];
+                    let post = posts.next().expect("peeked");
+                    if source.judge.keeps(post.visibility) {
+                        found.push((source.author, post));
+                    }
+                    if let Some(next) = posts.peek() {
+                        heap.push((next.seq, i));
+                    }
+                }
+                // The end, unless posts below some bound are not held.
+                None if unknown_top.min(before - 1) > 0 => return None,
+                None => break,
+            }
+        }
+        let more = found.len() == want;
+        found.truncate(want - 1);
+        let page = Page {
+            next: more.then(|| found.last().map(|p| p.1.seq)).flatten(),
+            items: found
+                .iter()
+                .map(|(author, post)| post.view(super::user(*author)))
+                .collect(),
+        };
+        Some((page, self.timelines.head()))
+    }
+
+    /// How many posts of `ask.reader`'s feed are newer than `mark`; `None` when memory cannot
+    /// tell exactly.
+    pub fn feed_new_count(&self, ask: FeedAsk<'_>, mark: i64) -> Option<i64> {
+        let mut count = 0;
+        for source in self.feed_sources(ask)? {
+            if source.unknown_top > mark {
+                return None;
+            }
+            let Some(timeline) = self.timelines.of(source.author) else {
+                continue;
+            };
+            count += timeline
+                .below(i64::MAX)
+                .take_while(|p| p.seq > mark)
+                .filter(|p| source.judge.keeps(p.visibility))
+                .count() as i64;
+        }
+        Some(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relations::fold::{EdgeKind, RelationChange};
+    use crate::replica::timelines::Caps;
+    use crate::replica::Change;
+    use relations_domain::{AccountEvent, PostId};
+
+    fn u(id: i64) -> UserId {
+        UserId::try_from(id).unwrap()
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp_micros(1_000_000).unwrap()
+    }
+
+    fn follow(g: &mut MemoryGraph, a: i64, b: i64) {
+        let change = RelationChange::Begin(EdgeKind::Follow, (a, b), now());
+        g.apply(Change::Relation(change));
+    }
+
+    fn publish(g: &mut MemoryGraph, author: i64, visibility: Visibility) -> PostId {
+        let id = PostId::from_uuid(uuid::Uuid::new_v4());
+        let post = HeldPost {
+            seq: 0,
+            id,
+            created_at: 0,
+            visibility,
+            content: "p".into(),
+        };
+        g.apply(Change::Published(author as u64, post));
+        id
+    }
+
+    fn ask(reader: i64, recommended: &[UserId]) -> FeedAsk<'_> {
+        FeedAsk {
+            reader: u(reader),
+            recommended,
+            now: now(),
+        }
+    }
+
+    fn ids(page: &Page) -> Vec<PostId> {
+        page.items.iter().map(|p| p.id).collect()
+    }
+
+    fn graph(per_author: usize) -> MemoryGraph {
+        MemoryGraph::new(Caps {
+            per_author,
+            total: 1000,
+        })
+    }
+
+    #[test]
+    fn a_page_merges_followed_timelines_until_a_bound_it_does_not_hold() {
+        let mut g = graph(2);
+        follow(&mut g, 10, 1);
+        follow(&mut g, 10, 2);
+        let a1 = publish(&mut g, 1, Visibility::Public);
+        let b1 = publish(&mut g, 2, Visibility::Followers);
+        let a2 = publish(&mut g, 1, Visibility::Public);
+        let a3 = publish(&mut g, 1, Visibility::Unlisted);
+        publish(&mut g, 3, Visibility::Public); // not followed
+        let (page, head) = g.feed_page(ask(10, &[]), None, 2).unwrap();
+        assert_eq!((ids(&page), page.next, head), (vec![a3, a2], Some(3), 5));
+        // Below seq 3: b1, then 1's a1 is not held (its cap is 2), so memory cannot end it.
+        assert_eq!(g.feed_page(ask(10, &[]), Some(3), 2), None);
+        assert_eq!(
+            g.feed_page(ask(10, &[]), None, 3),
+            None,
+            "nor whether more follow b1"
+        );
+        // Once a1 is deleted, 1's live posts are all held, and the feed ends in memory.
+        g.apply(Change::Deleted(1, a1));
+        let (page, _) = g.feed_page(ask(10, &[]), Some(3), 2).unwrap();
+        assert_eq!((ids(&page), page.next), (vec![b1], None));
+        assert_eq!(g.feed_new_count(ask(10, &[]), 0), Some(3));
+        assert_eq!(g.feed_new_count(ask(10, &[]), 3), Some(1));
+    }
+
+    #[test]
+    fn a_held_post_below_an_unheld_one_is_never_shown_before_it() {
+        let mut g = graph(2);
+        follow(&mut g, 10, 1);
+        follow(&mut g, 10, 2);
+        publish(&mut g, 2, Visibility::Public);
+        let b1 = publish(&mut g, 2, Visibility::Public);
+        publish(&mut g, 1, Visibility::Public); // a1, seq 3: dropped at 1's cap
+        let a2 = publish(&mut g, 1, Visibility::Public);
+        let a3 = publish(&mut g, 1, Visibility::Public);
+        let (page, _) = g.feed_page(ask(10, &[]), None, 2).unwrap();
+        assert_eq!((ids(&page), page.next), (vec![a3, a2], Some(4)));
+        // The third post is a1, which memory does not hold: b1 must not take its place.
+        assert_eq!(g.feed_page(ask(10, &[]), None, 3), None);
+        assert_eq!(
+            g.feed_new_count(ask(10, &[]), 2),
+            None,
+            "a1 is newer than the mark"
+        );
+        assert_eq!(g.feed_new_count(ask(10, &[]), 3), Some(2));
+        let _ = b1;
+    }
+
+    #[test]
+    fn mutes_bans_and_visibility_hold_in_memory() {
+        let mut g = graph(32);
+        follow(&mut g, 10, 1);
+        follow(&mut g, 10, 2);
+        let mine = publish(&mut g, 1, Visibility::Followers);
+        publish(&mut g, 2, Visibility::Public);
+        let mute = RelationChange::Mute((10, 2), now(), None);
+        g.apply(Change::Relation(mute));
+        let (page, _) = g.feed_page(ask(10, &[]), None, 10).unwrap();
+        assert_eq!(ids(&page), vec![mine], "a muted author is left out");
+        g.apply(Change::Account(AccountEvent::UserBanned { user: u(1) }));
+        assert!(g
+            .feed_page(ask(10, &[]), None, 10)
+            .unwrap()
+            .0
+            .items
+            .is_empty());
+        assert_eq!(g.feed_new_count(ask(10, &[]), 0), Some(0));
+        // Following nobody: the recommended feed holds public posts only, none blocked.
+        let recommended = [u(1), u(3), u(4)];
+        let public = publish(&mut g, 3, Visibility::Public);
+        publish(&mut g, 3, Visibility::Followers);
+        publish(&mut g, 4, Visibility::Public);
+        let block = RelationChange::Begin(EdgeKind::Block, (4, 11), now());
+        g.apply(Change::Relation(block));
+        let (page, _) = g.feed_page(ask(11, &recommended), None, 10).unwrap();
+        assert_eq!(ids(&page), vec![public]);
+    }
+
+    #[test]
+    fn an_erased_author_leaves_every_feed() {
+        let mut g = graph(32);
+        follow(&mut g, 10, 1);
+        publish(&mut g, 1, Visibility::Public);
+        g.apply(Change::Account(AccountEvent::UserErased { user: u(1) }));
+        let (page, head) = g.feed_page(ask(10, &[]), None, 10).unwrap();
+        assert_eq!((page.items.len(), head), (0, 1));
+    }
+
+    #[test]
+    fn nothing_is_answered_when_no_post_is_held() {
+        let g = MemoryGraph::new(Caps::OFF);
+        assert_eq!(g.feed_page(ask(10, &[]), None, 10), None);
+        assert_eq!(g.feed_new_count(ask(10, &[]), 0), None);
+    }
+}

@@ -1,0 +1,304 @@
+//! Every author's recent posts in memory (issue 28): the replica's part a first feed page and
+//! `new_count` are answered from, bounded per author and in all.
+//!
+//! A post is held with what a page shows of it (id, body, time, visibility) under the seq
+//! projector `feed` gives it: seqs count the log's publishes in log order (`rm_posts` never
+//! loses a row), so the replica, folding the same log, gives every post the same seq.
+//!
+//! What is not held is known by its bound, never guessed: every live post of an author with a
+//! seq at or above [`Timelines::unknown_below`] is held. Past the bounds a post leaves from
+//! the oldest end: per author (its seq then raises that author's floor) or in all (it raises
+//! the global floor). An author whose held posts are all their live posts (the graph's post
+//! count says how many) has nothing unknown. A reader that would need a post below a bound
+//! reads PostgreSQL instead.
+
+use std::collections::VecDeque;
+
+use chrono::{DateTime, Utc};
+use foldhash::HashMap; // as the replica's other tables (see its module)
+use relations_domain::{PostId, UserId, Visibility};
+
+use crate::views::PostView;
+
+/// How many posts are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// At most this many per author.
+    pub per_author: usize,
+    /// At most this many in all (the newest); 0 holds none and answers nothing from memory.
+    pub total: usize,
+}
+
+impl Caps {
+    /// Nothing held: every feed read goes to PostgreSQL.
+    pub const OFF: Self = Self {
+        per_author: 0,
+        total: 0,
+    };
+
+    /// Whether posts are held at all.
+    pub fn on(self) -> bool {
+        self.per_author > 0 && self.total > 0
+    }
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Self::OFF
+    }
+}
+
+/// A post as held: what a page shows of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldPost {
+    /// Its seq (projector `feed`'s).
+    pub seq: i64,
+    /// Its id.
+    pub id: PostId,
+    /// When it was written, in microseconds.
+    pub created_at: i64,
+    /// Who may read it.
+    pub visibility: Visibility,
+    /// Its text (empty once its author's key is destroyed, as `rm_posts` holds null).
+    pub content: Box<str>,
+}
+
+impl HeldPost {
+    /// A post as projector `feed` wrote it, under its seq: its author and the post held.
+    pub fn of_view(seq: i64, view: PostView) -> (u64, Self) {
+        let post = Self {
+            seq,
+            id: view.id,
+            created_at: view.created_at.timestamp_micros(),
+            visibility: view.visibility,
+            content: view.content.into(),
+        };
+        (view.author.get() as u64, post)
+    }
+
+    /// The post as a reader sees it (counts are filled by the caller).
+    pub fn view(&self, author: UserId) -> PostView {
+        PostView {
+            id: self.id,
+            author,
+            content: self.content.to_string(),
+            created_at: DateTime::<Utc>::from_timestamp_micros(self.created_at)
+                .unwrap_or(DateTime::<Utc>::MIN_UTC),
+            visibility: self.visibility,
+            like_count: 0,
+            comment_count: 0,
+            liked: None,
+        }
+    }
+}
+
+/// One author's held posts.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Timeline {
+    /// Ascending seq.
+    pub(super) posts: VecDeque<HeldPost>,
+    /// Every live post with a seq at or above this is held, as far as the per-author cap goes
+    /// (one above the newest post it dropped).
+    floor: i64,
+}
+
+/// Every author's recent posts; see the module docs.
+#[derive(Debug, Default, Clone)]
+pub struct Timelines {
+    caps: Caps,
+    by_author: HashMap<u64, Timeline>,
+    /// `(seq, author)` of every post held or dropped per author since, ascending: the order
+    /// posts leave in when there are more than `caps.total`.
+    order: VecDeque<(i64, u64)>,
+    /// Every live post with a seq at or above this is held, as far as the total cap goes.
+    global_floor: i64,
+    /// The newest seq given.
+    head: i64,
+}
+
+impl Timelines {
+    /// Empty, holding up to `caps`.
+    pub fn new(caps: Caps) -> Self {
+        Self {
+            caps,
+            ..Self::default()
+        }
+    }
+
+    /// Whether posts are held at all.
+    pub fn on(&self) -> bool {
+        self.caps.on()
+    }
+
+    /// The newest seq given (the newest post's, deleted or not).
+    pub fn head(&self) -> i64 {
+        self.head
+    }
+
+    /// Posts held.
+    pub fn held(&self) -> usize {
+        self.by_author.values().map(|t| t.posts.len()).sum()
+    }
+
+    /// Starts from what projector `feed` had written: its newest seq, and (before any
+    /// [`Timelines::hold`]) nothing below `from` is held.
+    pub fn start(&mut self, head: i64, from: i64) {
+        self.head = head;
+        self.global_floor = from;
+    }
+
+    /// The seq a post published now gets, and holds it.
+    pub fn publish(&mut self, author: u64, post: HeldPost) {
+        self.head += 1;
+        let post = HeldPost {
+            seq: self.head,
+            ..post
+        };
+        self.hold(author, post);
+    }
+
+    /// Holds a post at its seq (newer than any held of its author), dropping the oldest past
+    /// the caps.
+    pub fn hold(&mut self, author: u64, post: HeldPost) {
+        if !self.on() {
+            return;
+        }
+        self.head = self.head.max(post.seq);
+        self.order.push_back((post.seq, author));
+        let timeline = self.by_author.entry(author).or_default();
+        timeline.posts.push_back(post);
+        if timeline.posts.len() > self.caps.per_author {
+            let dropped = timeline.posts.pop_front().expect("over the cap");
+            timeline.floor = dropped.seq + 1;
+        }
+        while self.order.len() > self.caps.total {
+            let (seq, author) = self.order.pop_front().expect("over the cap");
+            self.global_floor = seq + 1;
+            if let Some(timeline) = self.by_author.get_mut(&author) {
+                if timeline.posts.front().is_some_and(|p| p.seq == seq) {
+                    timeline.posts.pop_front();
+                }
+            }
+        }
+    }
+
+    /// `author` deleted `post`: it is held no more.
+    pub fn delete(&mut self, author: u64, post: PostId) {
+        if let Some(timeline) = self.by_author.get_mut(&author) {
+            if let Some(i) = timeline.posts.iter().rposition(|p| p.id == post) {
+                timeline.posts.remove(i);
+            }
+        }
+    }
+
+    /// `author` is erased: every post of theirs is deleted.
+    pub fn erase(&mut self, author: u64) {
+        self.by_author.remove(&author);
+    }
+
+    /// `author`'s held posts, ascending seq.
+    pub(super) fn of(&self, author: u64) -> Option<&Timeline> {
+        self.by_author.get(&author)
+    }
+
+    /// The seq below which `author`'s live posts may not all be held (0: all are), when they
+    /// have `live` live posts.
+    pub fn unknown_below(&self, author: u64, live: i64) -> i64 {
+        let timeline = self.by_author.get(&author);
+        let held = timeline.map_or(0, |t| t.posts.len() as i64);
+        if held >= live {
+            return 0;
+        }
+        timeline.map_or(0, |t| t.floor).max(self.global_floor)
+    }
+
+    /// An estimate of the heap held, in bytes: the posts, their bodies, the tables' slots.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let posts: usize = self
+            .by_author
+            .values()
+            .map(|t| {
+                t.posts.capacity() * size_of::<HeldPost>()
+                    + t.posts.iter().map(|p| p.content.len()).sum::<usize>()
+            })
+            .sum();
+        posts
+            + self.by_author.capacity() * (size_of::<(u64, Timeline)>() + 1)
+            + self.order.capacity() * size_of::<(i64, u64)>()
+    }
+}
+
+impl Timeline {
+    /// The held posts below `before`, newest first.
+    pub(super) fn below(&self, before: i64) -> impl Iterator<Item = &HeldPost> {
+        let end = self.posts.partition_point(|p| p.seq < before);
+        self.posts.range(..end).rev()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(n: u128) -> HeldPost {
+        HeldPost {
+            seq: 0,
+            id: PostId::from_uuid(uuid::Uuid::from_u128(n)),
+            created_at: 0,
+            visibility: Visibility::Public,
+            content: "p".into(),
+        }
+    }
+
+    fn seqs(t: &Timelines, author: u64) -> Vec<i64> {
+        t.of(author)
+            .map(|t| t.posts.iter().map(|p| p.seq).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn posts_leave_past_each_cap_and_raise_its_floor() {
+        let mut t = Timelines::new(Caps {
+            per_author: 2,
+            total: 4,
+        });
+        for (n, author) in [(1, 7), (2, 7), (3, 7), (4, 8), (5, 8), (6, 9)] {
+            t.publish(author, post(n));
+        }
+        assert_eq!(t.head(), 6);
+        // 7 held 1..3, dropped 1 at its cap; the total cap then dropped 2.
+        assert_eq!(seqs(&t, 7), vec![3]);
+        assert_eq!(seqs(&t, 8), vec![4, 5]);
+        assert_eq!(t.unknown_below(7, 3), 3, "2 left for the total cap");
+        assert_eq!(t.unknown_below(8, 2), 0, "all of 8's posts are held");
+        assert_eq!(t.unknown_below(9, 1), 0);
+        // A deletion of an unheld post: 7 has 3..3 held and 2 live, so one is unknown.
+        t.delete(7, post(3).id);
+        assert_eq!(t.unknown_below(7, 1), 3);
+        assert_eq!(t.unknown_below(7, 0), 0);
+        t.erase(8);
+        assert!(seqs(&t, 8).is_empty());
+        assert_eq!(t.held(), 1);
+    }
+
+    #[test]
+    fn below_reads_newest_first_under_the_cursor() {
+        let mut t = Timelines::new(Caps {
+            per_author: 10,
+            total: 10,
+        });
+        for n in 1..=5 {
+            t.publish(1, post(n));
+        }
+        let below: Vec<i64> = t.of(1).unwrap().below(4).map(|p| p.seq).collect();
+        assert_eq!(below, vec![3, 2, 1]);
+    }
+
+    #[test]
+    fn nothing_is_held_when_off() {
+        let mut t = Timelines::new(Caps::OFF);
+        t.publish(1, post(1));
+        assert_eq!((t.head(), t.held()), (1, 0));
+    }
+}
