@@ -124,7 +124,7 @@ async fn read_sql(pool: &PgPool, kind: &str, from: i64, to: &[i64]) -> bool {
 }
 
 /// The HTTP ceiling: a trivial axum handler on this machine, at `clients`.
-async fn ceiling(clients: usize, scale: Scale) -> anyhow::Result<Stats> {
+pub(crate) async fn ceiling(clients: usize, scale: Scale) -> anyhow::Result<Stats> {
     let app = axum::Router::new().route(
         "/ping",
         axum::routing::get(|| async { axum::Json(serde_json::json!({"ok": true})) }),
