@@ -142,22 +142,7 @@ async fn feed_pages(
         "bench_feed_{}",
         mode.replace([' ', ','], "_").to_lowercase()
     );
-    let pool = env.fresh_database(&db).await?;
-    let base = scale.base();
-    let authors: Vec<i64> = (base + 100_000..base + 101_000).collect();
-    let mut edges: Vec<(i64, i64)> = Vec::new();
-    for reader in base + 1..=base + scale.feed_readers {
-        edges.extend(authors.iter().map(|&a| (reader, a)));
-    }
-    for (i, &big) in authors[..50].iter().enumerate() {
-        edges.extend((0..100).map(|f| (base + 200_000 + i as i64 * 100 + f, big)));
-    }
-    graph::load_follows(&pool, &edges).await?;
-    let mut posts = Vec::new();
-    for _ in 0..scale.feed_posts_per_author {
-        posts.extend(authors.iter().copied());
-    }
-    graph::load_posts(&pool, &posts).await?;
+    let pool = feed_world(env, scale, &db).await?;
     let held = if memory { "32" } else { "0" };
     let server = Server::start(
         env,
@@ -180,8 +165,11 @@ async fn feed_pages(
     .await?;
     server.graph_caught_up(&pool).await?;
     eprintln!("feed {mode}: caught up in {:.1} s", took.as_secs_f64());
-    let tokens: Arc<Vec<String>> =
-        Arc::new((base + 1..=base + scale.feed_readers).map(token).collect());
+    let tokens: Arc<Vec<String>> = Arc::new(
+        (scale.base() + 1..=scale.base() + scale.feed_readers)
+            .map(token)
+            .collect(),
+    );
     let (client, url) = (client(), server.base.clone());
     let stats = closed_loop(16, scale.run, move |c, i| {
         let (client, url, tokens) = (client.clone(), url.clone(), tokens.clone());
@@ -220,6 +208,28 @@ async fn feed_pages(
         rows.push(inbox_bytes(&env.redis_url, &db).await?);
     }
     Ok((stats, rows))
+}
+
+/// Readers following 1,000 authors (50 of them followed by 100 more users each), and
+/// `feed_posts_per_author` posts by each author, in a fresh database `db`.
+async fn feed_world(env: &Env, scale: Scale, db: &str) -> anyhow::Result<sqlx::PgPool> {
+    let pool = env.fresh_database(db).await?;
+    let base = scale.base();
+    let authors: Vec<i64> = (base + 100_000..base + 101_000).collect();
+    let mut edges: Vec<(i64, i64)> = Vec::new();
+    for reader in base + 1..=base + scale.feed_readers {
+        edges.extend(authors.iter().map(|&a| (reader, a)));
+    }
+    for (i, &big) in authors[..50].iter().enumerate() {
+        edges.extend((0..100).map(|f| (base + 200_000 + i as i64 * 100 + f, big)));
+    }
+    graph::load_follows(&pool, &edges).await?;
+    let mut posts = Vec::new();
+    for _ in 0..scale.feed_posts_per_author {
+        posts.extend(authors.iter().copied());
+    }
+    graph::load_posts(&pool, &posts).await?;
+    Ok(pool)
 }
 
 /// The page rows: the hybrid from memory against the HTTP ceiling, Stream-Framework and the

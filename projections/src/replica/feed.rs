@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use relations_domain::privacy::{self, Access, Privacy, Reader};
 use relations_domain::{UserId, Visibility};
 
-use super::timelines::HeldPost;
+use super::timelines::{HeldPost, Timeline};
 use super::MemoryGraph;
 use crate::feed::query::Page;
 
@@ -49,16 +49,18 @@ impl Judge {
 }
 
 /// One author whose posts make the feed.
-struct Source {
+struct Source<'g> {
     author: u64,
     judge: Judge,
+    /// Their live posts and those held.
+    timeline: &'g Timeline,
     /// The highest seq of theirs that may not be held (0: none).
     unknown_top: i64,
 }
 
 impl MemoryGraph {
     /// The authors whose posts make `ask.reader`'s feed, or `None` when posts are not held.
-    fn feed_sources(&self, ask: FeedAsk<'_>) -> Option<Vec<Source>> {
+    fn feed_sources(&self, ask: FeedAsk<'_>) -> Option<Vec<Source<'_>>> {
         if !self.timelines.on() {
             return None;
         }
@@ -91,14 +93,15 @@ impl MemoryGraph {
             .filter(|&(author, _)| {
                 !self.accounts().banned(author) && !self.muting(reader, author, ask.now)
             })
-            .map(|(author, judge)| {
-                let id = author.get() as u64;
-                let live = self.users.get(&id).map_or(0, |n| n.posts);
-                Source {
-                    author: id,
+            .filter_map(|(author, judge)| {
+                // An author with no live post has no entry.
+                let timeline = self.timelines.of(author.get() as u64)?;
+                Some(Source {
+                    author: author.get() as u64,
                     judge,
-                    unknown_top: self.timelines.unknown_below(id, live) - 1,
-                }
+                    timeline,
+                    unknown_top: self.timelines.unknown_below(timeline) - 1,
+                })
             })
             .collect();
         Some(sources)
@@ -117,14 +120,15 @@ impl MemoryGraph {
         let before = before.unwrap_or(i64::MAX);
         let want = size.max(0) as usize + 1;
         let unknown_top = sources.iter().map(|s| s.unknown_top).max().unwrap_or(0);
-        let mut readers: Vec<_> = sources
+        // Each source's held posts below `before`, as a count still to read; the heap holds
+        // each source's newest unread seq.
+        let mut left: Vec<usize> = sources
             .iter()
-            .filter_map(|s| Some((s, self.timelines.of(s.author)?.below(before).peekable())))
+            .map(|s| s.timeline.count_below(before))
             .collect();
-        let mut heap: BinaryHeap<(i64, usize)> = readers
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, (_, posts))| Some((posts.peek()?.seq, i)))
+        let mut heap: BinaryHeap<(i64, usize)> = (0..sources.len())
+            .filter(|&i| left[i] > 0)
+            .map(|i| (sources[i].timeline.posts[left[i] - 1].seq, i))
             .collect();
         let mut found: Vec<(u64, &HeldPost)> = Vec::with_capacity(want);
         while found.len() < want {
@@ -133,13 +137,14 @@ impl MemoryGraph {
                 // tells whether more follow the page may come from there (it is more).
                 Some((seq, _)) if seq <= unknown_top && found.len() + 1 < want => return None,
                 Some((_, i)) => {
-                    let (source, posts) = &mut readers[i];
-                    let post = posts.next().expect("peeked");
+                    let source = &sources[i];
+                    left[i] -= 1;
+                    let post = &source.timeline.posts[left[i]];
                     if source.judge.keeps(post.visibility) {
                         found.push((source.author, post));
                     }
-                    if let Some(next) = posts.peek() {
-                        heap.push((next.seq, i));
+                    if left[i] > 0 {
+                        heap.push((source.timeline.posts[left[i] - 1].seq, i));
                     }
                 }
                 // The end, unless posts below some bound are not held.
@@ -167,10 +172,8 @@ impl MemoryGraph {
             if source.unknown_top > mark {
                 return None;
             }
-            let Some(timeline) = self.timelines.of(source.author) else {
-                continue;
-            };
-            count += timeline
+            count += source
+                .timeline
                 .below(i64::MAX)
                 .take_while(|p| p.seq > mark)
                 .filter(|p| source.judge.keeps(p.visibility))

@@ -58,8 +58,6 @@ struct Node {
     requested_by: Vec<(Micros, u64)>,
     /// Users both ways.
     friends: i64,
-    /// Live posts.
-    posts: i64,
 }
 
 impl Node {
@@ -68,7 +66,6 @@ impl Node {
             && self.followers.is_empty()
             && self.blocking.is_empty()
             && self.requested_by.is_empty()
-            && self.posts == 0
             && self.friends == 0
     }
 
@@ -190,7 +187,7 @@ impl MemoryGraph {
         self.position
     }
 
-    /// Users with any edge or post.
+    /// Users with any edge.
     pub fn users(&self) -> usize {
         self.users.len()
     }
@@ -264,18 +261,9 @@ impl MemoryGraph {
                     self.count(count);
                 }
             }
-            Change::Posts(author, delta) => {
-                self.users.entry(author).or_default().posts += delta;
-                self.forget_if_empty(author);
-            }
-            Change::Published(author, post) => {
-                self.timelines.publish(author, post);
-                self.apply(Change::Posts(author, 1));
-            }
-            Change::Deleted(author, post) => {
-                self.timelines.delete(author, post);
-                self.apply(Change::Posts(author, -1));
-            }
+            Change::Posts(author, delta) => self.timelines.count(author, delta),
+            Change::Published(author, post) => self.timelines.publish(author, post),
+            Change::Deleted(author, post) => self.timelines.delete(author, post),
             Change::Account(event) => {
                 if let AccountEvent::UserErased { user } = event {
                     self.erase(user.get());
@@ -304,9 +292,6 @@ impl MemoryGraph {
     fn erase(&mut self, user: i64) {
         for count in fold::erase(self, user) {
             self.count(count);
-        }
-        if let Some(node) = self.users.get_mut(&(user as u64)) {
-            node.posts = 0;
         }
         self.timelines.erase(user as u64);
         self.forget_if_empty(user as u64);
@@ -464,12 +449,19 @@ impl MemoryGraph {
 
     /// `user`'s counters.
     pub fn counts(&self, user: UserId) -> Counts {
-        self.node(user).map_or_else(Counts::default, |n| Counts {
-            following: n.following.len() as i64,
-            followers: n.followers.len() as i64,
-            friends: n.friends,
-            posts: n.posts,
-        })
+        let posts = self.timelines.live(user.get() as u64);
+        self.node(user).map_or(
+            Counts {
+                posts,
+                ..Counts::default()
+            },
+            |n| Counts {
+                following: n.following.len() as i64,
+                followers: n.followers.len() as i64,
+                friends: n.friends,
+                posts,
+            },
+        )
     }
 
     /// Whom `user` follows, newest first, `limit` after skipping `offset`.

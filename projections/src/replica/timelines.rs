@@ -8,9 +8,9 @@
 //! What is not held is known by its bound, never guessed: every live post of an author with a
 //! seq at or above [`Timelines::unknown_below`] is held. Past the bounds a post leaves from
 //! the oldest end: per author (its seq then raises that author's floor) or in all (it raises
-//! the global floor). An author whose held posts are all their live posts (the graph's post
-//! count says how many) has nothing unknown. A reader that would need a post below a bound
-//! reads PostgreSQL instead.
+//! the global floor). An author whose held posts are all their live posts (each author's live
+//! count is kept here, whatever is held: the graph's post counter) has nothing unknown. A
+//! reader that would need a post below a bound reads PostgreSQL instead.
 
 use std::collections::VecDeque;
 
@@ -92,11 +92,16 @@ impl HeldPost {
     }
 }
 
-/// One author's held posts.
+/// One author's live post count and held posts.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Timeline {
     /// Ascending seq.
     pub(super) posts: VecDeque<HeldPost>,
+    /// The newest held post's seq (0: none), beside the count so that a merge's first look at
+    /// an author reads no post.
+    newest: i64,
+    /// Live posts, held or not.
+    live: i64,
     /// Every live post with a seq at or above this is held, as far as the per-author cap goes
     /// (one above the newest post it dropped).
     floor: i64,
@@ -135,6 +140,30 @@ impl Timelines {
         self.head
     }
 
+    /// `author`'s live posts.
+    pub fn live(&self, author: u64) -> i64 {
+        self.by_author.get(&author).map_or(0, |t| t.live)
+    }
+
+    /// `author`'s live post count moves by `delta` (the load's counts).
+    pub fn count(&mut self, author: u64, delta: i64) {
+        let timeline = self.by_author.entry(author).or_default();
+        timeline.live += delta;
+        self.forget_if_empty(author);
+    }
+
+    /// Drops an author's entry once nothing is left in it.
+    fn forget_if_empty(&mut self, author: u64) {
+        // With no live post, nothing is unknown: its floor may go too.
+        let empty = self
+            .by_author
+            .get(&author)
+            .is_some_and(|t| t.live == 0 && t.posts.is_empty());
+        if empty {
+            self.by_author.remove(&author);
+        }
+    }
+
     /// Posts held.
     pub fn held(&self) -> usize {
         self.by_author.values().map(|t| t.posts.len()).sum()
@@ -147,13 +176,14 @@ impl Timelines {
         self.global_floor = from;
     }
 
-    /// The seq a post published now gets, and holds it.
+    /// The seq a post published now gets; counted and held.
     pub fn publish(&mut self, author: u64, post: HeldPost) {
         self.head += 1;
         let post = HeldPost {
             seq: self.head,
             ..post
         };
+        self.by_author.entry(author).or_default().live += 1;
         self.hold(author, post);
     }
 
@@ -166,6 +196,7 @@ impl Timelines {
         self.head = self.head.max(post.seq);
         self.order.push_back((post.seq, author));
         let timeline = self.by_author.entry(author).or_default();
+        timeline.newest = post.seq;
         timeline.posts.push_back(post);
         if timeline.posts.len() > self.caps.per_author {
             let dropped = timeline.posts.pop_front().expect("over the cap");
@@ -182,13 +213,16 @@ impl Timelines {
         }
     }
 
-    /// `author` deleted `post`: it is held no more.
+    /// `author` deleted `post`: it is live and held no more.
     pub fn delete(&mut self, author: u64, post: PostId) {
         if let Some(timeline) = self.by_author.get_mut(&author) {
+            timeline.live -= 1;
             if let Some(i) = timeline.posts.iter().rposition(|p| p.id == post) {
                 timeline.posts.remove(i);
+                timeline.newest = timeline.posts.back().map_or(0, |p| p.seq);
             }
         }
+        self.forget_if_empty(author);
     }
 
     /// `author` is erased: every post of theirs is deleted.
@@ -201,15 +235,13 @@ impl Timelines {
         self.by_author.get(&author)
     }
 
-    /// The seq below which `author`'s live posts may not all be held (0: all are), when they
-    /// have `live` live posts.
-    pub fn unknown_below(&self, author: u64, live: i64) -> i64 {
-        let timeline = self.by_author.get(&author);
-        let held = timeline.map_or(0, |t| t.posts.len() as i64);
-        if held >= live {
+    /// The seq below which the live posts of the author of `timeline` may not all be held (0:
+    /// all are).
+    pub(super) fn unknown_below(&self, timeline: &Timeline) -> i64 {
+        if timeline.posts.len() as i64 >= timeline.live {
             return 0;
         }
-        timeline.map_or(0, |t| t.floor).max(self.global_floor)
+        timeline.floor.max(self.global_floor)
     }
 
     /// An estimate of the heap held, in bytes: the posts, their bodies, the tables' slots.
@@ -230,10 +262,18 @@ impl Timelines {
 }
 
 impl Timeline {
+    /// How many held posts are below `before` (the index one past the newest of them); no
+    /// post is read when all are.
+    pub(super) fn count_below(&self, before: i64) -> usize {
+        if self.newest < before {
+            return self.posts.len();
+        }
+        self.posts.partition_point(|p| p.seq < before)
+    }
+
     /// The held posts below `before`, newest first.
     pub(super) fn below(&self, before: i64) -> impl Iterator<Item = &HeldPost> {
-        let end = self.posts.partition_point(|p| p.seq < before);
-        self.posts.range(..end).rev()
+        self.posts.range(..self.count_below(before)).rev()
     }
 }
 
@@ -270,13 +310,17 @@ mod tests {
         // 7 held 1..3, dropped 1 at its cap; the total cap then dropped 2.
         assert_eq!(seqs(&t, 7), vec![3]);
         assert_eq!(seqs(&t, 8), vec![4, 5]);
-        assert_eq!(t.unknown_below(7, 3), 3, "2 left for the total cap");
-        assert_eq!(t.unknown_below(8, 2), 0, "all of 8's posts are held");
-        assert_eq!(t.unknown_below(9, 1), 0);
-        // A deletion of an unheld post: 7 has 3..3 held and 2 live, so one is unknown.
+        let unknown = |t: &Timelines, author| t.unknown_below(t.of(author).unwrap());
+        assert_eq!(unknown(&t, 7), 3, "2 left for the total cap");
+        assert_eq!(unknown(&t, 8), 0, "all of 8's posts are held");
+        assert_eq!(unknown(&t, 9), 0);
+        // 7 deletes its held post: 2 live, none held, all below 3.
         t.delete(7, post(3).id);
-        assert_eq!(t.unknown_below(7, 1), 3);
-        assert_eq!(t.unknown_below(7, 0), 0);
+        assert_eq!((t.live(7), unknown(&t, 7)), (2, 3));
+        // Deleting the unheld ones (their ids are not held) leaves nothing to know.
+        t.delete(7, post(1).id);
+        t.delete(7, post(2).id);
+        assert!(t.live(7) == 0 && t.of(7).is_none());
         t.erase(8);
         assert!(seqs(&t, 8).is_empty());
         assert_eq!(t.held(), 1);
@@ -296,9 +340,14 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_held_when_off() {
+    fn nothing_is_held_when_off_but_posts_are_counted() {
         let mut t = Timelines::new(Caps::OFF);
         t.publish(1, post(1));
-        assert_eq!((t.head(), t.held()), (1, 0));
+        assert_eq!((t.head(), t.held(), t.live(1)), (1, 0, 1));
+        t.delete(1, post(1).id);
+        assert!(
+            t.by_author.is_empty(),
+            "an author with nothing left is dropped"
+        );
     }
 }

@@ -90,7 +90,7 @@ fn parse_time(raw: &str) -> Result<DateTime<Utc>, ApiError> {
 
 /// Fills `posts`' like and comment counts, and for a bearer whether they like each one: one
 /// read of the counts for the page (from `pool`, the one the page was read from), and one
-/// check of the like-state cache. The cache's fills read the primary, for the reason
+/// check of the like-state cache, side by side. The cache's fills read the primary, for the reason
 /// [`super::list`]'s inbox fills do.
 pub async fn with_engagement(
     state: &AppState,
@@ -102,11 +102,15 @@ pub async fn with_engagement(
         return Ok(());
     }
     let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
-    let stats = engagement_read::post_stats(pool, &ids).await?;
-    let liked = match viewer {
-        Some(viewer) => Some(state.likes.liked(&state.pool, viewer, &ids).await?),
-        None => None,
+    // The counts (PostgreSQL) and the like states (Redis) are asked at once.
+    let liked = async {
+        match viewer {
+            Some(viewer) => state.likes.liked(&state.pool, viewer, &ids).await.map(Some),
+            None => Ok(None),
+        }
     };
+    let (stats, liked) = tokio::join!(engagement_read::post_stats(pool, &ids), liked);
+    let (stats, liked) = (stats?, liked?);
     for (i, post) in posts.iter_mut().enumerate() {
         let (likes, comments) = stats.get(&post.id).copied().unwrap_or((0, 0));
         post.like_count = likes;
