@@ -183,19 +183,7 @@ async fn feed_pages(
         }
     })
     .await;
-    let mut rows = Vec::new();
-    let served = |source: &str| format!("relations_feed_pages_total{{source=\"{source}\"}}");
-    let from_memory = server.metric(&served("memory")).await.unwrap_or(0.0);
-    let from_postgres = server.metric(&served("postgres")).await.unwrap_or(0.0);
-    rows.push(Row::new(
-        "e. feed pages answered from memory",
-        mode,
-        format!(
-            "{:.1}% of {:.0}",
-            100.0 * from_memory / (from_memory + from_postgres).max(1.0),
-            from_memory + from_postgres
-        ),
-    ));
+    let mut rows = vec![memory_share(&server, "e. feed pages answered from memory", mode).await];
     if memory {
         let bytes = server.metric("relations_feed_memory_bytes").await?;
         let held = server.metric("relations_feed_memory_posts").await?;
@@ -208,6 +196,19 @@ async fn feed_pages(
         rows.push(inbox_bytes(&env.redis_url, &db).await?);
     }
     Ok((stats, rows))
+}
+
+/// A row of the share of feed pages `server` answered from memory (issue 28).
+pub(super) async fn memory_share(server: &Server, scenario: &str, measure: &str) -> Row {
+    let served = |source: &str| format!("relations_feed_pages_total{{source=\"{source}\"}}");
+    let from_memory = server.metric(&served("memory")).await.unwrap_or(0.0);
+    let from_postgres = server.metric(&served("postgres")).await.unwrap_or(0.0);
+    let total = from_memory + from_postgres;
+    Row::new(
+        scenario,
+        measure,
+        format!("{:.1}% of {total:.0}", 100.0 * from_memory / total.max(1.0)),
+    )
 }
 
 /// Readers following 1,000 authors (50 of them followed by 100 more users each), and

@@ -164,6 +164,8 @@ pub async fn mixed(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         &fixed,
         &mix.take(),
     ));
+    let share = "g. feed pages of the mix answered from memory";
+    rows.push(super::feed::memory_share(&server, share, "both runs").await);
     rows.push(memory(&server).await?);
     Ok(rows)
 }
@@ -176,13 +178,22 @@ async fn memory(server: &Server) -> anyhow::Result<Row> {
     let graph = server.metric("relations_graph_bytes").await.unwrap_or(0.0);
     let streams = server.metric_sum("relations_stream_cache_streams").await?;
     let cached = server.metric_sum("relations_stream_cache_bytes").await?;
+    let posts = server
+        .metric("relations_feed_memory_posts")
+        .await
+        .unwrap_or(0.0);
+    let held = server
+        .metric("relations_feed_memory_bytes")
+        .await
+        .unwrap_or(0.0);
     Ok(Row::new(
         "g. memory per instance, after the mix",
-        "RSS; of it the graph and the stream caches (estimates); the rest: feed stream hub, pools, allocator",
+        "RSS; of it the graph, the posts held for the feed and the stream caches (estimates); the rest: feed stream hub, pools, allocator",
         format!(
-            "RSS {:.0} MiB; graph {:.0} MiB; stream caches {:.1} MiB ({streams:.0} streams)",
+            "RSS {:.0} MiB; graph {:.0} MiB; posts held {:.1} MiB ({posts:.0} posts); stream caches {:.1} MiB ({streams:.0} streams)",
             server.rss_kib() as f64 / 1024.0,
             mib(graph),
+            mib(held),
             mib(cached)
         ),
     ))
