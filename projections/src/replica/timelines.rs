@@ -197,6 +197,10 @@ impl Timelines {
         self.order.push_back((post.seq, author));
         let timeline = self.by_author.entry(author).or_default();
         timeline.newest = post.seq;
+        if timeline.posts.capacity() == 0 {
+            // Most authors have a post or two: a first allocation of four would be mostly room.
+            timeline.posts.reserve_exact(1);
+        }
         timeline.posts.push_back(post);
         if timeline.posts.len() > self.caps.per_author {
             let dropped = timeline.posts.pop_front().expect("over the cap");
