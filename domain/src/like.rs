@@ -138,6 +138,23 @@ impl LikeEvent {
     pub fn event_version(&self) -> &'static str {
         "1"
     }
+
+    /// `(user, target, author, liked)`: who, what, whose, and whether it is a like (else its
+    /// end). Every fold of likes reads them so.
+    pub fn parts(self) -> (UserId, LikeTarget, UserId, bool) {
+        match self {
+            Self::Liked {
+                user,
+                target,
+                author,
+            } => (user, target, author, true),
+            Self::Unliked {
+                user,
+                target,
+                author,
+            } => (user, target, author, false),
+        }
+    }
 }
 
 /// Why a like or unlike was refused.

@@ -784,8 +784,9 @@ async fn a_post_trimmed_in_postgresql_before_the_cache_heard_of_it_is_still_show
 }
 
 /// Issue 28: a replica holding posts (as every instance's does) answers a first page as
-/// PostgreSQL does, bodies opened, for posts it loaded from the read model and for posts it
-/// folded from the log after; and `new_count` likewise.
+/// PostgreSQL does, bodies opened, counts and like states included, for posts and engagement
+/// it loaded from the read models and for what it folded from the log after (likes taken
+/// back, comments deleted, a liker and commenter erased); and `new_count` likewise.
 #[tokio::test]
 async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
     use relations_projections::replica::feed::FeedAsk;
@@ -795,9 +796,16 @@ async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
     let app = spawn_reading_postgres().await;
     position_of(&app, "follow", 10, 1).await;
     position_of(&app, "follow", 10, 2).await;
-    app.publish(1, "loaded from rm_posts").await;
-    let (_, at) = app.publish(2, "also loaded").await;
+    let (a, _) = app.publish(1, "loaded from rm_posts").await;
+    let (b, _) = app.publish(2, "also loaded").await;
+    like(&app, 20, &a, "like").await;
+    like(&app, 21, &a, "like").await;
+    like(&app, 10, &b, "like").await;
+    comment(&app, 20, &a).await;
+    let on_b = comment(&app, 21, &b).await;
+    let at = comment(&app, 22, &b).await.1;
     projector_reached(&app, "feed", &at).await;
+    projector_reached(&app, "engagement", &at).await;
     let shutdown = tokio_util::sync::CancellationToken::new();
     let keys = app.config.keys.keyring(&app.pool).unwrap();
     let caps = Caps {
@@ -811,8 +819,24 @@ async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
             .clone()
             .run(app.pool.clone(), wakeup, shutdown.clone()),
     );
-    app.publish(1, "folded from the log").await;
-    let at = position_of(&app, "mute", 10, 2).await;
+    let (c, _) = app.publish(1, "folded from the log").await;
+    like(&app, 21, &a, "unlike").await;
+    like(&app, 10, &c, "like").await;
+    like(&app, 22, &b, "like").await;
+    comment(&app, 20, &c).await;
+    let (status, _) = app
+        .client
+        .delete(format!("{}/api/v1/comments/{}", app.base, on_b.0))
+        .bearer_auth(app.token(21))
+        .send()
+        .await
+        .map(|r| (r.status(), ()))
+        .unwrap();
+    assert!(status.is_success(), "{status}");
+    let (status, _) = app.erase_me(20).await;
+    assert_eq!(status, StatusCode::OK);
+    let at = position_of(&app, "follow", 10, 3).await;
+    projector_reached(&app, "engagement", &at).await;
     let position: relations_store::LogPosition = at.parse().unwrap();
     let mut reached = false;
     for _ in 0..200 {
@@ -826,7 +850,7 @@ async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
     let (_, count) = app
         .get_as(10, &format!("/api/v1/feed/new_count?min_position={at}"))
         .await;
-    let (status, mut page) = app
+    let (status, page) = app
         .get_as(10, &format!("/api/v1/feed?size=10&min_position={at}"))
         .await;
     assert_eq!(status, StatusCode::OK);
@@ -839,12 +863,39 @@ async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
         .with(|g| g.feed_page(ask, None, 10))
         .flatten()
         .expect("memory answers");
-    for item in page["items"].as_array_mut().unwrap() {
-        item.as_object_mut().unwrap().remove("liked");
-    }
-    assert_eq!(page["items"].as_array().unwrap().len(), 2, "{page}");
+    assert_eq!(page["items"].as_array().unwrap().len(), 3, "{page}");
     assert_eq!(page["items"], serde_json::to_value(&memory.items).unwrap());
-    assert_eq!(graph.with(|g| g.feed_new_count(ask, 0)).flatten(), Some(2));
-    assert_eq!(count["count"], json!(2), "counted before the first page");
+    // What PostgreSQL answered is what the events say: C (10 likes it; 20's comment void),
+    // B (10 and 22 like it; 21's comment deleted, 22's stands), A (20's like void, 21's
+    // taken back; 20's comment void).
+    let shown: Vec<(i64, i64, bool)> = memory
+        .items
+        .iter()
+        .map(|p| (p.like_count, p.comment_count, p.liked == Some(true)))
+        .collect();
+    assert_eq!(shown, vec![(1, 0, true), (2, 1, true), (0, 0, false)]);
+    assert_eq!(graph.with(|g| g.feed_new_count(ask, 0)).flatten(), Some(3));
+    assert_eq!(count["count"], json!(3), "counted before the first page");
     shutdown.cancel();
+}
+
+/// `POST /api/v1/posts/{post}/{verb}` (like or unlike) as `user`, asserting success.
+async fn like(app: &TestApp, user: i64, post: &str, verb: &str) {
+    let path = format!("/api/v1/posts/{post}/{verb}");
+    let (status, body) = app.post_as(user, &path, json!({})).await;
+    assert!(status.is_success(), "{verb}: {status} {body}");
+}
+
+/// Comments on `post` as `user`: the comment's id and the answer's position.
+async fn comment(app: &TestApp, user: i64, post: &str) -> (String, String) {
+    let path = format!("/api/v1/posts/{post}/comments");
+    let (status, body) = app
+        .post_as(user, &path, json!({ "content": "a comment" }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["comment"]["id"].as_str().expect("an id").to_owned();
+    (
+        id,
+        body["position"].as_str().expect("a position").to_owned(),
+    )
 }

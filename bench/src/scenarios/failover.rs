@@ -136,7 +136,13 @@ fn crash_primary() -> anyhow::Result<(Instant, String)> {
 async fn lost(pool: &sqlx::PgPool, acked: &[(i64, i64)]) -> anyhow::Result<usize> {
     let mut conn = pool.acquire().await?;
     let head = relations_store::log::head(&mut *conn).await?;
-    let events = relations_store::log::read_type_until(&mut conn, "relation", head).await?;
+    let events = relations_store::log::read_type(
+        &mut conn,
+        "relation",
+        relations_store::LogPosition::START,
+        head,
+    )
+    .await?;
     let follows: std::collections::HashSet<(i64, i64)> = events
         .iter()
         .filter(|e| e.event_type == "Followed")

@@ -160,6 +160,7 @@ async fn feed_pages(
         &[
             relations_projections::feed::NAME,
             relations_projections::feed::inbox_cache::NAME,
+            relations_projections::engagement::NAME,
         ],
     )
     .await?;
@@ -187,10 +188,22 @@ async fn feed_pages(
     if memory {
         let bytes = server.metric("relations_feed_memory_bytes").await?;
         let held = server.metric("relations_feed_memory_posts").await?;
+        let engagement = server
+            .metric("relations_feed_memory_engagement_bytes")
+            .await?;
+        let likes = server.metric("relations_feed_memory_likes").await?;
         rows.push(Row::new(
             "e. memory (posts held)",
-            "bytes per held post (bodies included), per instance",
-            format!("{:.0} B ({held:.0} posts)", bytes / held.max(1.0)),
+            "bytes per held post (bodies included, likes not), per instance",
+            format!(
+                "{:.0} B ({held:.0} posts)",
+                (bytes - engagement) / held.max(1.0)
+            ),
+        ));
+        rows.push(Row::new(
+            "e. memory (likes held)",
+            "bytes per like of a held post (who likes it), per instance",
+            format!("{:.0} B ({likes:.0} likes)", engagement / likes.max(1.0)),
         ));
     } else if mode.starts_with("hybrid") {
         rows.push(inbox_bytes(&env.redis_url, &db).await?);
@@ -212,7 +225,9 @@ pub(super) async fn memory_share(server: &Server, scenario: &str, measure: &str)
 }
 
 /// Readers following 1,000 authors (50 of them followed by 100 more users each), and
-/// `feed_posts_per_author` posts by each author, in a fresh database `db`.
+/// `feed_posts_per_author` posts by each author, in a fresh database `db`. Every post has
+/// three likes by others, and ten of the readers like every tenth post each, so that pages show counts
+/// and like states as they would.
 async fn feed_world(env: &Env, scale: Scale, db: &str) -> anyhow::Result<sqlx::PgPool> {
     let pool = env.fresh_database(db).await?;
     let base = scale.base();
@@ -230,6 +245,15 @@ async fn feed_world(env: &Env, scale: Scale, db: &str) -> anyhow::Result<sqlx::P
         posts.extend(authors.iter().copied());
     }
     graph::load_posts(&pool, &posts).await?;
+    let mut likes: Vec<(i64, usize)> = Vec::new();
+    for post in 0..posts.len() {
+        likes.extend((0..3).map(|j| (base + 300_000 + ((post * 3 + j) % 5000) as i64, post)));
+        let reader = base + 1 + (post as i64 % 10);
+        if reader <= base + scale.feed_readers {
+            likes.push((reader, post));
+        }
+    }
+    graph::load_likes(&pool, &likes).await?;
     Ok(pool)
 }
 

@@ -95,10 +95,8 @@ async fn like(
     event: LikeEvent,
     recorded: &RecordedEvent,
 ) -> Result<(), ProjectionError> {
-    let (user, target, delta) = match event {
-        LikeEvent::Liked { user, target, .. } => (user, target, 1i64),
-        LikeEvent::Unliked { user, target, .. } => (user, target, -1),
-    };
+    let (user, target, _, liked) = event.parts();
+    let delta = if liked { 1i64 } else { -1 };
     let changed = match delta {
         1 => sqlx::query(
             "INSERT INTO rm_likes (target, user_id, since) VALUES ($1, $2, $3)

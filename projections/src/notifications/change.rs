@@ -274,18 +274,7 @@ fn request_ended(requester: i64, target: i64) -> Change {
 }
 
 fn like(event: LikeEvent, position: LogPosition, at: DateTime<Utc>) -> Change {
-    let (user, target, author, liked) = match event {
-        LikeEvent::Liked {
-            user,
-            target,
-            author,
-        } => (user, target, author, true),
-        LikeEvent::Unliked {
-            user,
-            target,
-            author,
-        } => (user, target, author, false),
-    };
+    let (user, target, author, liked) = event.parts();
     let cause = format!("like:{target}:{user}");
     if !liked {
         return Change::Remove {

@@ -154,11 +154,15 @@ impl MemoryGraph {
         }
         let more = found.len() == want;
         found.truncate(want - 1);
+        let engagement = self.timelines.engagement();
         let page = Page {
             next: more.then(|| found.last().map(|p| p.1.seq)).flatten(),
             items: found
                 .iter()
-                .map(|(author, post)| post.view(super::user(*author)))
+                .map(|(author, post)| {
+                    let shown = engagement.shown(post.id, ask.reader.get() as u64);
+                    post.view(super::user(*author), shown)
+                })
                 .collect(),
         };
         Some((page, self.timelines.head()))

@@ -183,6 +183,12 @@ impl LiveGraph {
             let timelines = graph.timelines();
             metrics::gauge!("relations_feed_memory_posts").set(timelines.held() as f64);
             metrics::gauge!("relations_feed_memory_bytes").set(timelines.heap_bytes() as f64);
+            let engagement = timelines.engagement();
+            let (_, likes, comments) = engagement.len();
+            metrics::gauge!("relations_feed_memory_likes").set(likes as f64);
+            metrics::gauge!("relations_feed_memory_comments").set(comments as f64);
+            metrics::gauge!("relations_feed_memory_engagement_bytes")
+                .set(engagement.heap_bytes() as f64);
         }
     }
 }

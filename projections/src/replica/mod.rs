@@ -16,6 +16,7 @@
 //! `follow_limit` entries.
 
 pub mod accounts;
+pub mod engagement;
 pub mod feed;
 pub mod live;
 mod load;
@@ -31,7 +32,10 @@ pub const NAME: &str = "graph";
 use foldhash::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use relations_domain::{AccountEvent, Facts, PostEvent, Relation, RelationEvent, UserId};
+use relations_domain::{
+    AccountEvent, Facts, LikeEvent, LikeTarget, PostEvent, PostId, Relation, RelationEvent,
+    ThreadEvent, UserId,
+};
 use relations_store::LogPosition;
 
 use crate::relations::fold::{
@@ -88,7 +92,31 @@ pub enum Change {
     /// The author published the post (its seq is the next one).
     Published(u64, HeldPost),
     /// The author deleted the post.
-    Deleted(u64, relations_domain::PostId),
+    Deleted(u64, PostId),
+    /// `user` liked (`on`) the post of `author`, or took the like back.
+    Like {
+        /// The post.
+        post: PostId,
+        /// Its author.
+        author: u64,
+        /// Who likes it.
+        user: u64,
+        /// A like (else its end).
+        on: bool,
+    },
+    /// Comment `n` of `by` on the post of `author`.
+    Comment {
+        /// The post.
+        post: PostId,
+        /// Its author.
+        author: u64,
+        /// The comment's number in the thread.
+        n: u32,
+        /// Who wrote the comment.
+        by: u64,
+    },
+    /// Comment `n` of the post was deleted.
+    Uncomment(PostId, u32),
     /// An account event (token revocations, bans).
     Account(AccountEvent),
 }
@@ -121,6 +149,42 @@ impl Change {
             PostEvent::PostDeleted { post_id, author } => {
                 Self::Deleted(author.get() as u64, post_id)
             }
+        }
+    }
+
+    /// What a like event changes of a post (nothing of a comment: pages show posts).
+    pub fn of_like(event: LikeEvent) -> Option<Self> {
+        let (user, target, author, on) = event.parts();
+        let LikeTarget::Post(post) = target else {
+            return None;
+        };
+        Some(Self::Like {
+            post,
+            author: author.get() as u64,
+            user: user.get() as u64,
+            on,
+        })
+    }
+
+    /// What a thread event changes of its post's live comments (pins change nothing).
+    pub fn of_thread(event: ThreadEvent) -> Option<Self> {
+        match event {
+            ThreadEvent::CommentAdded {
+                post_id,
+                comment,
+                author,
+                post_author,
+                ..
+            } => Some(Self::Comment {
+                post: post_id,
+                author: post_author.get() as u64,
+                n: comment,
+                by: author.get() as u64,
+            }),
+            ThreadEvent::CommentDeleted {
+                post_id, comment, ..
+            } => Some(Self::Uncomment(post_id, comment)),
+            ThreadEvent::CommentPinned { .. } | ThreadEvent::CommentUnpinned { .. } => None,
         }
     }
 }
@@ -180,6 +244,16 @@ impl MemoryGraph {
     /// Holds a post as projector `feed` wrote it (the load).
     pub fn hold_post(&mut self, author: u64, post: HeldPost) {
         self.timelines.hold(author, post);
+    }
+
+    /// The load's likes and comments of the posts held and to be published by its replay.
+    fn engagement_mut(&mut self) -> &mut engagement::Engagement {
+        self.timelines.engagement_mut()
+    }
+
+    /// The load's replay is over: what it read for posts that did not end up held goes.
+    fn settle(&mut self) {
+        self.timelines.settle();
     }
 
     /// The log position the graph reflects: every event up to it, none after.
@@ -264,6 +338,19 @@ impl MemoryGraph {
             Change::Posts(author, delta) => self.timelines.count(author, delta),
             Change::Published(author, post) => self.timelines.publish(author, post),
             Change::Deleted(author, post) => self.timelines.delete(author, post),
+            Change::Like {
+                post,
+                author,
+                user,
+                on,
+            } => self.timelines.like(post, author, user, on),
+            Change::Comment {
+                post,
+                author,
+                n,
+                by,
+            } => self.timelines.comment(post, author, n, by),
+            Change::Uncomment(post, n) => self.timelines.uncomment(post, n),
             Change::Account(event) => {
                 if let AccountEvent::UserErased { user } = event {
                     self.erase(user.get());

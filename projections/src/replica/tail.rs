@@ -2,7 +2,10 @@
 //! follows it like any projector (`relations_store::log::read_after`: below the horizon, whole
 //! transactions), decoding each batch outside the replica's lock.
 
-use relations_domain::{Account, AccountEvent, Post, PostEvent, RelationEvent, RelationPair};
+use relations_domain::{
+    Account, AccountEvent, Like, LikeEvent, Post, PostEvent, RelationEvent, RelationPair, Thread,
+    ThreadEvent,
+};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
@@ -35,6 +38,8 @@ pub(super) struct ReplicaTail {
     pub(super) relations_loaded: LogPosition,
     /// Post events up to here were in `feed_authors`.
     pub(super) posts_loaded: LogPosition,
+    /// Like and thread events up to here were in `rm_likes` and `rm_comments`.
+    pub(super) engagement_loaded: LogPosition,
     /// Account events up to here were folded by the load.
     pub(super) accounts_loaded: LogPosition,
     /// What opens the posts' content, when posts are held.
@@ -54,7 +59,10 @@ impl ReplicaTail {
         }
         let Some(last) = events.last().map(|e| e.position) else {
             // Caught up: a finished replay is installed now.
-            return Ok(self.pending.take().map(Update::Loaded));
+            return Ok(self.pending.take().map(|mut graph| {
+                graph.settle();
+                Update::Loaded(graph)
+            }));
         };
         let changes = self.decode(&events)?;
         self.position = last;
@@ -80,6 +88,12 @@ impl ReplicaTail {
                 changes.push(Change::of_post(decode::<PostEvent>(event)?));
             } else if event.stream_type == Account::TYPE && event.position > self.accounts_loaded {
                 changes.push(Change::Account(decode::<AccountEvent>(event)?));
+            } else if self.keys.is_none() || event.position <= self.engagement_loaded {
+                // Engagement is kept only beside held posts.
+            } else if event.stream_type == Like::TYPE {
+                changes.extend(Change::of_like(decode::<LikeEvent>(event)?));
+            } else if event.stream_type == Thread::TYPE {
+                changes.extend(Change::of_thread(decode::<ThreadEvent>(event)?));
             }
         }
         Ok(changes)

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use foldhash::HashMap; // as the replica's other tables (see its module)
 use relations_domain::{PostId, UserId, Visibility};
 
+use super::engagement::{Engagement, Shown};
 use crate::views::PostView;
 
 /// How many posts are held.
@@ -76,8 +77,8 @@ impl HeldPost {
         (view.author.get() as u64, post)
     }
 
-    /// The post as a reader sees it (counts are filled by the caller).
-    pub fn view(&self, author: UserId) -> PostView {
+    /// The post as a reader sees it, with what they see of its engagement.
+    pub fn view(&self, author: UserId, shown: Shown) -> PostView {
         PostView {
             id: self.id,
             author,
@@ -85,9 +86,9 @@ impl HeldPost {
             created_at: DateTime::<Utc>::from_timestamp_micros(self.created_at)
                 .unwrap_or(DateTime::<Utc>::MIN_UTC),
             visibility: self.visibility,
-            like_count: 0,
-            comment_count: 0,
-            liked: None,
+            like_count: shown.likes,
+            comment_count: shown.comments,
+            liked: Some(shown.liked),
         }
     }
 }
@@ -119,6 +120,8 @@ pub struct Timelines {
     global_floor: i64,
     /// The newest seq given.
     head: i64,
+    /// The held posts' likes and live comments.
+    engagement: Engagement,
 }
 
 impl Timelines {
@@ -205,13 +208,15 @@ impl Timelines {
         if timeline.posts.len() > self.caps.per_author {
             let dropped = timeline.posts.pop_front().expect("over the cap");
             timeline.floor = dropped.seq + 1;
+            self.engagement.forget(dropped.id);
         }
         while self.order.len() > self.caps.total {
             let (seq, author) = self.order.pop_front().expect("over the cap");
             self.global_floor = seq + 1;
             if let Some(timeline) = self.by_author.get_mut(&author) {
                 if timeline.posts.front().is_some_and(|p| p.seq == seq) {
-                    timeline.posts.pop_front();
+                    let dropped = timeline.posts.pop_front().expect("just seen");
+                    self.engagement.forget(dropped.id);
                 }
             }
         }
@@ -226,12 +231,62 @@ impl Timelines {
                 timeline.newest = timeline.posts.back().map_or(0, |p| p.seq);
             }
         }
+        self.engagement.forget(post);
         self.forget_if_empty(author);
     }
 
-    /// `author` is erased: every post of theirs is deleted.
-    pub fn erase(&mut self, author: u64) {
-        self.by_author.remove(&author);
+    /// `user` is erased: every post of theirs is deleted, with its likes and comments, and
+    /// every like and live comment of theirs on others' posts is void.
+    pub fn erase(&mut self, user: u64) {
+        if let Some(timeline) = self.by_author.remove(&user) {
+            for post in timeline.posts {
+                self.engagement.forget(post.id);
+            }
+        }
+        self.engagement.erase(user);
+    }
+
+    /// Whether `post` of `author` is held.
+    pub fn holds(&self, author: u64, post: PostId) -> bool {
+        self.by_author.get(&author).is_some_and(|t| t.holds(post))
+    }
+
+    /// The held posts' likes and live comments.
+    pub fn engagement(&self) -> &Engagement {
+        &self.engagement
+    }
+
+    /// `user` likes `post` of `author` (`on`), or took the like back; a post not held keeps
+    /// nothing.
+    pub fn like(&mut self, post: PostId, author: u64, user: u64, on: bool) {
+        if !on || self.holds(author, post) {
+            self.engagement.like(post, author, user, on);
+        }
+    }
+
+    /// Comment `n` of `by` on `post` of `author`; a post not held keeps nothing.
+    pub fn comment(&mut self, post: PostId, author: u64, n: u32, by: u64) {
+        if self.holds(author, post) {
+            self.engagement.comment(post, author, n, by);
+        }
+    }
+
+    /// Comment `n` of `post` was deleted.
+    pub fn uncomment(&mut self, post: PostId, n: u32) {
+        self.engagement.uncomment(post, n);
+    }
+
+    /// The load's likes and comments, of posts held or about to be published by its replay
+    /// (kept whether held or not until [`Timelines::settle`]).
+    pub(super) fn engagement_mut(&mut self) -> &mut Engagement {
+        &mut self.engagement
+    }
+
+    /// The replay is over: engagement the load read for posts that did not end up held goes.
+    pub(super) fn settle(&mut self) {
+        let by_author = &self.by_author;
+        self.engagement
+            .retain_held(|author, post| by_author.get(&author).is_some_and(|t| t.holds(post)));
     }
 
     /// `author`'s held posts, ascending seq.
@@ -262,10 +317,16 @@ impl Timelines {
         posts
             + self.by_author.capacity() * (size_of::<(u64, Timeline)>() + 1)
             + self.order.capacity() * size_of::<(i64, u64)>()
+            + self.engagement.heap_bytes()
     }
 }
 
 impl Timeline {
+    /// Whether `post` is held (newest first: likes and comments go mostly to new posts).
+    fn holds(&self, post: PostId) -> bool {
+        self.posts.iter().rev().any(|p| p.id == post)
+    }
+
     /// How many held posts are below `before` (the index one past the newest of them); no
     /// post is read when all are.
     pub(super) fn count_below(&self, before: i64) -> usize {

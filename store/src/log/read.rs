@@ -48,22 +48,28 @@ pub async fn read_after(
     Ok(events)
 }
 
-/// Every event of streams of type `stream_type` up to `until` (inclusive), in log order: for
-/// readers that fold a rare kind of event in full before tailing the log from `until`.
-pub async fn read_type_until(
+/// Every event of streams of type `stream_type` after `after` up to `until` (inclusive), in
+/// log order: for readers that fold a rare kind of event in full before tailing the log from
+/// `until`, or that must know what lies between two read models' checkpoints.
+pub async fn read_type(
     conn: &mut PgConnection,
     stream_type: &str,
+    after: LogPosition,
     until: LogPosition,
 ) -> Result<Vec<RecordedEvent>, sqlx::Error> {
     sqlx::query_as(concat!(
         "SELECT ",
         columns!(),
-        " FROM events WHERE aggregate_type = $3 AND (transaction_id, global_position) <= ($1::text::xid8, $2)
+        " FROM events WHERE aggregate_type = $3 AND ",
+        after_position!(),
+        " AND (transaction_id, global_position) <= ($4::text::xid8, $5)
           ORDER BY events.transaction_id, events.global_position"
     ))
+    .bind(after.transaction_id.to_string())
+    .bind(after.global_position)
+    .bind(stream_type)
     .bind(until.transaction_id.to_string())
     .bind(until.global_position)
-    .bind(stream_type)
     .fetch_all(conn)
     .await
 }

@@ -42,8 +42,9 @@ pub async fn feed(
         recommended: &recommended,
         now: Utc::now(),
     };
-    let (page, head) = match from_memory(&state, ask, start, size, p.min_position) {
-        Some(answer) => answer,
+    // A page from memory carries its posts' engagement; one from PostgreSQL is given it below.
+    let (page, head, engaged) = match from_memory(&state, ask, start, size, p.min_position) {
+        Some((page, head)) => (page, head, true),
         None => {
             metrics::counter!("relations_feed_pages_total", "source" => "postgres").increment(1);
             // Read-your-writes must not wait on the cache projector: read the inbox from
@@ -58,14 +59,18 @@ pub async fn feed(
                 source,
                 viewer: Some(actor.user),
             };
-            feed_read::feed(pool, inbox, &filter, actor.user, &recommended, start, size).await?
+            let read = feed_read::feed(pool, inbox, &filter, actor.user, &recommended, start, size);
+            let (page, head) = read.await?;
+            (page, head, false)
         }
     };
     if p.is_first() {
         state.read_marks.mark(actor.user, head);
     }
     let mut page: PostPage = page.into();
-    with_engagement(&state, pool, &mut page.items, Some(actor.user)).await?;
+    if !engaged {
+        with_engagement(&state, pool, &mut page.items, Some(actor.user)).await?;
+    }
     Ok(Json(page))
 }
 

@@ -1,0 +1,188 @@
+//! The likes and live comments of the held posts (issue 28): what a feed page from memory
+//! shows of each post beside its body (its like and comment counts, and whether the reader
+//! likes it), folded from the same events as projector `engagement`'s `rm_likes` and
+//! `rm_post_stats`, so that a page needs no round trip at all.
+//!
+//! Only posts that are held and have a like or a live comment have an entry: a post that
+//! leaves memory (past a cap, deleted, its author erased) takes its entry with it. The counts
+//! are those of `rm_post_stats`: a like counts while it stands, a comment while it is not
+//! deleted (a tombstone does not count). An erasure voids every like and live comment of the
+//! user; entries are few beside the posts, so it walks them all.
+
+use foldhash::{HashMap, HashSet}; // as the replica's other tables (see its module)
+use relations_domain::PostId;
+
+/// Who likes one held post and its live comments.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PostStats {
+    /// The post's author (an entry can be checked against the post it belongs to).
+    author: u64,
+    likers: HashSet<u64>,
+    /// `(n, author)` of every live comment.
+    comments: Vec<(u32, u64)>,
+}
+
+impl PostStats {
+    fn is_empty(&self) -> bool {
+        self.likers.is_empty() && self.comments.is_empty()
+    }
+}
+
+/// What a page shows of a post's engagement.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    /// Likes.
+    pub likes: i64,
+    /// Live comments.
+    pub comments: i64,
+    /// Whether the reader likes it.
+    pub liked: bool,
+}
+
+/// Every held post's likes and live comments; see the module docs.
+#[derive(Debug, Default, Clone)]
+pub struct Engagement {
+    by_post: HashMap<PostId, PostStats>,
+}
+
+impl Engagement {
+    /// What `reader` sees of `post`'s engagement.
+    pub fn shown(&self, post: PostId, reader: u64) -> Shown {
+        self.by_post
+            .get(&post)
+            .map_or_else(Shown::default, |s| Shown {
+                likes: s.likers.len() as i64,
+                comments: s.comments.len() as i64,
+                liked: s.likers.contains(&reader),
+            })
+    }
+
+    /// `user` likes `post` of `author` (`on`), or took the like back. Liking twice, or taking
+    /// back a like that is not there, changes nothing, as in `rm_likes`. The caller adds only
+    /// to held posts.
+    pub fn like(&mut self, post: PostId, author: u64, user: u64, on: bool) {
+        if on {
+            self.entry(post, author).likers.insert(user);
+        } else if let Some(stats) = self.by_post.get_mut(&post) {
+            stats.likers.remove(&user);
+            self.forget_if_empty(post);
+        }
+    }
+
+    /// Comment `n` of `by` on `post` of `author`. The caller adds only to held posts.
+    pub fn comment(&mut self, post: PostId, author: u64, n: u32, by: u64) {
+        let comments = &mut self.entry(post, author).comments;
+        if !comments.iter().any(|&(m, _)| m == n) {
+            comments.push((n, by));
+        }
+    }
+
+    /// Comment `n` of `post` was deleted (a second deletion changes nothing).
+    pub fn uncomment(&mut self, post: PostId, n: u32) {
+        if let Some(stats) = self.by_post.get_mut(&post) {
+            stats.comments.retain(|&(m, _)| m != n);
+            self.forget_if_empty(post);
+        }
+    }
+
+    /// `post` left memory: its entry goes.
+    pub fn forget(&mut self, post: PostId) {
+        self.by_post.remove(&post);
+    }
+
+    /// `user` is erased: each like of theirs is void and each live comment deleted.
+    pub fn erase(&mut self, user: u64) {
+        self.by_post.retain(|_, stats| {
+            stats.likers.remove(&user);
+            stats.comments.retain(|&(_, by)| by != user);
+            !stats.is_empty()
+        });
+    }
+
+    /// Keeps only the entries `held` says are of posts held (the load read some for posts
+    /// its replay was to publish).
+    pub fn retain_held(&mut self, held: impl Fn(u64, PostId) -> bool) {
+        self.by_post.retain(|&post, stats| held(stats.author, post));
+    }
+
+    /// Posts with an entry, and the likes and live comments in all.
+    pub fn len(&self) -> (usize, usize, usize) {
+        self.by_post.values().fold((0, 0, 0), |(p, l, c), s| {
+            (p + 1, l + s.likers.len(), c + s.comments.len())
+        })
+    }
+
+    /// An estimate of the heap held, in bytes: the table's slots, each set's slots, each
+    /// comment list's room.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let inner: usize = self
+            .by_post
+            .values()
+            .map(|s| {
+                s.likers.capacity() * (size_of::<u64>() + 1)
+                    + s.comments.capacity() * size_of::<(u32, u64)>()
+            })
+            .sum();
+        inner + self.by_post.capacity() * (size_of::<(PostId, PostStats)>() + 1)
+    }
+
+    fn entry(&mut self, post: PostId, author: u64) -> &mut PostStats {
+        self.by_post.entry(post).or_insert_with(|| PostStats {
+            author,
+            ..PostStats::default()
+        })
+    }
+
+    fn forget_if_empty(&mut self, post: PostId) {
+        if self.by_post.get(&post).is_some_and(PostStats::is_empty) {
+            self.by_post.remove(&post);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(n: u128) -> PostId {
+        PostId::from_uuid(uuid::Uuid::from_u128(n))
+    }
+
+    fn shown(e: &Engagement, post: u128, reader: u64) -> (i64, i64, bool) {
+        let s = e.shown(p(post), reader);
+        (s.likes, s.comments, s.liked)
+    }
+
+    #[test]
+    fn likes_and_comments_count_as_rm_post_stats_does() {
+        let mut e = Engagement::default();
+        e.like(p(1), 9, 2, true);
+        e.like(p(1), 9, 2, true);
+        e.like(p(1), 9, 3, true);
+        e.comment(p(1), 9, 1, 4);
+        e.comment(p(1), 9, 2, 2);
+        assert_eq!(shown(&e, 1, 2), (2, 2, true));
+        assert_eq!(shown(&e, 1, 5), (2, 2, false));
+        e.like(p(1), 9, 3, false);
+        e.like(p(1), 9, 3, false);
+        e.uncomment(p(1), 1);
+        e.uncomment(p(1), 1);
+        assert_eq!(shown(&e, 1, 3), (1, 1, false));
+        // User 2's erasure voids their like and comment: nothing is left, nor an entry.
+        e.erase(2);
+        assert_eq!(shown(&e, 1, 2), (0, 0, false));
+        assert_eq!(e.len(), (0, 0, 0));
+    }
+
+    #[test]
+    fn an_entry_goes_with_its_post_and_when_not_held() {
+        let mut e = Engagement::default();
+        e.like(p(1), 9, 2, true);
+        e.like(p(2), 8, 2, true);
+        e.forget(p(1));
+        assert_eq!(shown(&e, 1, 2), (0, 0, false));
+        e.retain_held(|author, post| author == 8 && post == p(3));
+        assert_eq!(e.len(), (0, 0, 0));
+    }
+}
