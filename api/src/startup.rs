@@ -22,7 +22,7 @@ use crate::jwt::JwtKeys;
 use crate::outcome::{render, AccountChange, Liking, PostAnswer, RelationOutcome, ThreadAnswer};
 use crate::rate_limit::RateLimiter;
 use crate::routes;
-use crate::state::{AppState, ProjectorEntry};
+use crate::state::{AppState, ProjectorEntry, Shared};
 use relations_projections::Caches;
 
 /// A built application: connected, migrated, bound, not yet serving.
@@ -113,7 +113,7 @@ impl Application {
         let (runners, relay) = read_side(&config, &pool, &projectors)?;
         let relay_configured = config.kafka.kafka_brokers.is_some();
         let projectors = projector_entries(&projectors, &runners, relay_configured, &relay);
-        let state = AppState {
+        let state = AppState::new(Shared {
             projectors: Arc::new(projectors),
             graph: LiveGraph::holding_posts(config.feed_memory(), keys.clone()),
             read_marks: ReadMarks::new(),
@@ -167,7 +167,7 @@ impl Application {
             pool,
             read_pool,
             config: Arc::new(config),
-        };
+        });
         Ok(Self {
             listener,
             state,

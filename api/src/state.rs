@@ -27,9 +27,30 @@ pub struct ProjectorEntry {
     pub health: Option<Arc<Health>>,
 }
 
-/// What handlers need, cheap to clone.
+/// What handlers need: one [`Shared`] behind an `Arc`. axum clones the state for every
+/// handler and every extractor that asks for it, so a clone must be one reference count, not
+/// one per field: cloning and dropping the fields one by one was 13% of a feed page's CPU
+/// from memory (BENCHMARKS.md, ninth round).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    /// The state handlers share.
+    pub fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`AppState`] shares.
+pub struct Shared {
     /// The primary: the event store, the projectors, and whatever must see the newest state
     /// (authentication, the caches' loads).
     pub pool: PgPool,

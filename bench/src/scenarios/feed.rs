@@ -188,10 +188,15 @@ async fn feed_pages(
     if memory {
         let bytes = server.metric("relations_feed_memory_bytes").await?;
         let held = server.metric("relations_feed_memory_posts").await?;
+        // A server from before issue 28's engagement in memory has neither gauge.
         let engagement = server
             .metric("relations_feed_memory_engagement_bytes")
-            .await?;
-        let likes = server.metric("relations_feed_memory_likes").await?;
+            .await
+            .unwrap_or(0.0);
+        let likes = server
+            .metric("relations_feed_memory_likes")
+            .await
+            .unwrap_or(0.0);
         rows.push(Row::new(
             "e. memory (posts held)",
             "bytes per held post (bodies included, likes not), per instance",

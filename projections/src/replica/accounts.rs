@@ -37,6 +37,13 @@ impl Accounts {
             .map_or_else(Privacy::default, Account::privacy)
     }
 
+    /// Whether `user` is banned, and their settings: one look-up for both.
+    pub fn standing(&self, user: UserId) -> (bool, Privacy) {
+        self.0
+            .get(&(user.get() as u64))
+            .map_or_else(Default::default, |a| (a.banned, a.privacy()))
+    }
+
     /// Whether `user` is banned.
     pub fn banned(&self, user: UserId) -> bool {
         self.0.get(&(user.get() as u64)).is_some_and(|a| a.banned)

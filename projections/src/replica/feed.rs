@@ -40,6 +40,19 @@ enum Judge {
 }
 
 impl Judge {
+    /// A followed author's posts, as `reader` may read them.
+    fn followed(privacy: Privacy, reader: UserId, author: UserId) -> Self {
+        Self::Followed(Access {
+            privacy,
+            reader: Reader::of(Some(reader), author, true),
+        })
+    }
+
+    /// A recommended author's posts, as they may be recommended.
+    fn recommended(privacy: Privacy, _: UserId, _: UserId) -> Self {
+        Self::Recommended(privacy)
+    }
+
     fn keeps(self, visibility: Visibility) -> bool {
         match self {
             Self::Followed(access) => access.may_read(visibility),
@@ -60,50 +73,45 @@ struct Source<'g> {
 
 impl MemoryGraph {
     /// The authors whose posts make `ask.reader`'s feed, or `None` when posts are not held.
+    /// One pass over the followed (or recommended) authors, each looked up once in the
+    /// timelines (an author with no live post has no entry and is passed over there) and once
+    /// in the accounts; the reader's mutes are found once.
     fn feed_sources(&self, ask: FeedAsk<'_>) -> Option<Vec<Source<'_>>> {
         if !self.timelines.on() {
             return None;
         }
         let reader = ask.reader;
+        let muted = self.muter(reader, ask.now);
+        let source = |author: u64, judge: fn(Privacy, UserId, UserId) -> Judge| {
+            let timeline = self.timelines.of(author)?;
+            let user = super::user(author);
+            let (banned, privacy) = self.accounts().standing(user);
+            if banned || muted(author) {
+                return None;
+            }
+            Some(Source {
+                author,
+                judge: judge(privacy, reader, user),
+                timeline,
+                unknown_top: self.timelines.unknown_below(timeline) - 1,
+            })
+        };
         let followed = self.node(reader).map(|n| &n.following[..]).unwrap_or(&[]);
-        let candidates: Vec<(UserId, Judge)> = if followed.is_empty() {
+        let sources = if followed.is_empty() {
             ask.recommended
                 .iter()
                 .filter(|&&author| {
                     let facts = self.facts(reader, author);
                     author != reader && !facts.blocking && !facts.blocked_by
                 })
-                .map(|&author| (author, Judge::Recommended(self.privacy(author))))
+                .filter_map(|author| source(author.get() as u64, Judge::recommended))
                 .collect()
         } else {
             followed
                 .iter()
-                .map(|&(author, _)| {
-                    let author = super::user(author);
-                    let access = Access {
-                        privacy: self.privacy(author),
-                        reader: Reader::of(Some(reader), author, true),
-                    };
-                    (author, Judge::Followed(access))
-                })
+                .filter_map(|&(author, _)| source(author, Judge::followed))
                 .collect()
         };
-        let sources = candidates
-            .into_iter()
-            .filter(|&(author, _)| {
-                !self.accounts().banned(author) && !self.muting(reader, author, ask.now)
-            })
-            .filter_map(|(author, judge)| {
-                // An author with no live post has no entry.
-                let timeline = self.timelines.of(author.get() as u64)?;
-                Some(Source {
-                    author: author.get() as u64,
-                    judge,
-                    timeline,
-                    unknown_top: self.timelines.unknown_below(timeline) - 1,
-                })
-            })
-            .collect();
         Some(sources)
     }
 
