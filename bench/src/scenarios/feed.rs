@@ -186,34 +186,41 @@ async fn feed_pages(
     .await;
     let mut rows = vec![memory_share(&server, "e. feed pages answered from memory", mode).await];
     if memory {
-        let bytes = server.metric("relations_feed_memory_bytes").await?;
-        let held = server.metric("relations_feed_memory_posts").await?;
-        // A server from before issue 28's engagement in memory has neither gauge.
-        let engagement = server
-            .metric("relations_feed_memory_engagement_bytes")
-            .await
-            .unwrap_or(0.0);
-        let likes = server
-            .metric("relations_feed_memory_likes")
-            .await
-            .unwrap_or(0.0);
-        rows.push(Row::new(
+        rows.extend(memory_rows(&server).await?);
+    } else if mode.starts_with("hybrid") {
+        rows.push(inbox_bytes(&env.redis_url, &db).await?);
+    }
+    Ok((stats, rows))
+}
+
+/// What the server holds in memory: bytes per held post and per like of a held post.
+async fn memory_rows(server: &Server) -> anyhow::Result<[Row; 2]> {
+    let bytes = server.metric("relations_feed_memory_bytes").await?;
+    let held = server.metric("relations_feed_memory_posts").await?;
+    // A server from before issue 28's engagement in memory has neither gauge.
+    let engagement = server
+        .metric("relations_feed_memory_engagement_bytes")
+        .await
+        .unwrap_or(0.0);
+    let likes = server
+        .metric("relations_feed_memory_likes")
+        .await
+        .unwrap_or(0.0);
+    Ok([
+        Row::new(
             "e. memory (posts held)",
             "bytes per held post (bodies included, likes not), per instance",
             format!(
                 "{:.0} B ({held:.0} posts)",
                 (bytes - engagement) / held.max(1.0)
             ),
-        ));
-        rows.push(Row::new(
+        ),
+        Row::new(
             "e. memory (likes held)",
             "bytes per like of a held post (who likes it), per instance",
             format!("{:.0} B ({likes:.0} likes)", engagement / likes.max(1.0)),
-        ));
-    } else if mode.starts_with("hybrid") {
-        rows.push(inbox_bytes(&env.redis_url, &db).await?);
-    }
-    Ok((stats, rows))
+        ),
+    ])
 }
 
 /// A row of the share of feed pages `server` answered from memory (issue 28).
