@@ -105,10 +105,10 @@ impl Engagement {
         self.by_post.retain(|&post, stats| held(stats.author, post));
     }
 
-    /// Posts with an entry, and the likes and live comments in all.
-    pub fn len(&self) -> (usize, usize, usize) {
-        self.by_post.values().fold((0, 0, 0), |(p, l, c), s| {
-            (p + 1, l + s.likers.len(), c + s.comments.len())
+    /// The likes and live comments held, in all.
+    pub fn held(&self) -> (usize, usize) {
+        self.by_post.values().fold((0, 0), |(l, c), s| {
+            (l + s.likers.len(), c + s.comments.len())
         })
     }
 
@@ -172,7 +172,7 @@ mod tests {
         // User 2's erasure voids their like and comment: nothing is left, nor an entry.
         e.erase(2);
         assert_eq!(shown(&e, 1, 2), (0, 0, false));
-        assert_eq!(e.len(), (0, 0, 0));
+        assert_eq!(e.held(), (0, 0));
     }
 
     #[test]
@@ -183,6 +183,6 @@ mod tests {
         e.forget(p(1));
         assert_eq!(shown(&e, 1, 2), (0, 0, false));
         e.retain_held(|author, post| author == 8 && post == p(3));
-        assert_eq!(e.len(), (0, 0, 0));
+        assert_eq!(e.held(), (0, 0));
     }
 }

@@ -184,7 +184,7 @@ impl LiveGraph {
             metrics::gauge!("relations_feed_memory_posts").set(timelines.held() as f64);
             metrics::gauge!("relations_feed_memory_bytes").set(timelines.heap_bytes() as f64);
             let engagement = timelines.engagement();
-            let (_, likes, comments) = engagement.len();
+            let (likes, comments) = engagement.held();
             metrics::gauge!("relations_feed_memory_likes").set(likes as f64);
             metrics::gauge!("relations_feed_memory_comments").set(comments as f64);
             metrics::gauge!("relations_feed_memory_engagement_bytes")
