@@ -48,6 +48,12 @@ pub(crate) async fn lock<A: Aggregate>(
 
 /// Brings each of `streams` (of aggregate type `A`) up to date in one statement: the events
 /// after each one's known version are read and applied.
+///
+/// Each stream is one probe of the primary key: the `LATERAL` subquery's `ORDER BY` keeps the
+/// planner from flattening it into a join, which it otherwise made a hash join over every
+/// event of the type once a group asked for some hundred streams of a type holding a few
+/// thousand events (7 ms instead of 0.9 for 128 new like streams among 12,000; measured in
+/// bench (i)).
 pub(crate) async fn catch_up<A: Aggregate>(
     conn: &mut PgConnection,
     streams: &mut HashMap<String, Loaded<A>>,
@@ -57,10 +63,13 @@ pub(crate) async fn catch_up<A: Aggregate>(
         .map(|(id, loaded)| (id.as_str(), loaded.version as i64))
         .unzip();
     let rows = sqlx::query(
-        "SELECT e.aggregate_id, e.sequence, e.payload::jsonb AS payload
+        "SELECT s.id AS aggregate_id, e.sequence, e.payload::jsonb AS payload
            FROM unnest($2::text[], $3::bigint[]) AS s(id, version)
-           JOIN events e ON e.aggregate_type = $1 AND e.aggregate_id = s.id AND e.sequence > s.version
-          ORDER BY e.aggregate_id, e.sequence",
+          CROSS JOIN LATERAL (
+                SELECT e.sequence, e.payload FROM events e
+                 WHERE e.aggregate_type = $1 AND e.aggregate_id = s.id AND e.sequence > s.version
+                 ORDER BY e.sequence) AS e
+          ORDER BY s.id, e.sequence",
     )
     .bind(A::TYPE)
     .bind(&ids)

@@ -270,6 +270,84 @@ async fn many_likes_and_unlikes_of_one_post_at_once_end_with_the_exact_count() {
     assert_verified(&app).await;
 }
 
+/// `rm_likes`, `rm_post_stats` and the comments' like counts, in key order.
+async fn like_rows(app: &TestApp) -> (Vec<(String, i64, String)>, Vec<(String, i64)>, Vec<i64>) {
+    let likes = sqlx::query_as(
+        "SELECT target, user_id, since::text FROM rm_likes ORDER BY target, user_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let stats = sqlx::query_as(
+        "SELECT post::text, like_count FROM rm_post_stats WHERE like_count <> 0 ORDER BY post",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let comments = sqlx::query_scalar("SELECT like_count FROM rm_comments ORDER BY post, n")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    (likes, stats, comments)
+}
+
+#[tokio::test]
+async fn likes_taken_back_and_given_again_fold_the_same_in_one_batch_as_one_by_one() {
+    let app = spawn_app().await;
+    let (post, _) = app.publish(1, "like me, or not").await;
+    let (_, body) = comment(&app, 2, &post, None).await;
+    let c = body["comment"]["id"].as_str().unwrap().to_owned();
+    // Each command waits for the one before, so the projector folds them in small batches;
+    // the rebuild below folds the whole log in one batch (one run of likes per target kind).
+    let steps = [
+        (3, format!("/api/v1/posts/{post}/like")),
+        (3, format!("/api/v1/posts/{post}/unlike")),
+        (3, format!("/api/v1/posts/{post}/like")),
+        (4, format!("/api/v1/posts/{post}/like")),
+        (4, format!("/api/v1/posts/{post}/unlike")),
+        (5, format!("/api/v1/posts/{post}/unlike")),
+        (3, format!("/api/v1/comments/{c}/like")),
+        (3, format!("/api/v1/comments/{c}/unlike")),
+        (3, format!("/api/v1/comments/{c}/like")),
+        (6, format!("/api/v1/comments/{c}/like")),
+    ];
+    let mut last = String::new();
+    for (user, path) in steps {
+        let (status, body) = post_as(&app, user, path).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if let Some(at) = body["position"].as_str() {
+            last = at.to_owned();
+        }
+    }
+    projector_reached(&app, "engagement", &last).await;
+    let one_by_one = like_rows(&app).await;
+    // The expected rows, from the rules: user 3 likes the post and the comment (since their
+    // last like), user 6 the comment; user 4 took theirs back, user 5 never liked.
+    let last_liked: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT ON (aggregate_id) occurred_at::text FROM events
+          WHERE aggregate_type = 'like' AND event_type = 'Liked'
+          ORDER BY aggregate_id, sequence DESC",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let (likes, stats, comments) = &one_by_one;
+    assert_eq!(
+        likes.iter().map(|l| l.1).collect::<Vec<_>>(),
+        vec![3, 6, 3],
+        "{likes:?}"
+    );
+    for (target, _, since) in likes {
+        assert!(last_liked.contains(since), "{target}: {since}");
+    }
+    assert_eq!(stats.iter().map(|s| s.1).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(comments, &vec![2]);
+    assert_verified(&app).await;
+    crate::helpers::relations(&app, &["rebuild", "engagement"]);
+    assert_eq!(like_rows(&app).await, one_by_one);
+    assert_verified(&app).await;
+}
+
 #[tokio::test]
 async fn a_block_either_way_refuses_likes_comments_and_replies_and_hides_comments() {
     let app = spawn_app().await;

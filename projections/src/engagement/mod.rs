@@ -13,12 +13,13 @@
 //! the user's live comments, and a deleted comment left without visible replies disappears.
 
 pub mod like_cache;
+mod likes;
 pub mod query;
 pub mod verify;
 pub mod visible;
 
 use async_trait::async_trait;
-use relations_domain::{Like, LikeEvent, LikeTarget, Thread, ThreadEvent, UserId};
+use relations_domain::{Like, LikeTarget, Thread, ThreadEvent, UserId};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::Keyring;
 use sqlx::PgConnection;
@@ -26,6 +27,7 @@ use uuid::Uuid;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::{decode, erased_user, Projector};
+use likes::LikeRun;
 
 /// The projector's name.
 pub const NAME: &str = "engagement";
@@ -55,21 +57,28 @@ impl Projector for Engagement {
     }
 
     /// The batch's content opened at once (one key look-up for its authors), then event by
-    /// event.
+    /// event, but for runs of likes, each written set-based ([`likes`]) before the next event
+    /// of another kind.
     async fn apply_batch(
         &self,
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
+        let mut run = LikeRun::default();
         for event in log::revealed(&self.keys, events).await?.iter() {
+            if event.stream_type == Like::TYPE {
+                run.fold(decode(event)?, event.occurred_at);
+                continue;
+            }
+            run.flush(conn).await?;
             self.apply_one(conn, event).await?;
         }
-        Ok(())
+        run.flush(conn).await
     }
 }
 
 impl Engagement {
-    /// Folds one revealed event.
+    /// Folds one revealed event other than a like.
     async fn apply_one(
         &self,
         conn: &mut PgConnection,
@@ -83,50 +92,8 @@ impl Engagement {
             return erase(conn, user).await;
         }
         match event.stream_type.as_str() {
-            Like::TYPE => like(conn, decode(event)?, event).await,
             Thread::TYPE => thread(conn, decode(event)?).await,
             _ => Ok(()),
-        }
-    }
-}
-
-async fn like(
-    conn: &mut PgConnection,
-    event: LikeEvent,
-    recorded: &RecordedEvent,
-) -> Result<(), ProjectionError> {
-    let (user, target, _, liked) = event.parts();
-    let delta = if liked { 1i64 } else { -1 };
-    let changed = match delta {
-        1 => sqlx::query(
-            "INSERT INTO rm_likes (target, user_id, since) VALUES ($1, $2, $3)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(target.to_string())
-        .bind(user.get())
-        .bind(recorded.occurred_at),
-        _ => sqlx::query("DELETE FROM rm_likes WHERE target = $1 AND user_id = $2")
-            .bind(target.to_string())
-            .bind(user.get()),
-    }
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    if changed == 0 {
-        return Ok(());
-    }
-    match target {
-        LikeTarget::Post(post) => post_stats(conn, post.uuid(), delta, 0).await,
-        LikeTarget::Comment(comment) => {
-            sqlx::query(
-                "UPDATE rm_comments SET like_count = like_count + $3 WHERE post = $1 AND n = $2",
-            )
-            .bind(comment.post.uuid())
-            .bind(comment.n as i32)
-            .bind(delta)
-            .execute(&mut *conn)
-            .await?;
-            Ok(())
         }
     }
 }

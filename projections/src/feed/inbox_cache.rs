@@ -13,6 +13,7 @@
 //! they page with the higher of the cached and PostgreSQL's watermarks, so a post PostgreSQL
 //! trimmed before this projector heard of it is pulled, not lost.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use async_trait::async_trait;
 use redis::Script;
 use relations_domain::{Account, Post, PostEvent, RelationEvent, RelationPair, UserId};
 use relations_store::log::RecordedEvent;
+use relations_store::LogPosition;
 use sqlx::{PgConnection, PgPool};
 
 use super::query::{inbox_head, Inbox, InboxEntries, InboxRange, PgInbox};
@@ -321,6 +323,42 @@ impl Projector for FeedCacheProjector {
         conn: &mut PgConnection,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
+        self.apply_batch(conn, std::slice::from_ref(event)).await
+    }
+
+    /// Each event in order, then the inboxes of any author it switched to push mode; the
+    /// batch's switches are read in one statement (they are rare: one look-up per event was a
+    /// round trip for every command of every kind).
+    async fn apply_batch(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        let (Some(first), Some(last)) = (events.first(), events.last()) else {
+            return Ok(());
+        };
+        let mut switched = switches_to_push(conn, first.position, last.position).await?;
+        for event in events {
+            self.apply_event(conn, event).await?;
+            // An author who switched to push mode here had their posts backfilled into every
+            // follower's inbox: drop those inboxes.
+            let generation = event.position.to_string();
+            for author in switched.remove(&event.position).unwrap_or_default() {
+                let readers = followers(conn, author).await?;
+                self.cache.remove(&readers, None, &generation).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FeedCacheProjector {
+    /// Folds one event's own changes into the cached inboxes.
+    async fn apply_event(
+        &self,
+        conn: &mut PgConnection,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
         let generation = event.position.to_string();
         match event.stream_type.as_str() {
             RelationPair::TYPE => {
@@ -367,20 +405,34 @@ impl Projector for FeedCacheProjector {
             }
             _ => {}
         }
-        // An author who switched to push mode here had their posts backfilled into every
-        // follower's inbox: drop those inboxes.
-        let switched: Vec<i64> = sqlx::query_scalar(
-            "SELECT author FROM feed_mode_changes
-              WHERE transaction_id = $1 AND global_position = $2 AND NOT pulled",
-        )
-        .bind(event.position.transaction_id)
-        .bind(event.position.global_position)
-        .fetch_all(&mut *conn)
-        .await?;
-        for author in switched {
-            let readers = followers(conn, author).await?;
-            self.cache.remove(&readers, None, &generation).await?;
-        }
         Ok(())
     }
+}
+
+/// The authors projector `feed` switched to push mode at each position from `first` to
+/// `last`.
+async fn switches_to_push(
+    conn: &mut PgConnection,
+    first: LogPosition,
+    last: LogPosition,
+) -> Result<HashMap<LogPosition, Vec<i64>>, sqlx::Error> {
+    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT transaction_id, global_position, author FROM feed_mode_changes
+          WHERE (transaction_id, global_position) BETWEEN ($1, $2) AND ($3, $4) AND NOT pulled",
+    )
+    .bind(first.transaction_id)
+    .bind(first.global_position)
+    .bind(last.transaction_id)
+    .bind(last.global_position)
+    .fetch_all(conn)
+    .await?;
+    let mut switched: HashMap<LogPosition, Vec<i64>> = HashMap::new();
+    for (transaction_id, global_position, author) in rows {
+        let at = LogPosition {
+            transaction_id,
+            global_position,
+        };
+        switched.entry(at).or_default().push(author);
+    }
+    Ok(switched)
 }
