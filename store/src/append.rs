@@ -25,6 +25,17 @@ pub(crate) struct Loaded<A> {
     pub version: usize,
 }
 
+/// The lock keys of streams `$2` of type `$1`, distinct and in order, one per stream (per
+/// schema), after the locking function's name.
+macro_rules! stream_keys {
+    () => {
+        " FROM (
+             SELECT DISTINCT hashtextextended(current_schema() || ':' || $1 || ':' || s, 0) AS k
+               FROM unnest($2::text[]) AS s) AS x
+          ORDER BY k"
+    };
+}
+
 /// Locks `streams` of aggregate type `A` for the caller's transaction, in one order every
 /// writer shares (so groups never deadlock on them). While a writer holds a stream's lock, no
 /// other writer of this service appends to it, so what it loads stays current until it commits;
@@ -33,16 +44,40 @@ pub(crate) async fn lock<A: Aggregate>(
     conn: &mut PgConnection,
     streams: &[&str],
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "SELECT pg_advisory_xact_lock(k) FROM (
-             SELECT DISTINCT hashtextextended(current_schema() || ':' || $1 || ':' || s, 0) AS k
-               FROM unnest($2::text[]) AS s) AS x
-          ORDER BY k",
-    )
-    .bind(A::TYPE)
-    .bind(streams)
-    .execute(conn)
-    .await?;
+    lock_as::<A>(conn, streams, Mode::Exclusive).await
+}
+
+/// Locks `streams` of aggregate type `A` shared, for a writer that reads them but appends to
+/// none: it waits for an appending writer to commit, and holds the next one off until it
+/// commits itself.
+pub(crate) async fn lock_shared<A: Aggregate>(
+    conn: &mut PgConnection,
+    streams: &[&str],
+) -> Result<(), StoreError> {
+    lock_as::<A>(conn, streams, Mode::Shared).await
+}
+
+/// How a stream is locked.
+enum Mode {
+    Exclusive,
+    Shared,
+}
+
+/// The stream locks of both modes: one key per stream, taken in key order.
+async fn lock_as<A: Aggregate>(
+    conn: &mut PgConnection,
+    streams: &[&str],
+    mode: Mode,
+) -> Result<(), StoreError> {
+    let sql = match mode {
+        Mode::Exclusive => concat!("SELECT pg_advisory_xact_lock(k)", stream_keys!()),
+        Mode::Shared => concat!("SELECT pg_advisory_xact_lock_shared(k)", stream_keys!()),
+    };
+    sqlx::query(sql)
+        .bind(A::TYPE)
+        .bind(streams)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 

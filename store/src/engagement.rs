@@ -99,7 +99,7 @@ impl EngagementStore {
     /// The post's thread as committed now (for checks before a command: does the comment
     /// exist, who wrote it).
     pub async fn thread(&self, post: PostId) -> Result<Thread, StoreError> {
-        self.threads.peek(&post.to_string()).await
+        Ok(self.threads.peek(&post.to_string()).await?.0)
     }
 
     /// Decides a thread command on `post` and appends its events; a comment is refused as not
@@ -220,7 +220,7 @@ impl StoreCommand for ThreadCommandOf {
                 .into_iter()
                 .filter_map(|other| PairId::new(actor, other).ok())
                 .collect(),
-            author: self.adds().then_some(self.post.author),
+            post: self.adds().then_some(self.post),
         }
     }
 
@@ -303,7 +303,7 @@ impl StoreCommand for LikeCommandOf {
                 .into_iter()
                 .filter_map(|other| PairId::new(user, other).ok())
                 .collect(),
-            author: Some(self.post.author),
+            post: Some(self.post),
         }
     }
 

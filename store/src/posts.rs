@@ -102,9 +102,16 @@ impl PostStore {
     }
 
     /// The post as committed now: whether it is live and who wrote it (a check before a
-    /// command that needs it: a comment, a like).
-    pub async fn peek(&self, post_id: PostId) -> Result<Post, StoreError> {
+    /// command that needs it: a comment), and its stream's version.
+    pub async fn peek(&self, post_id: PostId) -> Result<(Post, usize), StoreError> {
         self.executor.peek(&post_id.to_string()).await
+    }
+
+    /// The post as this process last knew it, and its stream's version, with no round trip
+    /// when it is cached: for a like, whose guard checks under lock that the post was not
+    /// deleted since (see [`crate::PostAccess`]).
+    pub async fn known(&self, post_id: PostId) -> Result<(Post, usize), StoreError> {
+        self.executor.known(&post_id.to_string()).await
     }
 
     /// Deletes `post_id` on behalf of `actor` (rule 8: only its author).

@@ -22,15 +22,8 @@ pub async fn readable_post(
     id: PostId,
     min_position: Option<LogPosition>,
 ) -> Result<PostAccess, ApiError> {
-    let (author, visibility) = match state.posts.peek(id).await? {
-        Post::Live { author, visibility } => (live_user(state, author).await?, visibility),
-        Post::Unpublished | Post::Deleted { .. } => return Err(ApiError::NotFound),
-    };
-    let source = graph_source(state, min_position).await?;
-    match privacy::may_read(source, viewer, author, visibility).await? {
-        true => Ok(PostAccess { author, visibility }),
-        false => Err(ApiError::NotFound),
-    }
+    let seen = state.posts.peek(id).await?;
+    judge(state, viewer, id, seen, min_position).await
 }
 
 /// [`readable_post`] for a command by `actor`: judged on the graph as it is.
@@ -40,6 +33,45 @@ pub async fn live_post(
     id: PostId,
 ) -> Result<PostAccess, ApiError> {
     readable_post(state, Some(actor), id, None).await
+}
+
+/// [`live_post`] for a like or an unlike, judged on the post as this process last knew it
+/// (no round trip when it is cached): the like's guard checks again under lock that it was
+/// not deleted since (`relations_store::PostAccess`), and refuses the like as not found if it
+/// was.
+pub async fn likable_post(
+    state: &AppState,
+    actor: UserId,
+    id: PostId,
+) -> Result<PostAccess, ApiError> {
+    let seen = state.posts.known(id).await?;
+    judge(state, Some(actor), id, seen, None).await
+}
+
+/// Post `id`, seen as `post` at version `seen` of its stream: its access while it is live, its
+/// author is not erased and `viewer` may read it (on the graph once it reflects
+/// `min_position`); else 404.
+async fn judge(
+    state: &AppState,
+    viewer: Option<UserId>,
+    id: PostId,
+    (post, seen): (Post, usize),
+    min_position: Option<LogPosition>,
+) -> Result<PostAccess, ApiError> {
+    let (author, visibility) = match post {
+        Post::Live { author, visibility } => (live_user(state, author).await?, visibility),
+        Post::Unpublished | Post::Deleted { .. } => return Err(ApiError::NotFound),
+    };
+    let source = graph_source(state, min_position).await?;
+    match privacy::may_read(source, viewer, author, visibility).await? {
+        true => Ok(PostAccess {
+            post: id,
+            author,
+            visibility,
+            seen,
+        }),
+        false => Err(ApiError::NotFound),
+    }
 }
 
 /// A comment's post (its author and visibility) and the comment's own author, while both the

@@ -9,7 +9,9 @@ use proptest::prelude::*;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_verified, code, projector_reached, read, spawn_app, TestApp};
+use crate::helpers::{
+    assert_verified, code, projector_reached, read, spawn_app, spawn_with, test_config, TestApp,
+};
 
 fn position(body: &Value) -> String {
     body["position"].as_str().expect("a position").to_owned()
@@ -268,6 +270,91 @@ async fn many_likes_and_unlikes_of_one_post_at_once_end_with_the_exact_count() {
     );
     assert!(liked >= 40, "{liked}");
     assert_verified(&app).await;
+}
+
+/// Where the post's deletion and every like of it sit in the log (global positions).
+async fn likes_around_deletion(app: &TestApp, post: &str) -> (i64, Vec<i64>) {
+    let deleted: i64 = sqlx::query_scalar(
+        "SELECT global_position FROM events
+          WHERE aggregate_type = 'post' AND aggregate_id = $1 AND event_type = 'PostDeleted'",
+    )
+    .bind(post)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let likes = sqlx::query_scalar(
+        "SELECT global_position FROM events
+          WHERE aggregate_type = 'like' AND aggregate_id LIKE $1 AND event_type = 'Liked'",
+    )
+    .bind(format!("post:{post}:%"))
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    (deleted, likes)
+}
+
+#[tokio::test]
+async fn a_post_deleted_on_another_instance_takes_no_more_likes_there() {
+    let config = test_config().await;
+    let app = spawn_with(config.clone()).await;
+    let other = spawn_with({
+        let mut config = config.clone();
+        config.run_projectors = false;
+        config
+    })
+    .await;
+    let (post, _) = app.publish(1, "soon gone").await;
+    // `app` knows the post live: it published it, and a like judges it from that knowledge.
+    let (status, body) = post_as(&app, 2, format!("/api/v1/posts/{post}/like")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = other.delete_post(1, &post).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for (user, verb) in [(3, "like"), (2, "unlike"), (2, "like")] {
+        let (status, body) = post_as(&app, user, format!("/api/v1/posts/{post}/{verb}")).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            "{verb} by {user}"
+        );
+    }
+    let (deleted, likes) = likes_around_deletion(&app, &post).await;
+    assert_eq!(likes.len(), 1);
+    assert!(likes[0] < deleted);
+}
+
+#[tokio::test]
+async fn likes_racing_a_post_deletion_never_land_after_it() {
+    let app = spawn_app().await;
+    let (post, _) = app.publish(1, "going").await;
+    // 16 clients like the post as new users one after the other until it is gone; it is
+    // deleted meanwhile, with likes in flight.
+    let client = |c: i64| {
+        let (app, post) = (&app, &post);
+        async move {
+            let mut liked = 0;
+            for user in (1_000 * (c + 1)..).take(200) {
+                let (status, body) = post_as(app, user, format!("/api/v1/posts/{post}/like")).await;
+                match status {
+                    StatusCode::OK => liked += 1,
+                    _ => {
+                        assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+                        return liked;
+                    }
+                }
+            }
+            panic!("the post was never gone")
+        }
+    };
+    let (liked, (status, body)) = tokio::join!(join_all((0..16).map(client)), async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        app.delete_post(1, &post).await
+    });
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (deleted, likes) = likes_around_deletion(&app, &post).await;
+    assert_eq!(likes.len(), liked.iter().sum::<usize>());
+    assert!(likes.len() >= 16, "the likes raced nothing: {likes:?}");
+    let late: Vec<_> = likes.iter().filter(|at| **at > deleted).collect();
+    assert!(late.is_empty(), "{late:?} after {deleted}");
 }
 
 /// `rm_likes`, `rm_post_stats` and the comments' like counts, in key order.

@@ -143,16 +143,28 @@ where
     }
 
     /// The aggregate of `stream` as committed now, from this process's cache brought up to date
-    /// (no lock: for a check before a command, such as whether a post exists and who wrote it).
-    pub async fn peek(&self, stream: &str) -> Result<C::Aggregate, StoreError> {
+    /// (no lock: for a check before a command, such as whether a post exists and who wrote it),
+    /// and the stream's version.
+    pub async fn peek(&self, stream: &str) -> Result<(C::Aggregate, usize), StoreError> {
         let cached = self.shared.cached(stream);
         let mut streams = HashMap::from([(stream.to_owned(), cached)]);
         let mut conn = self.shared.pool.acquire().await?;
         crate::append::catch_up(&mut conn, &mut streams).await?;
         let loaded = streams.remove(stream).expect("the stream asked for");
-        let aggregate = loaded.aggregate.clone();
+        let seen = (loaded.aggregate.clone(), loaded.version);
         self.shared.offer(stream, loaded);
-        Ok(aggregate)
+        Ok(seen)
+    }
+
+    /// The aggregate of `stream` as this process last knew it, and the stream's version: from
+    /// the cache, with no round trip, when it holds the stream, else [`Executor::peek`]. It may
+    /// be behind what another instance committed since; a command that must not act on stale
+    /// state checks the stream again under lock (the like guard does, for a post's deletion).
+    pub async fn known(&self, stream: &str) -> Result<(C::Aggregate, usize), StoreError> {
+        match self.shared.cached(stream) {
+            Loaded { version: 0, .. } => self.peek(stream).await,
+            Loaded { aggregate, version } => Ok((aggregate, version)),
+        }
     }
 
     /// Decides `command` (in the next group) and appends its events. Waits at most the

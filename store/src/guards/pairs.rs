@@ -2,15 +2,22 @@
 //! the author, and (issue 26) whether the actor follows the post's author. Their streams are
 //! locked like a relation command's, after the command's own stream (a relation command locks
 //! pairs only, so the two never wait in a cycle), and folded before the decision, so a block,
-//! an unfollow or a removal and a comment or like never pass each other. The post's author's
-//! `account_locks` row is read after them under a shared lock held to commit, as a follow reads
-//! it (the same order: pairs, then account locks), so a lock and a like never pass each other
-//! either.
+//! an unfollow or a removal and a comment or like never pass each other.
+//!
+//! Then the post's stream, locked shared and brought up to date from the version the command
+//! was judged at: a post deleted since (by another instance; the caller may have judged it
+//! from its cache) refuses the command as not found, and a deletion waits for the command to
+//! commit, so a like or a comment never lands on a deleted post. A deletion locks its post's
+//! stream only, so it waits in no cycle with a like either.
+//!
+//! The post's author's `account_locks` row is read last, under a shared lock held to commit,
+//! as a follow reads it (the same order: pairs, then account locks), so a lock and a like
+//! never pass each other either.
 
 use std::collections::{HashMap, HashSet};
 
 use relations_domain::privacy::{may_read, Privacy, Reader};
-use relations_domain::{PairId, RelationPair, UserId, Visibility};
+use relations_domain::{PairId, Post, PostId, RelationPair, UserId, Visibility};
 use sqlx::PgConnection;
 
 use crate::append::{self, Loaded};
@@ -21,10 +28,27 @@ use crate::executor::Guard;
 /// not found when its actor may not ([`relations_domain::privacy`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PostAccess {
+    /// The post.
+    pub post: PostId,
     /// The post's author.
     pub author: UserId,
     /// The post's visibility (fixed at publishing).
     pub visibility: Visibility,
+    /// The version of the post's stream it was found live at.
+    pub seen: usize,
+}
+
+impl PostAccess {
+    /// The post as found live.
+    fn as_seen(&self) -> Loaded<Post> {
+        Loaded {
+            aggregate: Post::Live {
+                author: self.author,
+                visibility: self.visibility,
+            },
+            version: self.seen,
+        }
+    }
 }
 
 /// What one comment or like asks: the pairs it reads, and the post whose readability it needs.
@@ -32,21 +56,26 @@ pub struct PostAccess {
 pub(crate) struct PairAsk {
     /// The relation pairs read (the post's author's among them).
     pub pairs: Vec<PairId>,
-    /// The post's author, whose account lock is read.
-    pub author: Option<UserId>,
+    /// The post: checked live, and its author's account lock read.
+    pub post: Option<PostAccess>,
 }
 
-/// The relation pairs a group's commands read, locked and folded, by stream id, and which of
-/// the posts' authors are locked.
+/// The relation pairs a group's commands read, locked and folded, by stream id, which of
+/// the posts' authors are locked, and which posts are gone.
 #[derive(Debug, Default)]
 pub(crate) struct PairGuard {
     pairs: HashMap<String, RelationPair>,
     locked: HashSet<UserId>,
+    gone: HashSet<PostId>,
 }
 
 impl PairGuard {
-    /// Whether `actor` may not read `post`, by the pair and the lock read under lock.
+    /// Whether `actor` may not read `post`: it is gone, or the pair and the lock read under
+    /// lock say so.
     pub fn unreadable(&self, actor: UserId, post: PostAccess) -> bool {
+        if self.gone.contains(&post.post) {
+            return true;
+        }
         let follows = PairId::new(actor, post.author).is_ok_and(|pair| {
             self.pairs
                 .get(&pair.stream_id())
@@ -83,10 +112,15 @@ impl<E: Sync> Guard<E> for PairGuard {
     type Ask = PairAsk;
 
     async fn lock(conn: &mut PgConnection, asks: Vec<PairAsk>) -> Result<Self, StoreError> {
+        let posts: HashMap<String, Loaded<Post>> = asks
+            .iter()
+            .filter_map(|a| a.post)
+            .map(|p| (p.post.to_string(), p.as_seen()))
+            .collect();
         let mut authors: Vec<i64> = asks
             .iter()
-            .filter_map(|a| a.author)
-            .map(UserId::get)
+            .filter_map(|a| a.post)
+            .map(|p| p.author.get())
             .collect();
         authors.sort_unstable();
         authors.dedup();
@@ -105,11 +139,14 @@ impl<E: Sync> Guard<E> for PairGuard {
         let mut pairs: HashMap<String, Loaded<RelationPair>> =
             ids.into_iter().map(|id| (id, Loaded::default())).collect();
         append::catch_up(conn, &mut pairs).await?;
-        // Only likes and new comments ask about a post's author: a group of other thread
-        // commands (deletes, pins) makes no round trip for it.
-        let locked = match authors.is_empty() {
-            true => HashSet::new(),
-            false => locked_authors(conn, &authors).await?,
+        // Only likes and new comments ask about a post: a group of other thread commands
+        // (deletes, pins) makes no round trip for it.
+        let (gone, locked) = match authors.is_empty() {
+            true => Default::default(),
+            false => (
+                gone_posts(conn, posts).await?,
+                locked_authors(conn, &authors).await?,
+            ),
         };
         Ok(Self {
             pairs: pairs
@@ -117,6 +154,7 @@ impl<E: Sync> Guard<E> for PairGuard {
                 .map(|(id, loaded)| (id, loaded.aggregate))
                 .collect(),
             locked,
+            gone,
         })
     }
 
@@ -126,6 +164,22 @@ impl<E: Sync> Guard<E> for PairGuard {
     async fn write(self, _conn: &mut PgConnection) -> Result<(), StoreError> {
         Ok(())
     }
+}
+
+/// Which of `posts` (each as found live) are no longer live: their streams locked shared and
+/// brought up to date.
+async fn gone_posts(
+    conn: &mut PgConnection,
+    mut posts: HashMap<String, Loaded<Post>>,
+) -> Result<HashSet<PostId>, StoreError> {
+    let ids: Vec<&str> = posts.keys().map(String::as_str).collect();
+    append::lock_shared::<Post>(conn, &ids).await?;
+    append::catch_up(conn, &mut posts).await?;
+    posts
+        .into_iter()
+        .filter(|(_, loaded)| !matches!(loaded.aggregate, Post::Live { .. }))
+        .map(|(id, _)| id.parse().map_err(|_| StoreError::Corrupt(id)))
+        .collect()
 }
 
 /// Which of `authors` are locked, each row read under a shared lock held to commit (in id

@@ -9,7 +9,7 @@ use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::LikeErrors;
 use crate::routes::liking::run_like;
-use crate::routes::readable::live_post;
+use crate::routes::readable::likable_post;
 use crate::state::AppState;
 
 /// Like a post: `{changed, liked, position}`.
@@ -21,7 +21,7 @@ pub async fn like_post(
     request: CommandRequest,
     PathId(post): PathId<PostId>,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
-    let access = live_post(&state, request.actor(), post).await?;
+    let access = likable_post(&state, request.actor(), post).await?;
     run_like(
         state,
         request,
