@@ -48,14 +48,6 @@ impl Projector for Engagement {
         &["rm_likes", "rm_post_stats", "rm_comments"]
     }
 
-    async fn apply(
-        &self,
-        conn: &mut PgConnection,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
-        self.apply_batch(conn, std::slice::from_ref(event)).await
-    }
-
     /// The batch's content opened at once (one key look-up for its authors), then event by
     /// event, but for runs of likes, each written set-based ([`likes`]) before the next event
     /// of another kind.

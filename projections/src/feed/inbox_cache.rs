@@ -318,14 +318,6 @@ impl Projector for FeedCacheProjector {
         false
     }
 
-    async fn apply(
-        &self,
-        conn: &mut PgConnection,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
-        self.apply_batch(conn, std::slice::from_ref(event)).await
-    }
-
     /// Each event in order, then the inboxes of any author it switched to push mode; the
     /// batch's switches are read in one statement (they are rare: one look-up per event was a
     /// round trip for every command of every kind).

@@ -128,14 +128,6 @@ impl Projector for History {
         }
         write(conn, &changes).await
     }
-
-    async fn apply(
-        &self,
-        conn: &mut PgConnection,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
-        self.apply_batch(conn, std::slice::from_ref(event)).await
-    }
 }
 
 /// Inserts `changes` in one statement (a replayed event's row is already there: skipped).

@@ -79,14 +79,6 @@ impl Projector for Notifications {
         false
     }
 
-    async fn apply(
-        &self,
-        conn: &mut PgConnection,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
-        self.apply_batch(conn, std::slice::from_ref(event)).await
-    }
-
     async fn apply_batch(
         &self,
         conn: &mut PgConnection,

@@ -75,16 +75,6 @@ impl Projector for Relations {
         }
         apply_relations(conn, &events[start..]).await
     }
-
-    /// One event is a batch of one: a single fold, whoever calls (the Kafka consumer applies
-    /// message by message).
-    async fn apply(
-        &self,
-        conn: &mut PgConnection,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
-        self.apply_batch(conn, std::slice::from_ref(event)).await
-    }
 }
 
 /// Folds the relation events of `events` (no erasure among them) in one pass over the rows

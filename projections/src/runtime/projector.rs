@@ -36,12 +36,15 @@ pub trait Projector: Send + Sync {
         None
     }
 
-    /// Folds one event into the read model.
+    /// Folds one event into the read model: by default as a batch of one. A projector
+    /// implements this or [`Projector::apply_batch`], or both (each defaults to the other).
     async fn apply(
         &self,
         conn: &mut PgConnection,
         event: &RecordedEvent,
-    ) -> Result<(), ProjectionError>;
+    ) -> Result<(), ProjectionError> {
+        self.apply_batch(conn, std::slice::from_ref(event)).await
+    }
 
     /// Folds a batch of events, in order, into the read model: by default one by one; a
     /// projector may write the batch's net effect at once, with the same result.
