@@ -19,10 +19,8 @@ use uuid::Uuid;
 use crate::error::ProjectionError;
 
 /// What a run did to one (target, user).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Net {
-    /// The target, as parsed.
-    target: LikeTarget,
     /// Whether an unlike is among the run's events.
     unliked: bool,
     /// Whether the last event is a like, and when that like was made.
@@ -33,21 +31,14 @@ struct Net {
 #[derive(Debug, Default)]
 pub(super) struct LikeRun {
     /// By (target, user): in key order, so every write locks its rows in one order.
-    pairs: BTreeMap<(String, i64), Net>,
+    pairs: BTreeMap<(LikeTarget, i64), Net>,
 }
 
 impl LikeRun {
     /// Folds the next like event of the run, made at `at`.
     pub fn fold(&mut self, event: LikeEvent, at: DateTime<Utc>) {
         let (user, target, _, liked) = event.parts();
-        let net = self
-            .pairs
-            .entry((target.to_string(), user.get()))
-            .or_insert(Net {
-                target,
-                unliked: false,
-                liked: None,
-            });
+        let net = self.pairs.entry((target, user.get())).or_default();
         net.unliked |= !liked;
         net.liked = liked.then_some(at);
     }
@@ -58,11 +49,11 @@ impl LikeRun {
             return Ok(());
         }
         let pairs = std::mem::take(&mut self.pairs);
-        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
-        let (targets, users): (Vec<&str>, Vec<i64>) = pairs
+        let mut counts: BTreeMap<LikeTarget, i64> = BTreeMap::new();
+        let (targets, users): (Vec<String>, Vec<i64>) = pairs
             .iter()
             .filter(|(_, net)| net.unliked)
-            .map(|((target, user), _)| (target.as_str(), *user))
+            .map(|((target, user), _)| (target.to_string(), *user))
             .unzip();
         if !targets.is_empty() {
             let gone: Vec<String> = sqlx::query_scalar(
@@ -75,13 +66,13 @@ impl LikeRun {
             .fetch_all(&mut *conn)
             .await?;
             for target in gone {
-                *counts.entry(target).or_default() -= 1;
+                *counts.entry(like_target(&target)?).or_default() -= 1;
             }
         }
         let (mut targets, mut users, mut since) = (Vec::new(), Vec::new(), Vec::new());
         for ((target, user), net) in &pairs {
             if let Some(at) = net.liked {
-                targets.push(target.as_str());
+                targets.push(target.to_string());
                 users.push(*user);
                 since.push(at);
             }
@@ -98,19 +89,18 @@ impl LikeRun {
             .fetch_all(&mut *conn)
             .await?;
             for target in made {
-                *counts.entry(target).or_default() += 1;
+                *counts.entry(like_target(&target)?).or_default() += 1;
             }
         }
-        let parsed = pairs
-            .into_iter()
-            .map(|((text, _), net)| (text, net.target))
-            .collect::<BTreeMap<_, _>>();
-        let moved = counts
-            .into_iter()
-            .filter(|(_, delta)| *delta != 0)
-            .map(|(text, delta)| (parsed[&text], delta));
+        let moved = counts.into_iter().filter(|(_, delta)| *delta != 0);
         write_counts(conn, moved).await
     }
+}
+
+/// A target as `rm_likes` keeps it.
+pub(super) fn like_target(text: &str) -> Result<LikeTarget, ProjectionError> {
+    text.parse()
+        .map_err(|e| sqlx::Error::Decode(format!("{text}: {e}").into()).into())
 }
 
 /// Adds each target's change to its like count: a post's in `rm_post_stats` (its row made

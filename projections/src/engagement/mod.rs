@@ -224,10 +224,9 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError
             .await?;
     let (mut posts, mut comments): (Vec<Uuid>, Vec<(Uuid, i32)>) = Default::default();
     for target in targets {
-        match target.parse::<LikeTarget>() {
-            Ok(LikeTarget::Post(post)) => posts.push(post.uuid()),
-            Ok(LikeTarget::Comment(c)) => comments.push((c.post.uuid(), c.n as i32)),
-            Err(e) => return Err(sqlx::Error::Decode(format!("{target}: {e}").into()).into()),
+        match likes::like_target(&target)? {
+            LikeTarget::Post(post) => posts.push(post.uuid()),
+            LikeTarget::Comment(c) => comments.push((c.post.uuid(), c.n as i32)),
         }
     }
     let (comment_posts, comment_ns): (Vec<Uuid>, Vec<i32>) = comments.into_iter().unzip();
