@@ -71,11 +71,7 @@ fn read_side(
     if !config.run_projectors {
         return Ok((vec![], None));
     }
-    let runners = projectors
-        .iter()
-        .cloned()
-        .map(|p| Runner::new(pool.clone(), p))
-        .collect();
+    let runners = Runner::all(pool, projectors.iter().cloned());
     let relay = match config.kafka.settings() {
         Some(settings) => Some(Relay::new(pool.clone(), &settings)?),
         None => None,

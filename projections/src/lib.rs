@@ -40,7 +40,7 @@ use std::sync::Arc;
 pub use error::ProjectionError;
 use relations_store::Keyring;
 use runtime::verify::{Check, Scope};
-pub use runtime::{Projector, ProjectorStatus, Runner, Wakeup};
+pub use runtime::{Projector, ProjectorStatus, Runner, SharedLog, Wakeup};
 
 /// The Redis caches projectors keep current.
 #[derive(Clone)]

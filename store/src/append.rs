@@ -25,17 +25,6 @@ pub(crate) struct Loaded<A> {
     pub version: usize,
 }
 
-/// The lock keys of streams `$2` of type `$1`, distinct and in order, one per stream (per
-/// schema), after the locking function's name.
-macro_rules! stream_keys {
-    () => {
-        " FROM (
-             SELECT DISTINCT hashtextextended(current_schema() || ':' || $1 || ':' || s, 0) AS k
-               FROM unnest($2::text[]) AS s) AS x
-          ORDER BY k"
-    };
-}
-
 /// Locks `streams` of aggregate type `A` for the caller's transaction, in one order every
 /// writer shares (so groups never deadlock on them). While a writer holds a stream's lock, no
 /// other writer of this service appends to it, so what it loads stays current until it commits;
@@ -63,19 +52,17 @@ enum Mode {
     Shared,
 }
 
-/// The stream locks of both modes: one key per stream, taken in key order.
+/// The stream locks of both modes: one key per stream, taken in key order (SQL function
+/// `lock_streams`, where the keys are written once).
 async fn lock_as<A: Aggregate>(
     conn: &mut PgConnection,
     streams: &[&str],
     mode: Mode,
 ) -> Result<(), StoreError> {
-    let sql = match mode {
-        Mode::Exclusive => concat!("SELECT pg_advisory_xact_lock(k)", stream_keys!()),
-        Mode::Shared => concat!("SELECT pg_advisory_xact_lock_shared(k)", stream_keys!()),
-    };
-    sqlx::query(sql)
+    sqlx::query("SELECT lock_streams($1, $2, $3)")
         .bind(A::TYPE)
         .bind(streams)
+        .bind(matches!(mode, Mode::Shared))
         .execute(conn)
         .await?;
     Ok(())
@@ -98,7 +85,7 @@ pub(crate) async fn catch_up<A: Aggregate>(
         .map(|(id, loaded)| (id.as_str(), loaded.version as i64))
         .unzip();
     let rows = sqlx::query(
-        "SELECT s.id AS aggregate_id, e.sequence, e.payload::jsonb AS payload
+        "SELECT s.id AS aggregate_id, e.sequence, e.payload
            FROM unnest($2::text[], $3::bigint[]) AS s(id, version)
           CROSS JOIN LATERAL (
                 SELECT e.sequence, e.payload FROM events e

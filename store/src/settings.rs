@@ -103,11 +103,13 @@ async fn set(
     metadata: &EventMetadata,
 ) -> Result<Option<SettingsChange>, StoreError> {
     // The user's lock before the stream's, as every writer takes them (`user_locks`).
-    if !user_locks::lock_users(conn, &[user], &[]).await?.is_empty() {
+    let stream = user.to_string();
+    if !user_locks::lock_users_then::<Account>(conn, &[user], &[], &[&stream])
+        .await?
+        .is_empty()
+    {
         return Err(StoreError::Erased);
     }
-    let stream = user.to_string();
-    append::lock::<Account>(conn, &[&stream]).await?;
     if ask.locked == Some(false) {
         sqlx::query("SELECT 1 FROM account_locks WHERE user_id = $1 FOR UPDATE")
             .bind(user.get())

@@ -147,10 +147,7 @@ async fn from_postgres(
         "no projector named {:?}",
         args.only
     );
-    let runners = projectors
-        .into_iter()
-        .map(|p| relations_projections::Runner::new(pool.clone(), p))
-        .collect();
+    let runners = relations_projections::Runner::all(&pool, projectors);
     let wakeup = relations_projections::Wakeup::listen(pool.clone(), shutdown.clone());
     for task in spawn_projectors(wakeup, runners, relay, shutdown) {
         task.await?;

@@ -37,5 +37,6 @@ mod rate_limit;
 mod replica;
 mod requests;
 mod rules;
+mod shared_log;
 mod stream;
 mod tools;

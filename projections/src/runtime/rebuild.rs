@@ -17,6 +17,7 @@ use sqlx::{Connection, PgConnection, PgPool};
 use super::checkpoint;
 use super::projector::{BulkFold, Projector};
 use super::runner::apply_batch;
+use super::shared_log::Batch;
 use crate::error::ProjectionError;
 
 /// Events per batch while rebuilding.
@@ -205,7 +206,8 @@ async fn next_batch(
     projector: &dyn Projector,
 ) -> Result<Option<usize>, ProjectionError> {
     let after = checkpoint::read(&mut *conn, projector.name()).await?;
-    apply_batch(conn, projector, after, None, BATCH).await
+    let events = log::read_after(&mut *conn, after, BATCH).await?;
+    apply_batch(conn, projector, Batch::Own(events)).await
 }
 
 /// The shadow schema a rebuild writes, beside the live one.

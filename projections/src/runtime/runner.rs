@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use relations_store::db::end_transaction;
-use relations_store::log::{self, RecordedEvent};
+use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use sqlx::{PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::checkpoint;
 use super::health::Health;
 use super::projector::Projector;
+use super::shared_log::{Batch, SharedLog};
 use super::tail::{AfterFailure, LogTail, Progress, TailLoop};
 use super::wakeup::Wakeup;
 use crate::error::ProjectionError;
@@ -51,10 +52,12 @@ pub struct Runner {
     coalesce: Duration,
     /// Whether this projector's checkpoint row is known to exist.
     registered: Arc<AtomicBool>,
+    /// The log as the process's runners read it: once for all of them.
+    log: SharedLog,
 }
 
 impl Runner {
-    /// A runner for `projector` on `pool`.
+    /// A runner for `projector` on `pool`, reading the log by itself.
     pub fn new(pool: PgPool, projector: Arc<dyn Projector>) -> Self {
         Self {
             pool,
@@ -64,7 +67,24 @@ impl Runner {
             poll_interval: Duration::from_millis(100),
             coalesce: Duration::from_millis(10),
             registered: Arc::default(),
+            log: SharedLog::default(),
         }
+    }
+
+    /// One runner for each of `projectors` on `pool`, all reading the log through one window
+    /// ([`SharedLog`]): a process's projectors read each event once between them.
+    pub fn all(
+        pool: &PgPool,
+        projectors: impl IntoIterator<Item = Arc<dyn Projector>>,
+    ) -> Vec<Self> {
+        let log = SharedLog::default();
+        projectors
+            .into_iter()
+            .map(|p| Self {
+                log: log.clone(),
+                ..Self::new(pool.clone(), p)
+            })
+            .collect()
     }
 
     /// Events per batch (whole transactions are never split, so a batch may hold a few more).
@@ -105,7 +125,7 @@ impl Runner {
             if upstream.is_some_and(|until| until <= before) {
                 return Ok(Step::CaughtUp);
             }
-            let ahead = log::ahead(&mut *conn, before).await?;
+            let ahead = self.log.ahead(&mut conn, before).await?;
             if !ahead.settled {
                 // Committed events an older open transaction keeps above the horizon send no
                 // further wake-up when it ends: look again soon rather than at the next poll.
@@ -136,8 +156,11 @@ impl Runner {
         if until.is_some_and(|until| until <= after) {
             return Ok(Step::CaughtUp);
         }
-        let applied =
-            apply_batch(tx, self.projector.as_ref(), after, until, self.batch_size).await?;
+        let mut batch = self.log.batch(&mut *tx, after, self.batch_size).await?;
+        if let Some(until) = until {
+            batch = batch.until(until);
+        }
+        let applied = apply_batch(tx, self.projector.as_ref(), batch).await?;
         Ok(applied.map_or(Step::CaughtUp, Step::Applied))
     }
 
@@ -199,22 +222,15 @@ impl LogTail for Runner {
     }
 }
 
-/// Reads the batch after `after`, applies it and advances the checkpoint, all on `conn` (the
-/// caller's transaction, which holds the checkpoint row). Table names are unqualified, so a
-/// rebuild's `search_path` points the same code at its shadow tables. `None` when caught up;
-/// otherwise how many events were applied.
+/// Applies `events` (the batch after the checkpoint) and advances the checkpoint, all on `conn`
+/// (the caller's transaction, which holds the checkpoint row). Table names are unqualified, so
+/// a rebuild's `search_path` points the same code at its shadow tables. `None` when there was
+/// nothing; otherwise how many events were applied.
 pub(crate) async fn apply_batch(
     conn: &mut PgConnection,
     projector: &dyn Projector,
-    after: LogPosition,
-    until: Option<LogPosition>,
-    batch_size: i64,
+    events: Batch,
 ) -> Result<Option<usize>, ProjectionError> {
-    let mut events = log::read_after(conn, after, batch_size).await?;
-    if let Some(until) = until {
-        // Checkpoints sit at transaction boundaries, so this never splits a transaction.
-        events.retain(|e| e.position <= until);
-    }
     let Some(last) = events.last().map(|e: &RecordedEvent| e.position) else {
         return Ok(None);
     };

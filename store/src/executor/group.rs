@@ -76,9 +76,7 @@ where
         mut self,
         conn: &mut PgConnection,
     ) -> Result<Option<Committed<C>>, StoreError> {
-        self.refuse_erased(conn).await?;
-        let ids: Vec<&str> = self.commands.iter().map(|p| p.command.stream()).collect();
-        append::lock::<C::Aggregate>(conn, &ids).await?;
+        self.lock_refusing_erased(conn).await?;
         // A command refused already asks its guard for nothing (no row of an erased user).
         let asks = self
             .commands
@@ -116,9 +114,10 @@ where
         Ok(Some((replies, self.streams)))
     }
 
-    /// Locks every user the group's commands name, before any stream, and refuses the commands
-    /// that name an erased user (an erasure of an erased user goes on: it decides nothing).
-    async fn refuse_erased(&mut self, conn: &mut PgConnection) -> Result<(), StoreError> {
+    /// Locks every user the group's commands name, then their streams (one round trip), and
+    /// refuses the commands that name an erased user (an erasure of an erased user goes on: it
+    /// decides nothing).
+    async fn lock_refusing_erased(&mut self, conn: &mut PgConnection) -> Result<(), StoreError> {
         let erasing: Vec<UserId> = self
             .commands
             .iter()
@@ -129,7 +128,9 @@ where
             .iter()
             .flat_map(|p| p.command.users())
             .collect();
-        let erased = user_locks::lock_users(conn, &named, &erasing).await?;
+        let streams: Vec<&str> = self.commands.iter().map(|p| p.command.stream()).collect();
+        let erased =
+            user_locks::lock_users_then::<C::Aggregate>(conn, &named, &erasing, &streams).await?;
         if erased.is_empty() {
             return Ok(());
         }
