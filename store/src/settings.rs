@@ -150,7 +150,26 @@ async fn set(
     let Some(mut positions) = append::append_decided(conn, None, &[decided]).await? else {
         return Ok(None);
     };
-    for event in &account_events {
+    write_rows(conn, user, &account_events).await?;
+    if account_events
+        .iter()
+        .any(|e| matches!(e, AccountEvent::AccountUnlocked { .. }))
+    {
+        match approve_all(conn, user, metadata).await? {
+            Some(approved) => positions.extend(approved),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(unchanged(positions.into_iter().flatten().max())))
+}
+
+/// The write side's rows the account's new events change (`account_locks`, `hidden_graphs`).
+async fn write_rows(
+    conn: &mut PgConnection,
+    user: UserId,
+    events: &[AccountEvent],
+) -> Result<(), StoreError> {
+    for event in events {
         let sql = match event {
             AccountEvent::AccountLocked { .. } => {
                 "INSERT INTO account_locks (user_id) VALUES ($1) ON CONFLICT DO NOTHING"
@@ -167,16 +186,7 @@ async fn set(
             .execute(&mut *conn)
             .await?;
     }
-    if account_events
-        .iter()
-        .any(|e| matches!(e, AccountEvent::AccountUnlocked { .. }))
-    {
-        match approve_all(conn, user, metadata).await? {
-            Some(approved) => positions.extend(approved),
-            None => return Ok(None),
-        }
-    }
-    Ok(Some(unchanged(positions.into_iter().flatten().max())))
+    Ok(())
 }
 
 /// Approves every request pending to `user`, each on its pair; each approval's last position,

@@ -24,7 +24,7 @@ use tokio::sync::Mutex;
 
 /// Events the window keeps at most, by default: its oldest reads go once it holds more (a
 /// reader further behind reads the log itself).
-const CAPACITY: usize = 20_000;
+const CAPACITY: usize = 5_000;
 
 /// Events a read into the window asks for at least.
 const READ: i64 = 1_000;
