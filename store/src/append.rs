@@ -25,79 +25,57 @@ pub(crate) struct Loaded<A> {
     pub version: usize,
 }
 
-/// Locks `streams` of aggregate type `A` for the caller's transaction, in one order every
-/// writer shares (so groups never deadlock on them). While a writer holds a stream's lock, no
-/// other writer of this service appends to it, so what it loads stays current until it commits;
-/// the primary key stays the authority against any other writer.
-pub(crate) async fn lock<A: Aggregate>(
-    conn: &mut PgConnection,
-    streams: &[&str],
-) -> Result<(), StoreError> {
-    lock_as::<A>(conn, streams, Mode::Exclusive).await
-}
-
-/// Locks `streams` of aggregate type `A` shared, for a writer that reads them but appends to
-/// none: it waits for an appending writer to commit, and holds the next one off until it
-/// commits itself.
-pub(crate) async fn lock_shared<A: Aggregate>(
-    conn: &mut PgConnection,
-    streams: &[&str],
-) -> Result<(), StoreError> {
-    lock_as::<A>(conn, streams, Mode::Shared).await
-}
-
-/// How a stream is locked.
-enum Mode {
+/// How a stream is locked: exclusively by a writer that appends to it; shared by one that only
+/// reads it and must find it unchanged until it commits (a like reads its post's stream).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mode {
     Exclusive,
     Shared,
 }
 
-/// The stream locks of both modes: one key per stream, taken in key order (SQL function
-/// `lock_streams`, where the keys are written once).
-async fn lock_as<A: Aggregate>(
+/// Locks `streams` (of aggregate type `A`) for the caller's transaction, then brings each up
+/// to date, in one statement (SQL `lock_and_load`). The locks are taken in one order every
+/// writer shares (so groups never deadlock on them). While a writer holds a stream's lock, no
+/// other writer of this service appends to it, so what it loads stays current until it
+/// commits; the primary key stays the authority against any other writer.
+pub(crate) async fn lock_and_catch_up<A: Aggregate>(
     conn: &mut PgConnection,
-    streams: &[&str],
+    streams: &mut HashMap<String, Loaded<A>>,
     mode: Mode,
 ) -> Result<(), StoreError> {
-    sqlx::query("SELECT lock_streams($1, $2, $3)")
-        .bind(A::TYPE)
-        .bind(streams)
-        .bind(matches!(mode, Mode::Shared))
-        .execute(conn)
-        .await?;
-    Ok(())
+    load(conn, streams, Some(mode)).await
 }
 
-/// Brings each of `streams` (of aggregate type `A`) up to date in one statement: the events
-/// after each one's known version are read and applied.
-///
-/// Each stream is one probe of the primary key: the `LATERAL` subquery's `ORDER BY` keeps the
-/// planner from flattening it into a join, which it otherwise made a hash join over every
-/// event of the type once a group asked for some hundred streams of a type holding a few
-/// thousand events (7 ms instead of 0.9 for 128 new like streams among 12,000; measured in
-/// bench (i)).
+/// Brings each of `streams` (of aggregate type `A`) up to date in one statement (SQL
+/// `load_streams`: one probe of the primary key per stream): the events after each one's
+/// known version are read and applied.
 pub(crate) async fn catch_up<A: Aggregate>(
     conn: &mut PgConnection,
     streams: &mut HashMap<String, Loaded<A>>,
+) -> Result<(), StoreError> {
+    load(conn, streams, None).await
+}
+
+/// Reads and applies the events after each stream's version, having locked the streams first
+/// when `lock` says how.
+async fn load<A: Aggregate>(
+    conn: &mut PgConnection,
+    streams: &mut HashMap<String, Loaded<A>>,
+    lock: Option<Mode>,
 ) -> Result<(), StoreError> {
     let (ids, versions): (Vec<&str>, Vec<i64>) = streams
         .iter()
         .map(|(id, loaded)| (id.as_str(), loaded.version as i64))
         .unzip();
-    let rows = sqlx::query(
-        "SELECT s.id AS aggregate_id, e.sequence, e.payload
-           FROM unnest($2::text[], $3::bigint[]) AS s(id, version)
-          CROSS JOIN LATERAL (
-                SELECT e.sequence, e.payload FROM events e
-                 WHERE e.aggregate_type = $1 AND e.aggregate_id = s.id AND e.sequence > s.version
-                 ORDER BY e.sequence) AS e
-          ORDER BY s.id, e.sequence",
-    )
-    .bind(A::TYPE)
-    .bind(&ids)
-    .bind(&versions)
-    .fetch_all(&mut *conn)
-    .await?;
+    let sql = match lock {
+        None => "SELECT * FROM load_streams($1, $2, $3)",
+        Some(_) => "SELECT * FROM lock_and_load($1, $2, $3, $4)",
+    };
+    let mut query = sqlx::query(sql).bind(A::TYPE).bind(&ids).bind(&versions);
+    if let Some(mode) = lock {
+        query = query.bind(matches!(mode, Mode::Shared));
+    }
+    let rows = query.fetch_all(&mut *conn).await?;
     for row in rows {
         let id: String = row.try_get("aggregate_id")?;
         let payload: serde_json::Value = row.try_get("payload")?;

@@ -24,8 +24,9 @@ pub(crate) async fn lock_users(
     lock(conn, users, exclusive, None).await
 }
 
-/// [`lock_users`], then `streams` of aggregate type `A` exclusively (`append::lock`), in the
-/// same round trip: a writer's locks in the order every writer takes them.
+/// [`lock_users`], then `streams` of aggregate type `A` exclusively (the keys of
+/// `append::lock_and_catch_up`), in the same round trip: a writer's locks in the order every
+/// writer takes them.
 pub(crate) async fn lock_users_then<A: Aggregate>(
     conn: &mut PgConnection,
     users: &[UserId],

@@ -20,7 +20,7 @@ use relations_domain::privacy::{may_read, Privacy, Reader};
 use relations_domain::{PairId, Post, PostId, RelationPair, UserId, Visibility};
 use sqlx::PgConnection;
 
-use crate::append::{self, Loaded};
+use crate::append::{self, Loaded, Mode};
 use crate::error::StoreError;
 use crate::executor::Guard;
 
@@ -134,11 +134,9 @@ impl<E: Sync> Guard<E> for PairGuard {
         if ids.is_empty() && authors.is_empty() {
             return Ok(Self::default());
         }
-        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-        append::lock::<RelationPair>(conn, &refs).await?;
         let mut pairs: HashMap<String, Loaded<RelationPair>> =
             ids.into_iter().map(|id| (id, Loaded::default())).collect();
-        append::catch_up(conn, &mut pairs).await?;
+        append::lock_and_catch_up(conn, &mut pairs, Mode::Exclusive).await?;
         // Only likes and new comments ask about a post: a group of other thread commands
         // (deletes, pins) makes no round trip for it.
         let (gone, locked) = match authors.is_empty() {
@@ -172,9 +170,7 @@ async fn gone_posts(
     conn: &mut PgConnection,
     mut posts: HashMap<String, Loaded<Post>>,
 ) -> Result<HashSet<PostId>, StoreError> {
-    let ids: Vec<&str> = posts.keys().map(String::as_str).collect();
-    append::lock_shared::<Post>(conn, &ids).await?;
-    append::catch_up(conn, &mut posts).await?;
+    append::lock_and_catch_up(conn, &mut posts, Mode::Shared).await?;
     posts
         .into_iter()
         .filter(|(_, loaded)| !matches!(loaded.aggregate, Post::Live { .. }))
