@@ -68,8 +68,9 @@ async fn load<A: Aggregate>(
         .map(|(id, loaded)| (id.as_str(), loaded.version as i64))
         .unzip();
     let sql = match lock {
-        None => "SELECT * FROM load_streams($1, $2, $3)",
-        Some(_) => "SELECT * FROM lock_and_load($1, $2, $3, $4)",
+        // Each stream's events are applied in order: said here, not left to the functions.
+        None => "SELECT * FROM load_streams($1, $2, $3) ORDER BY aggregate_id, sequence",
+        Some(_) => "SELECT * FROM lock_and_load($1, $2, $3, $4) ORDER BY aggregate_id, sequence",
     };
     let mut query = sqlx::query(sql).bind(A::TYPE).bind(&ids).bind(&versions);
     if let Some(mode) = lock {

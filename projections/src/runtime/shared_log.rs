@@ -119,6 +119,12 @@ impl SharedLog {
             });
         }
         metrics::counter!("relations_log_looks_total", "answered" => "database").increment(1);
+        if !window.extends_from(after) {
+            // Behind the window: what this reader finds can never fill it, so it looks
+            // without holding the others up.
+            drop(window);
+            return log::ahead(&mut *conn, after).await;
+        }
         let ahead = log::ahead(&mut *conn, after).await?;
         if ahead.settled && window.extends_from(after) {
             window.read(conn, after, READ).await?;
@@ -182,13 +188,15 @@ impl Window {
         limit: i64,
     ) -> Result<(), sqlx::Error> {
         let events = log::read_after(conn, after, limit).await?;
+        if events.is_empty() {
+            // Nothing to hold: a reader past the window's end (its checkpoint moved on another
+            // instance) leaves it to the others.
+            return Ok(());
+        }
         if self.to() != Some(after) {
             self.reads.clear();
             self.held = 0;
             self.from = Some(after);
-        }
-        if events.is_empty() {
-            return Ok(());
         }
         self.held += events.len();
         self.reads.push_back(Arc::new(events));

@@ -5,8 +5,9 @@
 //! The invariant: no command can slip in after an erasure commits. Each group first locks every
 //! user its commands name (a transaction-level advisory lock: shared for a command, exclusive
 //! for an erasure), before any stream, then reads `erased_users` with a fresh snapshot, taken
-//! after any erasure it waited for committed: one round trip, the SQL function `lock_users`
-//! (migration `20261124000017_erasure.sql`). An erasure
+//! after any erasure it waited for committed: the SQL function `lock_users` (migration
+//! `20261124000017_erasure.sql`), which a group calls through `lock_writers` in the same round
+//! trip as its stream locks (`20261124000020_group_locks.sql`). An erasure
 //! holds its user's lock exclusively until it commits, so a command naming the user either
 //! committed before it (and the erasure's readers fold it away) or sees the row and is refused.
 //! Locks on users come before stream locks in every writer, so the order has no cycle.
