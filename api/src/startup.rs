@@ -9,7 +9,7 @@ use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::feed::stream::FeedHub;
 use relations_projections::replica::live::LiveGraph;
 use relations_projections::runtime::LogWatch;
-use relations_projections::{Projector, Runner, Wakeup};
+use relations_projections::{Projector, Runner, SharedLog, Wakeup};
 use relations_store::db;
 use relations_store::{
     AccountStore, CommitSignal, EngagementStore, PostStore, RelationStore, SettingsStore,
@@ -71,9 +71,11 @@ fn read_side(
     if !config.run_projectors {
         return Ok((vec![], None));
     }
-    let runners = Runner::all(pool, projectors.iter().cloned());
+    // One read of the log for the process's runners and relay.
+    let log = SharedLog::default();
+    let runners = Runner::all(pool, &log, projectors.iter().cloned());
     let relay = match config.kafka.settings() {
-        Some(settings) => Some(Relay::new(pool.clone(), &settings)?),
+        Some(settings) => Some(Relay::new(pool.clone(), &settings)?.sharing(log)),
         None => None,
     };
     Ok((runners, relay))

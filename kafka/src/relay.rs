@@ -27,8 +27,7 @@ use relations_projections::runtime::tail::Ended;
 use relations_projections::runtime::{
     checkpoint, AfterFailure, Backoff, Health, LogTail, Progress, TailLoop,
 };
-use relations_projections::Wakeup;
-use relations_store::log::read_after;
+use relations_projections::{SharedLog, Wakeup};
 use sqlx::{PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -90,6 +89,8 @@ pub struct Relay {
     topic: Arc<str>,
     health: Arc<Health>,
     batch_size: i64,
+    /// The log as this process's readers read it.
+    log: SharedLog,
 }
 
 impl Relay {
@@ -110,7 +111,14 @@ impl Relay {
             settings: Arc::new(settings.clone()),
             health: Arc::default(),
             batch_size: 1000,
+            log: SharedLog::default(),
         })
+    }
+
+    /// The relay reading the log through `log`, the window the process's runners share.
+    pub fn sharing(mut self, log: SharedLog) -> Self {
+        self.log = log;
+        self
     }
 
     /// This relay's health, for the admin endpoint and `/readyz`.
@@ -123,7 +131,7 @@ impl Relay {
     async fn step(&self, conn: &mut PgConnection) -> Result<usize, RelayError> {
         let after = checkpoint::read(&mut *conn, NAME).await?;
         self.health.at(after);
-        let events = read_after(conn, after, self.batch_size).await?;
+        let events = self.log.batch(&mut *conn, after, self.batch_size).await?;
         let Some(last) = events.last().map(|e| e.position) else {
             return Ok(0);
         };

@@ -136,9 +136,11 @@ async fn from_postgres(
     projectors: Vec<Arc<dyn Projector>>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    // One read of the log for the process's runners and relay.
+    let log = relations_projections::SharedLog::default();
     let relay = match args.kafka.settings() {
         Some(settings) if args.wanted(relations_kafka::relay::NAME) => {
-            Some(relations_kafka::Relay::new(pool.clone(), &settings)?)
+            Some(relations_kafka::Relay::new(pool.clone(), &settings)?.sharing(log.clone()))
         }
         _ => None,
     };
@@ -147,7 +149,7 @@ async fn from_postgres(
         "no projector named {:?}",
         args.only
     );
-    let runners = relations_projections::Runner::all(&pool, projectors);
+    let runners = relations_projections::Runner::all(&pool, &log, projectors);
     let wakeup = relations_projections::Wakeup::listen(pool.clone(), shutdown.clone());
     for task in spawn_projectors(wakeup, runners, relay, shutdown) {
         task.await?;

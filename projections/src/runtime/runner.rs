@@ -71,13 +71,13 @@ impl Runner {
         }
     }
 
-    /// One runner for each of `projectors` on `pool`, all reading the log through one window
-    /// ([`SharedLog`]): a process's projectors read each event once between them.
+    /// One runner for each of `projectors` on `pool`, all reading the log through `log`, one
+    /// window ([`SharedLog`]) for the process: its readers read each event once between them.
     pub fn all(
         pool: &PgPool,
+        log: &SharedLog,
         projectors: impl IntoIterator<Item = Arc<dyn Projector>>,
     ) -> Vec<Self> {
-        let log = SharedLog::default();
         projectors
             .into_iter()
             .map(|p| Self {
