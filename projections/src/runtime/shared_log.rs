@@ -10,8 +10,9 @@
 //! one that was read there. The window grows only by reads that start where it ends, so it
 //! holds every event of the log between its two ends, in log order. A reader whose position
 //! lies inside it gets what a read of the log would give it then (whole transactions, perhaps
-//! fewer than it asked for); a reader outside it (behind it, or after a reset) reads the log
-//! itself. An empty look is never cached: "nothing new" is always asked of PostgreSQL.
+//! fewer than it asked for). A reader behind it reads the log itself; a read past its end (a
+//! checkpoint moved on another instance) starts it again there when it finds events. An empty
+//! look is never cached: "nothing new" is always asked of PostgreSQL.
 
 use std::collections::VecDeque;
 use std::ops::{Deref, Range};
@@ -126,7 +127,7 @@ impl SharedLog {
             return log::ahead(&mut *conn, after).await;
         }
         let ahead = log::ahead(&mut *conn, after).await?;
-        if ahead.settled && window.extends_from(after) {
+        if ahead.settled {
             window.read(conn, after, READ).await?;
         }
         Ok(ahead)
