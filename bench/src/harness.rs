@@ -135,7 +135,8 @@ pub struct Server {
 
 impl Server {
     /// Starts the server on `database` with extra environment, and waits until it is ready.
-    /// With `projectors`, only those run, in a `relations project` process beside it.
+    /// With `projectors`, only those run, in a `relations project` process beside it (none,
+    /// when the list is empty).
     pub async fn start(
         env: &Env,
         database: &str,
@@ -165,6 +166,7 @@ impl Server {
         }
         let child = command.spawn().context("starting relations serve")?;
         let projectors = projectors
+            .filter(|names| !names.is_empty())
             .map(|names| spawn_projectors(env, database, names))
             .transpose()?;
         let server = Self {

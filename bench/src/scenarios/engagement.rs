@@ -1,7 +1,9 @@
 //! (i) Likes and comments (seed 002): the like command rate against a plain-table like in SQL,
 //! "which of these 100 posts did I like" against the same question in SQL, the like-state
 //! cache's hit rate, and a comment page of a post with 10,000 comments, filtered by the
-//! caller's blocks, against the same page unfiltered.
+//! caller's blocks, against the same page unfiltered. First, the like commands with no
+//! projector running, on a database of their own, against the same plain design: the command
+//! path's share of the gap.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::scale::Scale;
 use crate::harness::rate;
-use crate::harness::{client, closed_loop, token, Env, Row, Server};
+use crate::harness::{client, closed_loop, token, Env, Row, Server, Stats};
 
 const AUTHORS: i64 = 100;
 const POSTS: usize = 1_000;
@@ -34,29 +36,57 @@ struct Stage<'a> {
 const CLIENTS: usize = 64;
 
 pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let db = "bench_engagement";
-    let pool = env.fresh_database(db).await?;
-    let server = Server::start(env, db, 18086, &[], None).await?;
-    // Every like asks the in-memory replica whether the liker may read the post; at 1M users
-    // its load (11.7M follows) overlapped the first like commands (0.11x the plain design).
-    server.graph_caught_up(&pool).await?;
-    let http = client();
-    let base = server.base.clone();
-    let posts = Arc::new(publish_posts(&http, &base, scale.base()).await?);
-    let stage = Stage {
-        env,
-        scale,
-        db,
-        pool,
-        http,
-        base,
-        posts,
+    // First the command path alone, on a database of its own that nothing else has written.
+    let alone = {
+        let (server, stage) = Stage::open(env, scale, "bench_engagement_alone", Some(&[])).await?;
+        let alone = likes(&stage, scale.base() + 1_000).await;
+        drop(server);
+        alone
     };
-    let mut rows = vec![like_commands(&stage).await?];
+    let (server, stage) = Stage::open(env, scale, "bench_engagement", None).await?;
+    let (likes, plain) = like_commands(&stage).await?;
+    let alone = Row::new(
+        "i. like command, 64 clients, no projector running",
+        "the command path alone, on a fresh database of its own (no read model written)",
+        rate(&alone),
+    )
+    .against(plain.label, alone.per_sec() / plain.per_sec);
+    let mut rows = vec![likes, alone];
     rows.extend(like_checks_of_posts(&stage).await?);
     rows.extend(comment_pages(&stage).await?);
     drop(server);
     Ok(rows)
+}
+
+impl<'a> Stage<'a> {
+    /// A fresh database `db` with 1,000 posts published on a server whose `projectors` run (see
+    /// [`Server::start`]); the server, and the stage on it.
+    async fn open(
+        env: &'a Env,
+        scale: Scale,
+        db: &'static str,
+        projectors: Option<&[&str]>,
+    ) -> anyhow::Result<(Server, Self)> {
+        let pool = env.fresh_database(db).await?;
+        let server = Server::start(env, db, 18086, &[], projectors).await?;
+        // Every like asks the in-memory replica whether the liker may read the post; at 1M
+        // users its load (11.7M follows) overlapped the first like commands (0.11x the plain
+        // design).
+        server.graph_caught_up(&pool).await?;
+        let http = client();
+        let base = server.base.clone();
+        let posts = Arc::new(publish_posts(&http, &base, scale.base()).await?);
+        let stage = Stage {
+            env,
+            scale,
+            db,
+            pool,
+            http,
+            base,
+            posts,
+        };
+        Ok((server, stage))
+    }
 }
 
 /// Posts by 100 authors (numbered from `shift`), published over HTTP; their ids.
@@ -82,28 +112,11 @@ async fn publish_posts(
 }
 
 /// Like commands (random users like random posts) against the plain-table design: a likes row
-/// and a counter row, one transaction.
-async fn like_commands(stage: &Stage<'_>) -> anyhow::Result<Row> {
+/// and a counter row, one transaction. The row, and the plain design's rate.
+async fn like_commands(stage: &Stage<'_>) -> anyhow::Result<(Row, Plain)> {
     // Users are numbered after the world's, when there is one.
     let shift = stage.scale.base();
-    let clients = CLIENTS;
-    let likes = {
-        let (http, base, posts) = (stage.http.clone(), stage.base.clone(), stage.posts.clone());
-        closed_loop(clients, stage.scale.run, move |_, _| {
-            let (http, base) = (http.clone(), base.clone());
-            let mut rng = rand::rng();
-            let user = shift + rng.random_range(1_000..1_000 + LIKERS);
-            let post = posts[rng.random_range(0..posts.len())].clone();
-            async move {
-                http.post(format!("{base}/api/v1/posts/{post}/like"))
-                    .bearer_auth(token(user))
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().is_success())
-            }
-        })
-        .await
-    };
+    let likes = likes(stage, shift + 1_000).await;
     for table in [
         "CREATE TABLE plain_likes (post text, user_id bigint, PRIMARY KEY (post, user_id))",
         "CREATE TABLE plain_counts (post text PRIMARY KEY, likes bigint NOT NULL DEFAULT 0)",
@@ -112,7 +125,7 @@ async fn like_commands(stage: &Stage<'_>) -> anyhow::Result<Row> {
     }
     let plain = {
         let (sql_pool, posts) = (stage.env.pool(stage.db, 24).await?, stage.posts.clone());
-        closed_loop(clients, stage.scale.run, move |_, _| {
+        closed_loop(CLIENTS, stage.scale.run, move |_, _| {
             let pool = sql_pool.clone();
             let mut rng = rand::rng();
             let user = shift + rng.random_range(1_000..1_000 + LIKERS);
@@ -121,15 +134,42 @@ async fn like_commands(stage: &Stage<'_>) -> anyhow::Result<Row> {
         })
         .await
     };
-    Ok(Row::new(
+    let plain = Plain {
+        label: format!("plain likes table + counter in SQL: {}", rate(&plain)),
+        per_sec: plain.per_sec(),
+    };
+    let row = Row::new(
         "i. like command, 64 clients",
         "HTTP (event, pair lock, group commit)",
         rate(&likes),
     )
-    .against(
-        format!("plain likes table + counter in SQL: {}", rate(&plain)),
-        likes.per_sec() / plain.per_sec(),
-    ))
+    .against(plain.label.clone(), likes.per_sec() / plain.per_sec);
+    Ok((row, plain))
+}
+
+/// The plain design's measured rate, to compare the other like rows with.
+struct Plain {
+    label: String,
+    per_sec: f64,
+}
+
+/// 64 clients like random posts for the run, as users `first..first + LIKERS`.
+async fn likes(stage: &Stage<'_>, first: i64) -> Stats {
+    let (http, base, posts) = (stage.http.clone(), stage.base.clone(), stage.posts.clone());
+    closed_loop(CLIENTS, stage.scale.run, move |_, _| {
+        let (http, base) = (http.clone(), base.clone());
+        let mut rng = rand::rng();
+        let user = rng.random_range(first..first + LIKERS);
+        let post = posts[rng.random_range(0..posts.len())].clone();
+        async move {
+            http.post(format!("{base}/api/v1/posts/{post}/like"))
+                .bearer_auth(token(user))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    })
+    .await
 }
 
 /// A like in the plain-table design.
