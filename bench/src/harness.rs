@@ -256,6 +256,19 @@ impl Server {
         self.child.id()
     }
 
+    /// Stops (`SIGSTOP`) or resumes (`SIGCONT`) the projector process, when projectors run in
+    /// one of their own.
+    pub fn pause_projectors(&self, stop: bool) -> anyhow::Result<()> {
+        if let Some(projectors) = &self.projectors {
+            let signal = if stop { "-STOP" } else { "-CONT" };
+            let status = Command::new("kill")
+                .args([signal, &projectors.id().to_string()])
+                .status()?;
+            anyhow::ensure!(status.success(), "kill {signal} failed");
+        }
+        Ok(())
+    }
+
     /// Resident memory of the HTTP server, in KiB.
     pub fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))

@@ -1,4 +1,5 @@
-//! (a) follow commands over HTTP vs the seed-000 design in SQL vs raw single-row INSERTs.
+//! (a) follow commands over HTTP vs the seed-000 design in SQL vs raw single-row INSERTs; at
+//! 64 clients also with the projector stopped (the command path alone).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -69,6 +70,7 @@ pub async fn follow_commands(
         rows.push(row);
         if clients == 64 {
             rows.extend(with_async_half(&setup, &sql_pool, (&http, current), scale).await?);
+            rows.push(command_path_alone(server, &setup, scale, &seed).await?);
             let (ours, theirs) = (http.ms(0.99), seed.ms(0.99));
             rows.push(
                 Row::new(&name, "follow answer p99", format!("{ours:.2} ms"))
@@ -78,6 +80,30 @@ pub async fn follow_commands(
         }
     }
     Ok((rows, maximum))
+}
+
+/// The same 64-client follows (users of their own, round 10) with projector `following`
+/// stopped while they run, against the seed-000 run just made: the command path's share of
+/// the gap. The projector catches up before anything else runs.
+async fn command_path_alone(
+    server: &Server,
+    setup: &PgPool,
+    scale: Scale,
+    seed: &Stats,
+) -> anyhow::Result<Row> {
+    server.pause_projectors(true)?;
+    let alone = http_follows(server, 64, 10, scale).await;
+    server.pause_projectors(false)?;
+    crate::graph::caught_up(setup, &[relations_projections::relations::NAME]).await?;
+    Ok(Row::new(
+        "a. follow, 64 clients",
+        "HTTP follow with projector `following` stopped meanwhile: the command path alone",
+        rate(&alone),
+    )
+    .against(
+        format!("seed-000 SQL: {}", rate(seed)),
+        alone.per_sec() / seed.per_sec(),
+    ))
 }
 
 /// A system-wide `perf` profile for as long as one closed loop runs.
