@@ -174,7 +174,7 @@ pub struct LikeServices {
     /// Whether the user blocks the author or is blocked by them.
     pub blocked: bool,
     /// Whether the user may not read the post liked, or the post of the comment liked
-    /// ([`crate::privacy::may_read`]).
+    /// ([`crate::privacy::may_read`]), or the comment liked is deleted.
     pub unreadable: bool,
 }
 

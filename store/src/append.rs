@@ -63,10 +63,44 @@ async fn load<A: Aggregate>(
     streams: &mut HashMap<String, Loaded<A>>,
     lock: Option<Mode>,
 ) -> Result<(), StoreError> {
-    let (ids, versions): (Vec<&str>, Vec<i64>) = streams
+    let versions: Vec<(&str, usize)> = streams
         .iter()
-        .map(|(id, loaded)| (id.as_str(), loaded.version as i64))
-        .unzip();
+        .map(|(id, loaded)| (id.as_str(), loaded.version))
+        .collect();
+    let events = read::<A>(conn, &versions, lock).await?;
+    for (id, sequence, event) in events {
+        let loaded = streams.get_mut(&id).expect("only the streams asked for");
+        loaded.aggregate.apply(event);
+        loaded.version = sequence;
+    }
+    Ok(())
+}
+
+/// Locks `streams` (of aggregate type `A`, each with the version its reader knows) as `mode`
+/// says, and answers the events after each version, each stream's in order: for a reader that
+/// needs only what changed since, not the aggregate (a comment's like asks whether the comment
+/// was deleted since it was found live).
+pub(crate) async fn lock_and_read<A: Aggregate>(
+    conn: &mut PgConnection,
+    streams: &[(&str, usize)],
+    mode: Mode,
+) -> Result<Vec<(String, A::Event)>, StoreError> {
+    let events = read::<A>(conn, streams, Some(mode)).await?;
+    Ok(events
+        .into_iter()
+        .map(|(id, _, event)| (id, event))
+        .collect())
+}
+
+/// The events after each stream's version, with their versions, in stream and version order;
+/// the streams locked first when `lock` says how.
+async fn read<A: Aggregate>(
+    conn: &mut PgConnection,
+    streams: &[(&str, usize)],
+    lock: Option<Mode>,
+) -> Result<Vec<(String, usize, A::Event)>, StoreError> {
+    let (ids, versions): (Vec<&str>, Vec<i64>) =
+        streams.iter().map(|(id, v)| (*id, *v as i64)).unzip();
     let sql = match lock {
         // Each stream's events are applied in order: said here, not left to the functions.
         None => "SELECT * FROM load_streams($1, $2, $3) ORDER BY aggregate_id, sequence",
@@ -77,16 +111,16 @@ async fn load<A: Aggregate>(
         query = query.bind(matches!(mode, Mode::Shared));
     }
     let rows = query.fetch_all(&mut *conn).await?;
-    for row in rows {
-        let id: String = row.try_get("aggregate_id")?;
-        let payload: serde_json::Value = row.try_get("payload")?;
-        let event: A::Event = serde_json::from_value(payload)
-            .map_err(|e| StoreError::Corrupt(format!("{} {id}: {e}", A::TYPE)))?;
-        let loaded = streams.get_mut(&id).expect("only the streams asked for");
-        loaded.aggregate.apply(event);
-        loaded.version = row.try_get::<i64, _>("sequence")? as usize;
-    }
-    Ok(())
+    rows.into_iter()
+        .map(|row| {
+            let id: String = row.try_get("aggregate_id")?;
+            let payload: serde_json::Value = row.try_get("payload")?;
+            let event: A::Event = serde_json::from_value(payload)
+                .map_err(|e| StoreError::Corrupt(format!("{} {id}: {e}", A::TYPE)))?;
+            let sequence = row.try_get::<i64, _>("sequence")? as usize;
+            Ok((id, sequence, event))
+        })
+        .collect()
 }
 
 /// The events one decision appends to its stream.

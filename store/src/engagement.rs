@@ -5,8 +5,8 @@
 
 use chrono::{DateTime, Utc};
 use relations_domain::{
-    CommentId, Like, LikeCommand, LikeServices, PairId, PostContent, PostId, Thread, ThreadCommand,
-    ThreadServices, UserId,
+    CommentId, Like, LikeCommand, LikeServices, LikeTarget, PairId, PostContent, PostId, Thread,
+    ThreadCommand, ThreadServices, UserId,
 };
 use sqlx::PgPool;
 
@@ -96,10 +96,10 @@ impl EngagementStore {
         }
     }
 
-    /// The post's thread as committed now (for checks before a command: does the comment
-    /// exist, who wrote it).
-    pub async fn thread(&self, post: PostId) -> Result<Thread, StoreError> {
-        Ok(self.threads.peek(&post.to_string()).await?.0)
+    /// The post's thread as committed now, and its version (for checks before a command: does
+    /// the comment exist, who wrote it).
+    pub async fn thread(&self, post: PostId) -> Result<(Thread, usize), StoreError> {
+        self.threads.peek(&post.to_string()).await
     }
 
     /// Decides a thread command on `post` and appends its events; a comment is refused as not
@@ -145,7 +145,8 @@ impl EngagementStore {
     }
 
     /// Decides a like or unlike of something on `post` and appends its event; refused as not
-    /// found when the user may not read the post.
+    /// found when the user may not read the post, or when the comment liked, found live at
+    /// version `thread_seen` of its thread, was deleted since.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
         command = command.name(), user.id = %command.user, target = %command.target
     ))]
@@ -153,6 +154,7 @@ impl EngagementStore {
         &self,
         command: LikeCommand,
         post: PostAccess,
+        thread_seen: Option<usize>,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<LikeChange>, StoreError> {
@@ -160,6 +162,7 @@ impl EngagementStore {
             stream: command.stream(),
             command,
             post,
+            thread_seen,
         };
         self.likes.execute(command, metadata, idempotency).await
     }
@@ -221,6 +224,7 @@ impl StoreCommand for ThreadCommandOf {
                 .filter_map(|other| PairId::new(actor, other).ok())
                 .collect(),
             post: self.adds().then_some(self.post),
+            comment: None,
         }
     }
 
@@ -270,6 +274,18 @@ struct LikeCommandOf {
     command: LikeCommand,
     stream: String,
     post: PostAccess,
+    /// For a comment's like, the version of its thread the comment was found live at.
+    thread_seen: Option<usize>,
+}
+
+impl LikeCommandOf {
+    /// The comment liked, and the version of its thread it was found live at.
+    fn comment(&self) -> Option<(CommentId, usize)> {
+        match (self.command.target, self.thread_seen) {
+            (LikeTarget::Comment(comment), Some(seen)) => Some((comment, seen)),
+            _ => None,
+        }
+    }
 }
 
 impl StoreCommand for LikeCommandOf {
@@ -304,13 +320,15 @@ impl StoreCommand for LikeCommandOf {
                 .filter_map(|other| PairId::new(user, other).ok())
                 .collect(),
             post: Some(self.post),
+            comment: self.comment(),
         }
     }
 
     fn services(&self, guard: &PairGuard) -> LikeServices {
         LikeServices {
             blocked: guard.blocked(self.command.user, [self.command.author]),
-            unreadable: guard.unreadable(self.command.user, self.post),
+            unreadable: guard.unreadable(self.command.user, self.post)
+                || self.comment().is_some_and(|(c, _)| guard.comment_gone(c)),
         }
     }
 

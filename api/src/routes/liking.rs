@@ -10,13 +10,14 @@ use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::state::AppState;
 
 /// Likes (`like`) or unlikes `target`, whose author is `author`, on `post`: rule 7, then the
-/// decision (refused as not found when the caller may not read `post`).
+/// decision (refused as not found when the caller may not read the post, or when the comment
+/// liked, found live at version `thread_seen` of its thread, was deleted since).
 pub async fn run_like(
     state: AppState,
     mut request: CommandRequest,
     target: LikeTarget,
     author: UserId,
-    post: PostAccess,
+    (post, thread_seen): (PostAccess, Option<usize>),
     like: bool,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
     let command = LikeCommand {
@@ -30,7 +31,13 @@ pub async fn run_like(
         .await?;
     let executed = state
         .engagement
-        .like(command, post, &request.metadata, idempotency.as_ref())
+        .like(
+            command,
+            post,
+            thread_seen,
+            &request.metadata,
+            idempotency.as_ref(),
+        )
         .await?;
     Ok(CommandAnswer::new(command.name(), executed, StatusCode::OK))
 }

@@ -74,18 +74,31 @@ async fn judge(
     }
 }
 
-/// A comment's post (its author and visibility) and the comment's own author, while both the
-/// post and the comment are live, the comment's author is not erased and `viewer` may read
-/// the post (the caller of a command); else 404.
+/// A live comment, as a command on it needs it.
+pub struct LiveComment {
+    /// Its post (the post's author and visibility).
+    pub post: PostAccess,
+    /// The comment's own author.
+    pub author: UserId,
+    /// The version of the post's thread it was found live at.
+    pub seen: usize,
+}
+
+/// A comment, while both the post and the comment are live, the comment's author is not
+/// erased and `viewer` may read the post (the caller of a command); else 404.
 pub async fn live_comment(
     state: &AppState,
     actor: UserId,
     id: CommentId,
-) -> Result<(PostAccess, UserId), ApiError> {
+) -> Result<LiveComment, ApiError> {
     let post = live_post(state, actor, id.post).await?;
-    let thread = state.engagement.thread(id.post).await?;
+    let (thread, seen) = state.engagement.thread(id.post).await?;
     match thread.comment(id.n) {
-        Some(c) if !c.deleted => Ok((post, live_user(state, c.author).await?)),
+        Some(c) if !c.deleted => Ok(LiveComment {
+            post,
+            author: live_user(state, c.author).await?,
+            seen,
+        }),
         _ => Err(ApiError::NotFound),
     }
 }

@@ -272,13 +272,18 @@ async fn many_likes_and_unlikes_of_one_post_at_once_end_with_the_exact_count() {
     assert_verified(&app).await;
 }
 
-/// Where the post's deletion and every like of it sit in the log (global positions).
-async fn likes_around_deletion(app: &TestApp, post: &str) -> (i64, Vec<i64>) {
+/// Where a deletion (`deletion`: its stream and event type) and every like of `target` sit in
+/// the log (global positions).
+async fn likes_around_deletion(
+    app: &TestApp,
+    (stream, event_type): (&str, &str),
+    target: &str,
+) -> (i64, Vec<i64>) {
     let deleted: i64 = sqlx::query_scalar(
-        "SELECT global_position FROM events
-          WHERE aggregate_type = 'post' AND aggregate_id = $1 AND event_type = 'PostDeleted'",
+        "SELECT global_position FROM events WHERE aggregate_id = $1 AND event_type = $2",
     )
-    .bind(post)
+    .bind(stream)
+    .bind(event_type)
     .fetch_one(&app.pool)
     .await
     .unwrap();
@@ -286,11 +291,48 @@ async fn likes_around_deletion(app: &TestApp, post: &str) -> (i64, Vec<i64>) {
         "SELECT global_position FROM events
           WHERE aggregate_type = 'like' AND aggregate_id LIKE $1 AND event_type = 'Liked'",
     )
-    .bind(format!("post:{post}:%"))
+    .bind(format!("{target}:%"))
     .fetch_all(&app.pool)
     .await
     .unwrap();
     (deleted, likes)
+}
+
+/// 16 clients like through `path` as new users one after the other until it answers 404,
+/// while `delete` runs 200 ms in, with likes in flight: how many likes were answered, and what
+/// the deletion answered.
+async fn likes_racing(
+    app: &TestApp,
+    path: &str,
+    delete: impl std::future::Future<Output = (StatusCode, Value)>,
+) -> (usize, (StatusCode, Value)) {
+    let client = |c: i64| async move {
+        let mut liked = 0;
+        for user in (1_000 * (c + 1)..).take(200) {
+            let (status, body) = post_as(app, user, path.to_owned()).await;
+            match status {
+                StatusCode::OK => liked += 1,
+                _ => {
+                    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+                    return liked;
+                }
+            }
+        }
+        panic!("{path} never went")
+    };
+    let (liked, deleted) = tokio::join!(join_all((0..16).map(client)), async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        delete.await
+    });
+    (liked.iter().sum(), deleted)
+}
+
+/// Every like answered is in the log, before the deletion; the race had likes to race.
+fn assert_none_after((deleted, likes): (i64, Vec<i64>), liked: usize) {
+    assert_eq!(likes.len(), liked);
+    assert!(likes.len() >= 16, "the likes raced nothing: {likes:?}");
+    let late: Vec<_> = likes.iter().filter(|at| **at > deleted).collect();
+    assert!(late.is_empty(), "{late:?} after {deleted}");
 }
 
 #[tokio::test]
@@ -317,7 +359,8 @@ async fn a_post_deleted_on_another_instance_takes_no_more_likes_there() {
             "{verb} by {user}"
         );
     }
-    let (deleted, likes) = likes_around_deletion(&app, &post).await;
+    let (deleted, likes) =
+        likes_around_deletion(&app, (&post, "PostDeleted"), &format!("post:{post}")).await;
     assert_eq!(likes.len(), 1);
     assert!(likes[0] < deleted);
 }
@@ -326,35 +369,36 @@ async fn a_post_deleted_on_another_instance_takes_no_more_likes_there() {
 async fn likes_racing_a_post_deletion_never_land_after_it() {
     let app = spawn_app().await;
     let (post, _) = app.publish(1, "going").await;
-    // 16 clients like the post as new users one after the other until it is gone; it is
-    // deleted meanwhile, with likes in flight.
-    let client = |c: i64| {
-        let (app, post) = (&app, &post);
-        async move {
-            let mut liked = 0;
-            for user in (1_000 * (c + 1)..).take(200) {
-                let (status, body) = post_as(app, user, format!("/api/v1/posts/{post}/like")).await;
-                match status {
-                    StatusCode::OK => liked += 1,
-                    _ => {
-                        assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
-                        return liked;
-                    }
-                }
-            }
-            panic!("the post was never gone")
-        }
-    };
-    let (liked, (status, body)) = tokio::join!(join_all((0..16).map(client)), async {
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        app.delete_post(1, &post).await
-    });
+    let path = format!("/api/v1/posts/{post}/like");
+    let (liked, (status, body)) = likes_racing(&app, &path, app.delete_post(1, &post)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (deleted, likes) = likes_around_deletion(&app, &post).await;
-    assert_eq!(likes.len(), liked.iter().sum::<usize>());
-    assert!(likes.len() >= 16, "the likes raced nothing: {likes:?}");
-    let late: Vec<_> = likes.iter().filter(|at| **at > deleted).collect();
-    assert!(late.is_empty(), "{late:?} after {deleted}");
+    let target = format!("post:{post}");
+    let around = likes_around_deletion(&app, (&post, "PostDeleted"), &target).await;
+    assert_none_after(around, liked);
+}
+
+#[tokio::test]
+async fn likes_racing_a_comment_deletion_never_land_after_it() {
+    let app = spawn_app().await;
+    let (post, _) = app.publish(1, "a thread").await;
+    let (_, body) = comment(&app, 2, &post, None).await;
+    let id = body["comment"]["id"].as_str().unwrap().to_owned();
+    // A like judged live before the deletion commits is refused, or commits before it.
+    let path = format!("/api/v1/comments/{id}/like");
+    let (liked, (status, body)) = likes_racing(&app, &path, delete_comment(&app, 2, &id)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let target = format!("comment:{id}");
+    let around = likes_around_deletion(&app, (&post, "CommentDeleted"), &target).await;
+    assert_none_after(around, liked);
+    // And so no notification of a like outlives the comment.
+    let (_, after) = app.command("follow", 5, 6).await;
+    projector_reached(&app, "notifications", &position(&after)).await;
+    let left: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM notify_causes WHERE kind = 'liked_comment'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(left, 0);
 }
 
 /// `rm_likes`, `rm_post_stats` and the comments' like counts, in key order.

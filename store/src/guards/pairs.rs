@@ -10,6 +10,12 @@
 //! commit, so a like or a comment never lands on a deleted post. A deletion locks its post's
 //! stream only, so it waits in no cycle with a like either.
 //!
+//! A like of a comment first locks the comment's thread shared and reads what it appended since
+//! the comment was found live (the thread is the post's: a comment's deletion appends to it,
+//! under its exclusive lock): a comment deleted since refuses the like as not found, and a
+//! deletion waits for the like to commit, so a like never lands on a deleted comment. Threads
+//! come before pairs, as a thread command locks its own thread before its pairs.
+//!
 //! The post's author's `account_locks` row is read last, under a shared lock held to commit,
 //! as a follow reads it (the same order: pairs, then account locks), so a lock and a like
 //! never pass each other either.
@@ -17,7 +23,9 @@
 use std::collections::{HashMap, HashSet};
 
 use relations_domain::privacy::{may_read, Privacy, Reader};
-use relations_domain::{PairId, Post, PostId, RelationPair, UserId, Visibility};
+use relations_domain::{
+    CommentId, PairId, Post, PostId, RelationPair, Thread, ThreadEvent, UserId, Visibility,
+};
 use sqlx::PgConnection;
 
 use crate::append::{self, Loaded, Mode};
@@ -58,15 +66,18 @@ pub(crate) struct PairAsk {
     pub pairs: Vec<PairId>,
     /// The post: checked live, and its author's account lock read.
     pub post: Option<PostAccess>,
+    /// The comment liked, and the version of its thread it was found live at: checked live.
+    pub comment: Option<(CommentId, usize)>,
 }
 
 /// The relation pairs a group's commands read, locked and folded, by stream id, which of
-/// the posts' authors are locked, and which posts are gone.
+/// the posts' authors are locked, and which posts and comments are gone.
 #[derive(Debug, Default)]
 pub(crate) struct PairGuard {
     pairs: HashMap<String, RelationPair>,
     locked: HashSet<UserId>,
     gone: HashSet<PostId>,
+    gone_comments: HashSet<CommentId>,
 }
 
 impl PairGuard {
@@ -92,6 +103,11 @@ impl PairGuard {
         )
     }
 
+    /// Whether `comment`, asked about as found live, was deleted since.
+    pub fn comment_gone(&self, comment: CommentId) -> bool {
+        self.gone_comments.contains(&comment)
+    }
+
     /// Whether a block stands, either way, between `a` and any of `others` (none between a
     /// user and themselves).
     pub fn blocked(&self, a: UserId, others: impl IntoIterator<Item = UserId>) -> bool {
@@ -112,6 +128,8 @@ impl<E: Sync> Guard<E> for PairGuard {
     type Ask = PairAsk;
 
     async fn lock(conn: &mut PgConnection, asks: Vec<PairAsk>) -> Result<Self, StoreError> {
+        let comments: Vec<(CommentId, usize)> = asks.iter().filter_map(|a| a.comment).collect();
+        let gone_comments = deleted_comments(conn, &comments).await?;
         let posts: HashMap<String, Loaded<Post>> = asks
             .iter()
             .filter_map(|a| a.post)
@@ -132,7 +150,10 @@ impl<E: Sync> Guard<E> for PairGuard {
         ids.sort_unstable();
         ids.dedup();
         if ids.is_empty() && authors.is_empty() {
-            return Ok(Self::default());
+            return Ok(Self {
+                gone_comments,
+                ..Self::default()
+            });
         }
         let mut pairs: HashMap<String, Loaded<RelationPair>> =
             ids.into_iter().map(|id| (id, Loaded::default())).collect();
@@ -153,6 +174,7 @@ impl<E: Sync> Guard<E> for PairGuard {
                 .collect(),
             locked,
             gone,
+            gone_comments,
         })
     }
 
@@ -162,6 +184,38 @@ impl<E: Sync> Guard<E> for PairGuard {
     async fn write(self, _conn: &mut PgConnection) -> Result<(), StoreError> {
         Ok(())
     }
+}
+
+/// Which of `comments` (each found live at a version of its thread) were deleted since: their
+/// threads locked shared, and what they appended since read.
+async fn deleted_comments(
+    conn: &mut PgConnection,
+    comments: &[(CommentId, usize)],
+) -> Result<HashSet<CommentId>, StoreError> {
+    if comments.is_empty() {
+        return Ok(HashSet::new());
+    }
+    // A thread's events since the lowest version any of its comments was found live at.
+    let mut since: HashMap<String, usize> = HashMap::new();
+    for (comment, seen) in comments {
+        let at = since.entry(comment.post.to_string()).or_insert(*seen);
+        *at = (*at).min(*seen);
+    }
+    let mut threads: Vec<(&str, usize)> = since.iter().map(|(id, v)| (id.as_str(), *v)).collect();
+    threads.sort_unstable();
+    let events = append::lock_and_read::<Thread>(conn, &threads, Mode::Shared).await?;
+    let deleted: HashSet<CommentId> = events
+        .into_iter()
+        .filter_map(|(_, event)| match event {
+            ThreadEvent::CommentDeleted { .. } => Some(event.comment()),
+            _ => None,
+        })
+        .collect();
+    Ok(comments
+        .iter()
+        .map(|(comment, _)| *comment)
+        .filter(|c| deleted.contains(c))
+        .collect())
 }
 
 /// Which of `posts` (each as found live) are no longer live: their streams locked shared and

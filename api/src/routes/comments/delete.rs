@@ -25,12 +25,12 @@ pub async fn delete_comment(
     request: CommandRequest,
     PathId(comment): PathId<CommentId>,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    let (post, comment_author) = live_comment(&state, request.actor(), comment).await?;
+    let found = live_comment(&state, request.actor(), comment).await?;
     let command = ThreadCommand::Delete {
         comment,
         actor: request.actor(),
-        post_author: post.author,
-        comment_author,
+        post_author: found.post.author,
+        comment_author: found.author,
     };
-    run_thread(state, request, command, post).await
+    run_thread(state, request, command, found.post).await
 }

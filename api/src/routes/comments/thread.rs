@@ -39,13 +39,13 @@ pub async fn run_pin(
     comment: CommentId,
     pinned: bool,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    let (post, comment_author) = live_comment(&state, request.actor(), comment).await?;
+    let found = live_comment(&state, request.actor(), comment).await?;
     let command = ThreadCommand::Pin {
         comment,
         actor: request.actor(),
-        post_author: post.author,
-        comment_author,
+        post_author: found.post.author,
+        comment_author: found.author,
         pinned,
     };
-    run_thread(state, request, command, post).await
+    run_thread(state, request, command, found.post).await
 }

@@ -21,13 +21,13 @@ pub async fn unlike_comment(
     request: CommandRequest,
     PathId(comment): PathId<CommentId>,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
-    let (post, author) = live_comment(&state, request.actor(), comment).await?;
+    let found = live_comment(&state, request.actor(), comment).await?;
     run_like(
         state,
         request,
         LikeTarget::Comment(comment),
-        author,
-        post,
+        found.author,
+        (found.post, Some(found.seen)),
         false,
     )
     .await

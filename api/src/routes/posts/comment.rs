@@ -50,11 +50,11 @@ pub async fn comment(
         None => None,
         Some(raw) => {
             let parent: CommentId = raw.parse().map_err(|_| ApiError::NotFound)?;
-            let (_, author) = live_comment(&state, request.actor(), parent).await?;
+            let found = live_comment(&state, request.actor(), parent).await?;
             if parent.post != post {
                 return Err(ApiError::NotFound);
             }
-            Some((parent.n, author))
+            Some((parent.n, found.author))
         }
     };
     let idempotency = request

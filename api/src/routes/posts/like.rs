@@ -27,7 +27,7 @@ pub async fn like_post(
         request,
         LikeTarget::Post(post),
         access.author,
-        access,
+        (access, None),
         true,
     )
     .await

@@ -27,7 +27,7 @@ pub async fn unlike_post(
         request,
         LikeTarget::Post(post),
         access.author,
-        access,
+        (access, None),
         false,
     )
     .await
