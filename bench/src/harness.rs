@@ -256,16 +256,18 @@ impl Server {
         self.child.id()
     }
 
-    /// Stops (`SIGSTOP`) or resumes (`SIGCONT`) the projector process, when projectors run in
-    /// one of their own.
+    /// Stops (`SIGSTOP`) or resumes (`SIGCONT`) the projector process; an error when the
+    /// projectors run inside the server (nothing could be stopped apart from it).
     pub fn pause_projectors(&self, stop: bool) -> anyhow::Result<()> {
-        if let Some(projectors) = &self.projectors {
-            let signal = if stop { "-STOP" } else { "-CONT" };
-            let status = Command::new("kill")
-                .args([signal, &projectors.id().to_string()])
-                .status()?;
-            anyhow::ensure!(status.success(), "kill {signal} failed");
-        }
+        let projectors = self
+            .projectors
+            .as_ref()
+            .context("the projectors run inside the server")?;
+        let signal = if stop { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill")
+            .args([signal, &projectors.id().to_string()])
+            .status()?;
+        anyhow::ensure!(status.success(), "kill {signal} failed");
         Ok(())
     }
 
@@ -284,9 +286,12 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         for child in std::iter::once(&mut self.child).chain(self.projectors.as_mut()) {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
+            // A process left stopped (`pause_projectors`) must run to take its TERM.
+            for signal in ["-CONT", "-TERM"] {
+                let _ = Command::new("kill")
+                    .args([signal, &child.id().to_string()])
+                    .status();
+            }
             let _ = child.wait();
         }
     }

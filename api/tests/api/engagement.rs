@@ -272,16 +272,18 @@ async fn many_likes_and_unlikes_of_one_post_at_once_end_with_the_exact_count() {
     assert_verified(&app).await;
 }
 
-/// Where a deletion (`deletion`: its stream and event type) and every like of `target` sit in
-/// the log (global positions).
+/// Where a deletion (its stream's type and id, and its event type) and every like of `target`
+/// sit in the log (global positions).
 async fn likes_around_deletion(
     app: &TestApp,
-    (stream, event_type): (&str, &str),
+    (stream_type, stream, event_type): (&str, &str, &str),
     target: &str,
 ) -> (i64, Vec<i64>) {
     let deleted: i64 = sqlx::query_scalar(
-        "SELECT global_position FROM events WHERE aggregate_id = $1 AND event_type = $2",
+        "SELECT global_position FROM events
+          WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_type = $3",
     )
+    .bind(stream_type)
     .bind(stream)
     .bind(event_type)
     .fetch_one(&app.pool)
@@ -359,8 +361,12 @@ async fn a_post_deleted_on_another_instance_takes_no_more_likes_there() {
             "{verb} by {user}"
         );
     }
-    let (deleted, likes) =
-        likes_around_deletion(&app, (&post, "PostDeleted"), &format!("post:{post}")).await;
+    let (deleted, likes) = likes_around_deletion(
+        &app,
+        ("post", &post, "PostDeleted"),
+        &format!("post:{post}"),
+    )
+    .await;
     assert_eq!(likes.len(), 1);
     assert!(likes[0] < deleted);
 }
@@ -373,7 +379,7 @@ async fn likes_racing_a_post_deletion_never_land_after_it() {
     let (liked, (status, body)) = likes_racing(&app, &path, app.delete_post(1, &post)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let target = format!("post:{post}");
-    let around = likes_around_deletion(&app, (&post, "PostDeleted"), &target).await;
+    let around = likes_around_deletion(&app, ("post", &post, "PostDeleted"), &target).await;
     assert_none_after(around, liked);
 }
 
@@ -388,7 +394,7 @@ async fn likes_racing_a_comment_deletion_never_land_after_it() {
     let (liked, (status, body)) = likes_racing(&app, &path, delete_comment(&app, 2, &id)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let target = format!("comment:{id}");
-    let around = likes_around_deletion(&app, (&post, "CommentDeleted"), &target).await;
+    let around = likes_around_deletion(&app, ("thread", &post, "CommentDeleted"), &target).await;
     assert_none_after(around, liked);
     // And so no notification of a like outlives the comment.
     let (_, after) = app.command("follow", 5, 6).await;
