@@ -17,7 +17,8 @@ pub async fn run_like(
     mut request: CommandRequest,
     target: LikeTarget,
     author: UserId,
-    (post, thread_seen): (PostAccess, Option<usize>),
+    post: PostAccess,
+    thread_seen: Option<usize>,
     like: bool,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
     let command = LikeCommand {

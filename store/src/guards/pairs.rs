@@ -186,7 +186,8 @@ impl<E: Sync> Guard<E> for PairGuard {
     }
 }
 
-/// Which of `comments` (each found live at a version of its thread) were deleted since: their
+/// The comments of `comments`' threads deleted since the earliest version any of them was
+/// found live at (each asked-about comment is among them if it was deleted since): their
 /// threads locked shared, and what they appended since read.
 async fn deleted_comments(
     conn: &mut PgConnection,
@@ -201,20 +202,15 @@ async fn deleted_comments(
         let at = since.entry(comment.post.to_string()).or_insert(*seen);
         *at = (*at).min(*seen);
     }
-    let mut threads: Vec<(&str, usize)> = since.iter().map(|(id, v)| (id.as_str(), *v)).collect();
-    threads.sort_unstable();
+    // (`lock_and_load` takes the locks in key order itself.)
+    let threads: Vec<(&str, usize)> = since.iter().map(|(id, v)| (id.as_str(), *v)).collect();
     let events = append::lock_and_read::<Thread>(conn, &threads, Mode::Shared).await?;
-    let deleted: HashSet<CommentId> = events
+    Ok(events
         .into_iter()
         .filter_map(|(_, event)| match event {
             ThreadEvent::CommentDeleted { .. } => Some(event.comment()),
             _ => None,
         })
-        .collect();
-    Ok(comments
-        .iter()
-        .map(|(comment, _)| *comment)
-        .filter(|c| deleted.contains(c))
         .collect())
 }
 

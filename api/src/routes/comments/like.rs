@@ -27,7 +27,8 @@ pub async fn like_comment(
         request,
         LikeTarget::Comment(comment),
         found.author,
-        (found.post, Some(found.seen)),
+        found.post,
+        Some(found.seen),
         true,
     )
     .await

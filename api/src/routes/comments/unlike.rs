@@ -27,7 +27,8 @@ pub async fn unlike_comment(
         request,
         LikeTarget::Comment(comment),
         found.author,
-        (found.post, Some(found.seen)),
+        found.post,
+        Some(found.seen),
         false,
     )
     .await

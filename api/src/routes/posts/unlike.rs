@@ -27,7 +27,8 @@ pub async fn unlike_post(
         request,
         LikeTarget::Post(post),
         access.author,
-        (access, None),
+        access,
+        None,
         false,
     )
     .await
