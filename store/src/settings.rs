@@ -14,10 +14,17 @@
 //!   does, so such a race makes the append fail on the version, and the whole unlock is decided
 //!   again. Pair streams are not locked up front: an account may have thousands of pending
 //!   requests, and an advisory lock per pair would exhaust PostgreSQL's lock table.
+//! - Unlocking locks every requester's user (shared: none can be erased under it), and takes
+//!   those locks before its stream and its `account_locks` row, in the order every writer
+//!   takes them: the requesters are read first, with no lock. A request that arrives before
+//!   the row lock is only seen after it; its requester is locked without waiting
+//!   ([`user_locks::try_lock_users`]), and if an erasure holds them the unlock is decided
+//!   again. Waiting there could close a cycle: an erasure holding that user's lock waits for
+//!   a follow's guard row, and the follow waits for the account's row.
 //! - Approvals do not change a requester's following count (a request already counted), so no
 //!   guard row is taken and every requester's limit holds as it did.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use relations_domain::{
     following_deltas, Account, AccountCommand, AccountEvent, FollowBudget, PairId, RelationCommand,
@@ -102,15 +109,25 @@ async fn set(
     ask: SettingsAsk,
     metadata: &EventMetadata,
 ) -> Result<Option<SettingsChange>, StoreError> {
-    // The user's lock before the stream's, as every writer takes them (`user_locks`).
+    // The users' locks before the stream's, as every writer takes them (`user_locks`): the
+    // user's, and an unlock's requesters' as last committed.
     let stream = user.to_string();
-    if !user_locks::lock_users_then::<Account>(conn, &[user], &[], &[&stream])
+    let unlocking = ask.locked == Some(false);
+    let requesters = if unlocking {
+        pending_requesters(conn, user).await?
+    } else {
+        Vec::new()
+    };
+    let named: Vec<UserId> = std::iter::once(user)
+        .chain(requesters.iter().copied())
+        .collect();
+    if user_locks::lock_users_then::<Account>(conn, &named, &[], &[&stream])
         .await?
-        .is_empty()
+        .contains(&user)
     {
         return Err(StoreError::Erased);
     }
-    if ask.locked == Some(false) {
+    if unlocking {
         sqlx::query("SELECT 1 FROM account_locks WHERE user_id = $1 FOR UPDATE")
             .bind(user.get())
             .execute(&mut *conn)
@@ -155,7 +172,7 @@ async fn set(
         .iter()
         .any(|e| matches!(e, AccountEvent::AccountUnlocked { .. }))
     {
-        match approve_all(conn, user, metadata).await? {
+        match approve_all(conn, user, &requesters, metadata).await? {
             Some(approved) => positions.extend(approved),
             None => return Ok(None),
         }
@@ -189,25 +206,44 @@ async fn write_rows(
     Ok(())
 }
 
-/// Approves every request pending to `user`, each on its pair; each approval's last position,
-/// or `None` when a pair changed under the unlock.
-async fn approve_all(
+/// The users with a request pending to `user`, as last committed.
+async fn pending_requesters(
     conn: &mut PgConnection,
     user: UserId,
-    metadata: &EventMetadata,
-) -> Result<Option<Vec<Option<LogPosition>>>, StoreError> {
+) -> Result<Vec<UserId>, StoreError> {
     let requesters: Vec<i64> =
         sqlx::query_scalar("SELECT requester FROM pending_requests WHERE target = $1")
             .bind(user.get())
             .fetch_all(&mut *conn)
             .await?;
-    let requesters = requesters
+    requesters
         .into_iter()
         .map(|r| UserId::try_from(r).map_err(|e| StoreError::Corrupt(e.to_string())))
-        .collect::<Result<Vec<_>, _>>()?;
-    // A requester erased meanwhile has no request left (its erasure deleted them); none can be
-    // erased while these shared locks are held.
-    let erased = user_locks::lock_users(conn, &requesters, &[]).await?;
+        .collect()
+}
+
+/// Approves every request pending to `user`, each on its pair, with the users of those read
+/// before (`locked`) locked already; each approval's last position, or `None` when a pair
+/// changed under the unlock or a later requester is being erased.
+async fn approve_all(
+    conn: &mut PgConnection,
+    user: UserId,
+    locked: &[UserId],
+    metadata: &EventMetadata,
+) -> Result<Option<Vec<Option<LogPosition>>>, StoreError> {
+    // Read after the account's row lock: every request there is.
+    let requesters = pending_requesters(conn, user).await?;
+    let locked: HashSet<&UserId> = locked.iter().collect();
+    let late: Vec<UserId> = requesters
+        .iter()
+        .filter(|r| !locked.contains(r))
+        .copied()
+        .collect();
+    // A requester erased meanwhile has no request left (its erasure deleted them), except one
+    // erased between that read and its lock; none can be erased while these locks are held.
+    let Some(erased) = user_locks::try_lock_users(conn, &late).await? else {
+        return Ok(None);
+    };
     let mut pairs: HashMap<String, Loaded<RelationPair>> = HashMap::new();
     let mut requests = Vec::with_capacity(requesters.len());
     for requester in requesters.into_iter().filter(|r| !erased.contains(r)) {

@@ -12,35 +12,14 @@ use sqlx::PgConnection;
 use crate::error::StoreError;
 
 /// Locks `users` for the caller's transaction (exclusively those in `exclusive`, shared the
-/// rest), in one order every writer shares, and answers which of them are erased.
-pub(crate) async fn lock_users(
-    conn: &mut PgConnection,
-    users: &[UserId],
-    exclusive: &[UserId],
-) -> Result<HashSet<UserId>, StoreError> {
-    if users.is_empty() && exclusive.is_empty() {
-        return Ok(HashSet::new());
-    }
-    lock(conn, users, exclusive, None).await
-}
-
-/// [`lock_users`], then `streams` of aggregate type `A` exclusively (the keys of
-/// `append::lock_and_catch_up`), in the same round trip: a writer's locks in the order every
-/// writer takes them.
+/// rest), then `streams` of aggregate type `A` exclusively (the keys of
+/// `append::lock_and_catch_up`), each set in one order every writer shares, in one round trip;
+/// answers which of the users are erased.
 pub(crate) async fn lock_users_then<A: Aggregate>(
     conn: &mut PgConnection,
     users: &[UserId],
     exclusive: &[UserId],
     streams: &[&str],
-) -> Result<HashSet<UserId>, StoreError> {
-    lock(conn, users, exclusive, Some((A::TYPE, streams))).await
-}
-
-async fn lock(
-    conn: &mut PgConnection,
-    users: &[UserId],
-    exclusive: &[UserId],
-    streams: Option<(&str, &[&str])>,
 ) -> Result<HashSet<UserId>, StoreError> {
     let mut all: Vec<i64> = users.iter().chain(exclusive).map(|u| u.get()).collect();
     all.sort_unstable();
@@ -50,17 +29,37 @@ async fn lock(
         .map(|u| exclusive.iter().any(|e| e.get() == *u))
         .collect();
     // Keys in the same space as the stream locks (SQL `lock_streams`), per schema.
-    let sql = match streams {
-        None => "SELECT lock_users($1, $2)",
-        Some(_) => "SELECT lock_writers($1, $2, $3, $4)",
-    };
-    let mut query = sqlx::query_scalar(sql).bind(&all).bind(&modes);
-    if let Some((stream_type, ids)) = streams {
-        query = query.bind(stream_type).bind(ids);
+    let erased = sqlx::query_scalar("SELECT lock_writers($1, $2, $3, $4)")
+        .bind(&all)
+        .bind(&modes)
+        .bind(A::TYPE)
+        .bind(streams)
+        .fetch_all(&mut *conn)
+        .await?;
+    to_users(erased)
+}
+
+/// Locks `users` shared without waiting, for a writer that learns of them only after taking
+/// locks every other writer takes later (an unlock's requests that arrived after it read them
+/// first; migration `20261124000024_try_lock_users.sql`): `None` when one is held exclusively
+/// (an erasure runs: decide again), else which of them are erased.
+pub(crate) async fn try_lock_users(
+    conn: &mut PgConnection,
+    users: &[UserId],
+) -> Result<Option<HashSet<UserId>>, StoreError> {
+    if users.is_empty() {
+        return Ok(Some(HashSet::new()));
     }
-    let erased: Vec<i64> = query.fetch_all(&mut *conn).await?;
-    erased
-        .into_iter()
+    let ids: Vec<i64> = users.iter().map(|u| u.get()).collect();
+    let erased: Option<Vec<i64>> = sqlx::query_scalar("SELECT try_lock_users_shared($1)")
+        .bind(&ids)
+        .fetch_one(&mut *conn)
+        .await?;
+    erased.map(to_users).transpose()
+}
+
+fn to_users(ids: Vec<i64>) -> Result<HashSet<UserId>, StoreError> {
+    ids.into_iter()
         .map(|u| UserId::try_from(u).map_err(|e| StoreError::Corrupt(e.to_string())))
         .collect()
 }

@@ -301,7 +301,14 @@ impl TestApp {
 
     /// `PUT /api/v1/me/settings` with `body` as `user`, asserting success; the answer.
     pub async fn settings(&self, user: i64, body: Value) -> Value {
-        let (status, body) = read(
+        let (status, body) = self.settings_as(user, body).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+
+    /// `PUT /api/v1/me/settings` with `body` as `user`; the status and the answer.
+    pub async fn settings_as(&self, user: i64, body: Value) -> (StatusCode, Value) {
+        read(
             self.client
                 .put(format!("{}/api/v1/me/settings", self.base))
                 .bearer_auth(self.token(user))
@@ -310,9 +317,7 @@ impl TestApp {
                 .await
                 .unwrap(),
         )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        body
+        .await
     }
 
     /// Deletes post `id` as `actor`.

@@ -489,3 +489,166 @@ async fn unlocking_an_account_with_thousands_of_pending_requests_approves_them_i
     println!("unlocking with 3,000 pending requests took {took:?}");
     assert_verified_when_settled(&app).await;
 }
+
+/// The backend blocked by `blocker`, once there is one.
+async fn blocked_by(app: &TestApp, blocker: i32) -> i32 {
+    for _ in 0..500 {
+        let waiting: Option<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))",
+        )
+        .bind(blocker)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if let Some(pid) = waiting {
+            return pid;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("nothing waits on backend {blocker}");
+}
+
+#[tokio::test]
+async fn an_unlock_racing_a_requesters_erasure_and_a_follow_never_deadlocks() {
+    // The cycle a review found: an unlock held its account's `account_locks` row while it
+    // waited for a requester's user lock; the requester's erasure, holding that lock, waited
+    // for a guard row; and the follow holding the guard row waited for the account's row. Here
+    // a transaction of the test plays the follow (it never gives up: its deadlock timeout is
+    // long, so PostgreSQL picks the unlock or the erasure if they close a cycle).
+    const ACCOUNT: i64 = 1;
+    const ERASED: i64 = 2;
+    const ASKER: i64 = 3;
+    let app = spawn_app().await;
+    app.set_locked(ERASED, true).await;
+    app.set_locked(ACCOUNT, true).await;
+    for (requester, target) in [(ASKER, ERASED), (ERASED, ACCOUNT)] {
+        let (status, body) = app.command("follow", requester, target).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["relation"]["requested"], json!(true), "{body}");
+    }
+    // The follow: the asker's guard row, as a follow group locks it.
+    let mut follow = app.pool.begin().await.unwrap();
+    sqlx::query("SET LOCAL deadlock_timeout = '10min'")
+        .execute(&mut *follow)
+        .await
+        .unwrap();
+    let locked: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT 1 FROM follow_guard WHERE user_id = $1 FOR NO KEY UPDATE) g",
+    )
+    .bind(ASKER)
+    .fetch_one(&mut *follow)
+    .await
+    .unwrap();
+    assert_eq!(
+        locked, 1,
+        "a request counts toward its requester's guard row"
+    );
+    let follow_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *follow)
+        .await
+        .unwrap();
+    // The erasure holds its user's lock and waits for the asker's guard row; the unlock then
+    // waits for the erasure; the follow then reads the account's lock row, and commits.
+    let ((erased, unlocked), ()) = tokio::join!(
+        async {
+            tokio::join!(app.erase_me(ERASED), async {
+                blocked_by(&app, follow_pid).await;
+                app.settings_as(ACCOUNT, json!({ "locked": false })).await
+            })
+        },
+        async {
+            // Only once the unlock waits, as above.
+            let erasure = blocked_by(&app, follow_pid).await;
+            blocked_by(&app, erasure).await;
+            sqlx::query("SELECT 1 FROM account_locks WHERE user_id = $1 FOR SHARE")
+                .bind(ACCOUNT)
+                .execute(&mut *follow)
+                .await
+                .unwrap();
+            follow.commit().await.unwrap();
+        }
+    );
+    let (status, body) = erased;
+    assert_eq!(status, StatusCode::OK, "the erasure: {body}");
+    let (status, body) = unlocked;
+    assert_eq!(status, StatusCode::OK, "the unlock: {body}");
+    assert_eq!(body["locked"], json!(false));
+    // The erased requester's request went with them; nothing is pending, nothing approved.
+    assert!(pending(&app).await.is_empty(), "{:?}", pending(&app).await);
+    let approved = app
+        .events()
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind == "FollowRequestApproved")
+        .count();
+    assert_eq!(approved, 0);
+}
+
+/// Takes stream `stream` of the account aggregate in a transaction of the test, as a writer
+/// appending to it would; the transaction's backend.
+async fn hold_account_stream(
+    app: &TestApp,
+    stream: i64,
+) -> (sqlx::Transaction<'static, sqlx::Postgres>, i32) {
+    let mut tx = app.pool.begin().await.unwrap();
+    let pid: i32 = sqlx::query_scalar(
+        "SELECT pg_backend_pid() FROM lock_streams('account', ARRAY[$1::text], false)",
+    )
+    .bind(stream.to_string())
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    (tx, pid)
+}
+
+#[tokio::test]
+async fn requests_made_while_an_unlock_takes_its_locks_are_approved_or_erased_with_their_user() {
+    // Two requests arrive after the unlock first read its requesters, while it waits for its
+    // account's stream; the erasure of one of the two requesters is under way when the unlock
+    // finds them. The unlock approves the other and decides again past the erasure.
+    const ACCOUNT: i64 = 1;
+    const EARLY: i64 = 2;
+    const ERASED: i64 = 3;
+    const LATE: i64 = 4;
+    let app = spawn_app().await;
+    app.set_locked(ACCOUNT, true).await;
+    app.command("follow", EARLY, ACCOUNT).await;
+    let (account, account_pid) = hold_account_stream(&app, ACCOUNT).await;
+    let (erasing, erasing_pid) = hold_account_stream(&app, ERASED).await;
+    let (unlocked, erased, ()) = tokio::join!(
+        app.settings_as(ACCOUNT, json!({ "locked": false })),
+        async {
+            blocked_by(&app, account_pid).await;
+            for requester in [ERASED, LATE] {
+                let (status, body) = app.command("follow", requester, ACCOUNT).await;
+                assert_eq!(status, StatusCode::OK, "{body}");
+                assert_eq!(body["relation"]["requested"], json!(true), "{body}");
+            }
+            app.erase_me(ERASED).await
+        },
+        async {
+            let erasure = blocked_by(&app, erasing_pid).await;
+            account.commit().await.unwrap();
+            // The unlock finds the erasure under way, and waits for it the second time.
+            blocked_by(&app, erasure).await;
+            erasing.commit().await.unwrap();
+        }
+    );
+    let (status, body) = unlocked;
+    assert_eq!(status, StatusCode::OK, "the unlock: {body}");
+    let (status, body) = erased;
+    assert_eq!(status, StatusCode::OK, "the erasure: {body}");
+    assert!(pending(&app).await.is_empty(), "{:?}", pending(&app).await);
+    let approved: BTreeSet<i64> = app
+        .events()
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind == "FollowRequestApproved")
+        .map(|(_, payload)| {
+            payload["FollowRequestApproved"]["requester"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(approved, BTreeSet::from([EARLY, LATE]));
+}
