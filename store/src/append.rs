@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use cqrs_es::{Aggregate, DomainEvent};
+use sqlx::postgres::PgRow;
 use sqlx::{FromRow, PgConnection, Row};
 
 use crate::error::StoreError;
@@ -63,17 +64,29 @@ async fn load<A: Aggregate>(
     streams: &mut HashMap<String, Loaded<A>>,
     lock: Option<Mode>,
 ) -> Result<(), StoreError> {
-    let versions: Vec<(&str, usize)> = streams
+    let events = read::<A>(conn, &versions(streams), lock).await?;
+    apply(streams, events);
+    Ok(())
+}
+
+/// Each stream's id and known version, as the SQL functions that load streams take them.
+pub(crate) fn versions<A>(streams: &HashMap<String, Loaded<A>>) -> Vec<(&str, usize)> {
+    streams
         .iter()
         .map(|(id, loaded)| (id.as_str(), loaded.version))
-        .collect();
-    let events = read::<A>(conn, &versions, lock).await?;
+        .collect()
+}
+
+/// Applies `events` (each stream's in order) to their streams.
+pub(crate) fn apply<A: Aggregate>(
+    streams: &mut HashMap<String, Loaded<A>>,
+    events: Vec<(String, usize, A::Event)>,
+) {
     for (id, sequence, event) in events {
         let loaded = streams.get_mut(&id).expect("only the streams asked for");
         loaded.aggregate.apply(event);
         loaded.version = sequence;
     }
-    Ok(())
 }
 
 /// Locks `streams` (of aggregate type `A`, each with the version its reader knows) as `mode`
@@ -111,16 +124,18 @@ async fn read<A: Aggregate>(
         query = query.bind(matches!(mode, Mode::Shared));
     }
     let rows = query.fetch_all(&mut *conn).await?;
-    rows.into_iter()
-        .map(|row| {
-            let id: String = row.try_get("aggregate_id")?;
-            let payload: serde_json::Value = row.try_get("payload")?;
-            let event: A::Event = serde_json::from_value(payload)
-                .map_err(|e| StoreError::Corrupt(format!("{} {id}: {e}", A::TYPE)))?;
-            let sequence = row.try_get::<i64, _>("sequence")? as usize;
-            Ok((id, sequence, event))
-        })
-        .collect()
+    rows.iter().map(event_of::<A>).collect()
+}
+
+/// A row of SQL `load_streams` (or of a function answering as it does): the stream, the
+/// event's version and the event.
+pub(crate) fn event_of<A: Aggregate>(row: &PgRow) -> Result<(String, usize, A::Event), StoreError> {
+    let id: String = row.try_get("aggregate_id")?;
+    let payload: serde_json::Value = row.try_get("payload")?;
+    let event: A::Event = serde_json::from_value(payload)
+        .map_err(|e| StoreError::Corrupt(format!("{} {id}: {e}", A::TYPE)))?;
+    let sequence = row.try_get::<i64, _>("sequence")? as usize;
+    Ok((id, sequence, event))
 }
 
 /// The events one decision appends to its stream.
@@ -201,8 +216,13 @@ async fn append<A: Aggregate>(
     if events.is_empty() {
         return Ok(Appended::At(Vec::new()));
     }
+    // Inserted in (stream, version) order, as every append inserts: an unlock appends to pair
+    // streams it does not lock (`settings`), so two appends that share versions must meet
+    // them in one order, or each could wait on the other's unfinished insert.
+    let mut ordered: Vec<&NewEvent<'_, A>> = events.iter().collect();
+    ordered.sort_unstable_by_key(|e| (e.stream, e.version));
     let mut columns = Columns::default();
-    for new in events {
+    for new in ordered {
         let payload =
             serde_json::to_value(new.event).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         columns.streams.push(new.stream);

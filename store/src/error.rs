@@ -50,6 +50,20 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// True when PostgreSQL aborted the transaction to let another one through (SQLSTATE
+    /// 40P01 deadlock detected, 40001 serialization failure): nothing was written, and the
+    /// same attempt made again may commit. Writers take their locks in one order, so a cycle
+    /// is rare, but one a reader of the write side closes (a projector settling rule-3 rows)
+    /// must not answer 500.
+    pub fn is_lost_race(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(error)) => {
+                matches!(error.code().as_deref(), Some("40P01" | "40001"))
+            }
+            _ => false,
+        }
+    }
+
     /// True when the database is unreachable or overloaded rather than the request at fault.
     pub fn is_unavailable(&self) -> bool {
         if let StoreError::Group(cause) = self {

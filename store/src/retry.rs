@@ -1,6 +1,7 @@
 //! Deciding again after a lost race: every writer's attempt ends in a commit, a lost race
-//! (another writer took a stream version first; the attempt rolled back) or an error, and a
-//! lost race is decided again, a few times, after a random wait.
+//! (another writer took a stream version first, or PostgreSQL aborted the attempt to break a
+//! lock cycle; the attempt rolled back) or an error, and a lost race is decided again, a few
+//! times, after a random wait.
 
 use std::future::Future;
 use std::time::Duration;
@@ -19,11 +20,18 @@ where
     F: Future<Output = Result<Option<T>, StoreError>>,
 {
     for round in 1..=MAX_ATTEMPTS {
-        if let Some(done) = attempt().await? {
-            return Ok(done);
+        match attempt().await {
+            Ok(Some(done)) => return Ok(done),
+            Ok(None) => {
+                tracing::debug!(attempt = round, "a stream changed under the decision")
+            }
+            // PostgreSQL broke a lock cycle by aborting this attempt: it lost a race too.
+            Err(error) if error.is_lost_race() => {
+                tracing::info!(attempt = round, %error, "the attempt was chosen to break a lock cycle")
+            }
+            Err(error) => return Err(error),
         }
         metrics::counter!("relations_command_conflicts_total").increment(1);
-        tracing::debug!(attempt = round, "a stream changed under the decision");
         backoff(round).await;
     }
     Err(StoreError::Contended {

@@ -121,7 +121,8 @@ async fn set(
     let named: Vec<UserId> = std::iter::once(user)
         .chain(requesters.iter().copied())
         .collect();
-    if user_locks::lock_users_then::<Account>(conn, &named, &[], &[&stream])
+    let mut accounts = HashMap::from([(stream.clone(), Loaded::<Account>::default())]);
+    if user_locks::lock_users_then(conn, &named, &[], &mut accounts)
         .await?
         .contains(&user)
     {
@@ -133,8 +134,6 @@ async fn set(
             .execute(&mut *conn)
             .await?;
     }
-    let mut accounts = HashMap::from([(stream.clone(), Loaded::<Account>::default())]);
-    append::catch_up(conn, &mut accounts).await?;
     let account = &accounts[&stream];
     let mut after = account.aggregate.clone();
     let mut account_events = Vec::new();

@@ -1,25 +1,26 @@
 //! The per-user locks of the write side (issue 25): every command group locks each user its
 //! commands name (shared; an erasure exclusively) before any stream, and learns in the same
 //! round trip which of them are erased (see [`crate::guards::erasure`] for the invariant). The
-//! executor, the account settings and the erasure guard share it; it depends on none of them.
+//! executor and the account settings share it; it reads streams as `append` does.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use cqrs_es::Aggregate;
 use relations_domain::UserId;
-use sqlx::PgConnection;
+use sqlx::{PgConnection, Row};
 
+use crate::append::{self, Loaded};
 use crate::error::StoreError;
 
 /// Locks `users` for the caller's transaction (exclusively those in `exclusive`, shared the
-/// rest), then `streams` of aggregate type `A` exclusively (the keys of
-/// `append::lock_and_catch_up`), each set in one order every writer shares, in one round trip;
-/// answers which of the users are erased.
+/// rest), then `streams` of aggregate type `A` exclusively, each set in one order every writer
+/// shares, and brings the streams up to date (as `append::catch_up`), in one round trip (SQL
+/// `lock_writers_and_load`); answers which of the users are erased.
 pub(crate) async fn lock_users_then<A: Aggregate>(
     conn: &mut PgConnection,
     users: &[UserId],
     exclusive: &[UserId],
-    streams: &[&str],
+    streams: &mut HashMap<String, Loaded<A>>,
 ) -> Result<HashSet<UserId>, StoreError> {
     let mut all: Vec<i64> = users.iter().chain(exclusive).map(|u| u.get()).collect();
     all.sort_unstable();
@@ -28,14 +29,31 @@ pub(crate) async fn lock_users_then<A: Aggregate>(
         .iter()
         .map(|u| exclusive.iter().any(|e| e.get() == *u))
         .collect();
-    // Keys in the same space as the stream locks (SQL `lock_streams`), per schema.
-    let erased = sqlx::query_scalar("SELECT lock_writers($1, $2, $3, $4)")
-        .bind(&all)
-        .bind(&modes)
-        .bind(A::TYPE)
-        .bind(streams)
-        .fetch_all(&mut *conn)
-        .await?;
+    let (ids, versions): (Vec<&str>, Vec<i64>) = append::versions(streams)
+        .into_iter()
+        .map(|(id, version)| (id, version as i64))
+        .unzip();
+    // Each stream's events are applied in order: said here, not left to the function.
+    let rows = sqlx::query(
+        "SELECT * FROM lock_writers_and_load($1, $2, $3, $4, $5)
+          ORDER BY erased, aggregate_id, sequence",
+    )
+    .bind(&all)
+    .bind(&modes)
+    .bind(A::TYPE)
+    .bind(&ids)
+    .bind(&versions)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut erased = Vec::new();
+    let mut events = Vec::with_capacity(rows.len());
+    for row in &rows {
+        match row.try_get::<Option<i64>, _>("erased")? {
+            Some(user) => erased.push(user),
+            None => events.push(append::event_of::<A>(row)?),
+        }
+    }
+    append::apply(streams, events);
     to_users(erased)
 }
 

@@ -6,7 +6,7 @@ use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{code, spawn_with, test_config};
+use crate::helpers::{blocked_by, code, patient_transaction, spawn_with, test_config};
 
 /// Directed edges (from, to).
 type Edges = BTreeSet<(i64, i64)>;
@@ -160,4 +160,39 @@ async fn both_users_following_each_other_at_once_both_succeed() {
     assert_eq!(app.event_count().await, 60);
     let (_, body) = app.command("follow", 1, 2).await;
     assert_eq!(body["relation"]["state"], json!("friends"));
+}
+
+#[tokio::test]
+async fn a_command_group_chosen_to_break_a_lock_cycle_is_decided_again() {
+    // A transaction of the test holds one guard row a block needs and then asks for the other,
+    // which the block's group holds: a cycle. PostgreSQL aborts the group (the test's
+    // transaction waits far longer before it checks); the group rolls back, is decided again
+    // once the test's transaction ends, and answers as if nothing had happened.
+    let app = spawn_with(test_config().await).await;
+    for user in [4, 9] {
+        let (status, body) = app.command("follow", user, 100).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (mut other, other_pid) = patient_transaction(&app).await;
+    sqlx::query("SELECT 1 FROM follow_guard WHERE user_id = 9 FOR NO KEY UPDATE")
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    let ((status, body), ()) = tokio::join!(app.command("block", 4, 9), async {
+        // The group holds row 4 (rows are locked in ascending order) and waits for row 9.
+        blocked_by(&app, other_pid).await;
+        sqlx::query("SELECT 1 FROM follow_guard WHERE user_id = 4 FOR NO KEY UPDATE")
+            .execute(&mut *other)
+            .await
+            .unwrap();
+        other.commit().await.unwrap();
+    });
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["relation"]["blocking"], json!(true), "{body}");
+    let blocks: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM events WHERE event_type = 'Blocked'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(blocks, 1);
 }

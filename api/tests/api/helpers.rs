@@ -400,6 +400,39 @@ impl TestApp {
     }
 }
 
+/// A transaction of the test's own that never breaks a lock cycle itself (its deadlock timeout
+/// is long, so PostgreSQL aborts another member of a cycle it closes), and its backend.
+pub async fn patient_transaction(
+    app: &TestApp,
+) -> (sqlx::Transaction<'static, sqlx::Postgres>, i32) {
+    let mut tx = app.pool.begin().await.unwrap();
+    let pid: i32 = sqlx::query_scalar(
+        "SELECT pg_backend_pid() FROM set_config('deadlock_timeout', '10min', true)",
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    (tx, pid)
+}
+
+/// The backend blocked by `blocker`, once there is one.
+pub async fn blocked_by(app: &TestApp, blocker: i32) -> i32 {
+    for _ in 0..500 {
+        let waiting: Option<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))",
+        )
+        .bind(blocker)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if let Some(pid) = waiting {
+            return pid;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("nothing waits on backend {blocker}");
+}
+
 /// Status and JSON body (Null when the body is not JSON).
 pub async fn read(response: reqwest::Response) -> (StatusCode, Value) {
     let status = response.status();

@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 
 use crate::helpers::TestApp;
 use crate::helpers::{
-    assert_verified, code, projector_reached, spawn_app, spawn_with, test_config,
+    assert_verified, blocked_by, code, patient_transaction, projector_reached, spawn_app,
+    spawn_with, test_config,
 };
 
 const APPROVE: &str = "follow_requests/approve";
@@ -490,24 +491,6 @@ async fn unlocking_an_account_with_thousands_of_pending_requests_approves_them_i
     assert_verified_when_settled(&app).await;
 }
 
-/// The backend blocked by `blocker`, once there is one.
-async fn blocked_by(app: &TestApp, blocker: i32) -> i32 {
-    for _ in 0..500 {
-        let waiting: Option<i32> = sqlx::query_scalar(
-            "SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))",
-        )
-        .bind(blocker)
-        .fetch_optional(&app.pool)
-        .await
-        .unwrap();
-        if let Some(pid) = waiting {
-            return pid;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("nothing waits on backend {blocker}");
-}
-
 #[tokio::test]
 async fn an_unlock_racing_a_requesters_erasure_and_a_follow_never_deadlocks() {
     // The cycle a review found: an unlock held its account's `account_locks` row while it
@@ -527,11 +510,7 @@ async fn an_unlock_racing_a_requesters_erasure_and_a_follow_never_deadlocks() {
         assert_eq!(body["relation"]["requested"], json!(true), "{body}");
     }
     // The follow: the asker's guard row, as a follow group locks it.
-    let mut follow = app.pool.begin().await.unwrap();
-    sqlx::query("SET LOCAL deadlock_timeout = '10min'")
-        .execute(&mut *follow)
-        .await
-        .unwrap();
+    let (mut follow, follow_pid) = patient_transaction(&app).await;
     let locked: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT 1 FROM follow_guard WHERE user_id = $1 FOR NO KEY UPDATE) g",
     )
@@ -543,10 +522,6 @@ async fn an_unlock_racing_a_requesters_erasure_and_a_follow_never_deadlocks() {
         locked, 1,
         "a request counts toward its requester's guard row"
     );
-    let follow_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-        .fetch_one(&mut *follow)
-        .await
-        .unwrap();
     // The erasure holds its user's lock and waits for the asker's guard row; the unlock then
     // waits for the erasure; the follow then reads the account's lock row, and commits.
     let ((erased, unlocked), ()) = tokio::join!(
@@ -590,14 +565,12 @@ async fn hold_account_stream(
     app: &TestApp,
     stream: i64,
 ) -> (sqlx::Transaction<'static, sqlx::Postgres>, i32) {
-    let mut tx = app.pool.begin().await.unwrap();
-    let pid: i32 = sqlx::query_scalar(
-        "SELECT pg_backend_pid() FROM lock_streams('account', ARRAY[$1::text], false)",
-    )
-    .bind(stream.to_string())
-    .fetch_one(&mut *tx)
-    .await
-    .unwrap();
+    let (mut tx, pid) = patient_transaction(app).await;
+    sqlx::query("SELECT lock_streams('account', ARRAY[$1::text], false)")
+        .bind(stream.to_string())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
     (tx, pid)
 }
 

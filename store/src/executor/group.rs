@@ -87,7 +87,6 @@ where
             .collect();
         let mut guard = C::Guard::lock(conn, asks).await?;
         self.claim(conn).await?;
-        append::catch_up(conn, &mut self.streams).await?;
         let mut decisions = Vec::new();
         for index in 0..self.commands.len() {
             if self.replies[index].is_some() {
@@ -114,8 +113,8 @@ where
         Ok(Some((replies, self.streams)))
     }
 
-    /// Locks every user the group's commands name, then their streams (one round trip), and
-    /// refuses the commands that name an erased user (an erasure of an erased user goes on: it
+    /// Locks every user the group's commands name, then their streams, and brings the streams
+    /// up to date (one round trip); refuses the commands that name an erased user (an erasure of an erased user goes on: it
     /// decides nothing).
     async fn lock_refusing_erased(&mut self, conn: &mut PgConnection) -> Result<(), StoreError> {
         let erasing: Vec<UserId> = self
@@ -128,9 +127,7 @@ where
             .iter()
             .flat_map(|p| p.command.users())
             .collect();
-        let streams: Vec<&str> = self.commands.iter().map(|p| p.command.stream()).collect();
-        let erased =
-            user_locks::lock_users_then::<C::Aggregate>(conn, &named, &erasing, &streams).await?;
+        let erased = user_locks::lock_users_then(conn, &named, &erasing, &mut self.streams).await?;
         if erased.is_empty() {
             return Ok(());
         }

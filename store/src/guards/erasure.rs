@@ -38,40 +38,46 @@ impl Guard<AccountEvent> for ErasureGuard {
         }));
     }
 
-    /// Records each erasure and removes the user from the write side, set-based.
+    /// Records the group's erasures and removes their users from the write side, set-based.
     async fn write(self, conn: &mut PgConnection) -> Result<(), StoreError> {
-        for user in self.erased {
-            erase(conn, user).await?;
+        if self.erased.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        erase(conn, &self.erased).await
     }
 }
 
-/// The erasure's write-side statements for `user`, in its transaction: the `erased_users` row
-/// (what refuses every later command), the user's data key (crypto-shredding: their sealed
-/// content becomes unreadable wherever it went), their pending requests both ways with the
-/// requesters' rule-3 counts they held, their account lock and their own guard row. The
-/// followers' counts that include a follow of the user are settled by projector `following`
+/// The erasure's write-side statements for `users`, in its transaction: the `erased_users`
+/// rows (what refuses every later command), the users' data keys (crypto-shredding: their
+/// sealed content becomes unreadable wherever it went), their pending requests both ways with
+/// the requesters' rule-3 counts they held, their account locks and their own guard rows. The
+/// followers' counts that include a follow of a user are settled by projector `following`
 /// when it folds the erasure (`guard_settled`); until then they are over by one, which keeps
 /// rule 3 safe.
-async fn erase(conn: &mut PgConnection, user: UserId) -> Result<(), StoreError> {
-    let user = user.get();
+///
+/// Every guard row the erasures change (their requesters' and their own) is locked first, in
+/// one statement and in ascending order, as the follow guard locks them: locked a user at a
+/// time, or the users' own rows last, two erasures or a follow group could each hold a row the
+/// other waits for.
+async fn erase(conn: &mut PgConnection, users: &[UserId]) -> Result<(), StoreError> {
+    let users: Vec<i64> = users.iter().map(|u| u.get()).collect();
     let statements = [
-        "INSERT INTO erased_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING",
-        "DELETE FROM data_keys WHERE user_id = $1",
-        // Guard rows in ascending order, as the follow guard locks them.
-        "SELECT 1 FROM follow_guard WHERE user_id IN
-             (SELECT requester FROM pending_requests WHERE target = $1)
+        "INSERT INTO erased_users (user_id) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING",
+        "DELETE FROM data_keys WHERE user_id = ANY($1)",
+        "SELECT 1 FROM follow_guard WHERE user_id = ANY($1)
+             OR user_id IN (SELECT requester FROM pending_requests WHERE target = ANY($1))
           ORDER BY user_id FOR NO KEY UPDATE",
-        "WITH r AS (DELETE FROM pending_requests WHERE target = $1 RETURNING requester)
-         UPDATE follow_guard g SET following = g.following - 1 FROM r WHERE g.user_id = r.requester",
-        "DELETE FROM pending_requests WHERE requester = $1",
-        "DELETE FROM account_locks WHERE user_id = $1",
-        "DELETE FROM hidden_graphs WHERE user_id = $1",
-        "DELETE FROM follow_guard WHERE user_id = $1",
+        // A requester asking two of the users loses one count per request.
+        "WITH r AS (DELETE FROM pending_requests WHERE target = ANY($1) RETURNING requester),
+              n AS (SELECT requester, count(*) AS n FROM r GROUP BY requester)
+         UPDATE follow_guard g SET following = g.following - n.n FROM n WHERE g.user_id = n.requester",
+        "DELETE FROM pending_requests WHERE requester = ANY($1)",
+        "DELETE FROM account_locks WHERE user_id = ANY($1)",
+        "DELETE FROM hidden_graphs WHERE user_id = ANY($1)",
+        "DELETE FROM follow_guard WHERE user_id = ANY($1)",
     ];
     for sql in statements {
-        sqlx::query(sql).bind(user).execute(&mut *conn).await?;
+        sqlx::query(sql).bind(&users).execute(&mut *conn).await?;
     }
     Ok(())
 }
