@@ -122,7 +122,7 @@ async fn set(
         .chain(requesters.iter().copied())
         .collect();
     let mut accounts = HashMap::from([(stream.clone(), Loaded::<Account>::default())]);
-    if user_locks::lock_users_then(conn, &named, &[], &mut accounts)
+    if user_locks::lock_writers_and_load(conn, &named, &[], &mut accounts)
         .await?
         .contains(&user)
     {

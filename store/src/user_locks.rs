@@ -16,7 +16,7 @@ use crate::error::StoreError;
 /// rest), then `streams` of aggregate type `A` exclusively, each set in one order every writer
 /// shares, and brings the streams up to date (as `append::catch_up`), in one round trip (SQL
 /// `lock_writers_and_load`); answers which of the users are erased.
-pub(crate) async fn lock_users_then<A: Aggregate>(
+pub(crate) async fn lock_writers_and_load<A: Aggregate>(
     conn: &mut PgConnection,
     users: &[UserId],
     exclusive: &[UserId],

@@ -114,8 +114,8 @@ where
     }
 
     /// Locks every user the group's commands name, then their streams, and brings the streams
-    /// up to date (one round trip); refuses the commands that name an erased user (an erasure of an erased user goes on: it
-    /// decides nothing).
+    /// up to date (one round trip); refuses the commands that name an erased user (an erasure
+    /// of an erased user goes on: it decides nothing).
     async fn lock_refusing_erased(&mut self, conn: &mut PgConnection) -> Result<(), StoreError> {
         let erasing: Vec<UserId> = self
             .commands
@@ -127,7 +127,8 @@ where
             .iter()
             .flat_map(|p| p.command.users())
             .collect();
-        let erased = user_locks::lock_users_then(conn, &named, &erasing, &mut self.streams).await?;
+        let erased =
+            user_locks::lock_writers_and_load(conn, &named, &erasing, &mut self.streams).await?;
         if erased.is_empty() {
             return Ok(());
         }
