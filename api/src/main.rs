@@ -1,5 +1,11 @@
 //! The `relations` binary: see `relations --help`.
 
+/// mimalloc, not glibc's malloc: a server's requests allocate and free small objects on every
+/// worker thread, and a profile of 64 clients' follows found glibc's allocator (its arena
+/// locks, chunk consolidation) at 18% of the server's CPU.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     relations_api::cli::main().await
