@@ -1,7 +1,7 @@
 //! Prometheus metrics: one global recorder, and HTTP request metrics by matched route.
 
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
@@ -35,9 +35,30 @@ pub fn handle() -> PrometheusHandle {
                 })
                 .expect("buckets are not empty")
                 .install_recorder()
+                .map(upkeep)
                 .expect("no other metrics recorder is installed")
         })
         .clone()
+}
+
+/// How often the recorder's upkeep runs.
+const UPKEEP: Duration = Duration::from_secs(5);
+
+/// Runs the recorder's upkeep every [`UPKEEP`], for as long as the process lives. A histogram
+/// keeps every sample recorded until it is drained into its buckets, which only a scrape or
+/// the upkeep does, and `install_recorder` starts no upkeep of its own: an instance that
+/// nobody scraped grew by every request's samples without bound (issue 48's soak: about
+/// 1.3 MiB a minute at 1,200 requests a second; heaptrack found it).
+fn upkeep(handle: PrometheusHandle) -> PrometheusHandle {
+    let kept = handle.clone();
+    std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || loop {
+            std::thread::sleep(UPKEEP);
+            kept.run_upkeep();
+        })
+        .expect("a thread starts");
+    handle
 }
 
 /// Counts and times each request under its route template (never the raw path: ids would

@@ -144,7 +144,15 @@ impl Server {
         extra: &[(&str, String)],
         projectors: Option<&[&str]>,
     ) -> anyhow::Result<Self> {
-        let mut command = Command::new(&env.bin);
+        // BENCH_SERVER_WRAPPER (for example `heaptrack`) runs the server under a profiler.
+        let mut command = match std::env::var("BENCH_SERVER_WRAPPER") {
+            Ok(wrapper) if !wrapper.is_empty() => {
+                let mut command = Command::new(wrapper);
+                command.arg(&env.bin);
+                command
+            }
+            _ => Command::new(&env.bin),
+        };
         command
             .arg("serve")
             .env("RELATIONS_RUN_PROJECTORS", projectors.is_none().to_string())

@@ -10,7 +10,8 @@
 //! mix; (h) insights; (i) likes and comments; (j) the live feed; (k) the primary's CPU per read
 //! with and without a hot standby serving reads (`DATABASE_READ_URL`); (l) the log's bookkeeping
 //! queries; (m) the failover window on the HA PostgreSQL of `scripts/ha.sh`; (n) erasing a big
-//! account; (o) the analysts' replay, Parquet against JSON lines. Each lives in
+//! account; (o) the analysts' replay, Parquet against JSON lines; (p) notifications; (q) the
+//! soak, memory under a steady mix (only when named). Each lives in
 //! `scenarios/`, one file per scenario.
 
 mod graph;
@@ -56,7 +57,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to p); all when empty.
+    /// Only these scenarios (letters a to q); all when empty but (q).
     #[arg(long)]
     only: Vec<char>,
     /// A world of this many users (about 12 follows each, LinkBench-shaped, and a post each),
@@ -70,6 +71,9 @@ struct Args {
     /// again (the same N; a run at 1M spends half an hour loading and folding it).
     #[arg(long)]
     reuse_world: bool,
+    /// (q) the soak's length, in minutes (it runs only when named with --only).
+    #[arg(long, default_value_t = 15)]
+    soak_minutes: u64,
     /// Record a system-wide `perf` profile into this file during the 64-client follow run.
     #[arg(long)]
     profile: Option<String>,
@@ -136,6 +140,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted('p') {
         rows.outcome("notifications", scenarios::notifications(&env, scale).await);
+    }
+    if args.only.contains(&'q') {
+        rows.outcome("soak", scenarios::soak(&env, args.soak_minutes).await);
     }
     if wanted('k') && own_cluster('k') {
         rows.outcome("read_pool", scenarios::read_pool(&env, scale).await);

@@ -108,14 +108,21 @@ pub(super) struct Timeline {
     floor: i64,
 }
 
+/// `order`'s length below which it is never compacted.
+const MIN_COMPACT: usize = 4_096;
+
 /// Every author's recent posts; see the module docs.
 #[derive(Debug, Default, Clone)]
 pub struct Timelines {
     caps: Caps,
     by_author: HashMap<u64, Timeline>,
     /// `(seq, author)` of every post held or dropped per author since, ascending: the order
-    /// posts leave in when there are more than `caps.total`.
+    /// posts leave in when there are more than `caps.total`. The entries of posts dropped
+    /// per author are taken out once they are as many again as when it was last compacted
+    /// ([`Timelines::compact`]).
     order: VecDeque<(i64, u64)>,
+    /// `order`'s length that compacts it next.
+    compact_at: usize,
     /// Every live post with a seq at or above this is held, as far as the total cap goes.
     global_floor: i64,
     /// The newest seq given.
@@ -129,6 +136,7 @@ impl Timelines {
     pub fn new(caps: Caps) -> Self {
         Self {
             caps,
+            compact_at: MIN_COMPACT,
             ..Self::default()
         }
     }
@@ -198,6 +206,9 @@ impl Timelines {
         }
         self.head = self.head.max(post.seq);
         self.order.push_back((post.seq, author));
+        if self.order.len() >= self.compact_at {
+            self.compact();
+        }
         let timeline = self.by_author.entry(author).or_default();
         timeline.newest = post.seq;
         if timeline.posts.capacity() == 0 {
@@ -220,6 +231,23 @@ impl Timelines {
                 }
             }
         }
+    }
+
+    /// Takes the entries of posts no longer held out of `order`. Without it, an author's 33rd
+    /// post left its first one's entry behind for good, until `caps.total` entries (4M by
+    /// default, 64 MiB and its spare room): issue 48's soak found held posts' bytes growing at
+    /// a fixed count. A post dropped per author is below its author's own floor, so
+    /// `global_floor` need not move for it; the order of the rest is kept. Amortized: each
+    /// compaction at least halves what it walks, or doubles the length that comes next.
+    fn compact(&mut self) {
+        let by_author = &self.by_author;
+        self.order.retain(|&(seq, author)| {
+            by_author
+                .get(&author)
+                .is_some_and(|t| t.posts.binary_search_by_key(&seq, |p| p.seq).is_ok())
+        });
+        self.order.shrink_to(2 * self.order.len());
+        self.compact_at = (2 * self.order.len()).max(MIN_COMPACT);
     }
 
     /// `author` deleted `post`: it is live and held no more.
@@ -360,6 +388,26 @@ mod tests {
         t.of(author)
             .map(|t| t.posts.iter().map(|p| p.seq).collect())
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_leaving_order_keeps_no_more_than_twice_the_posts_held() {
+        let mut t = Timelines::new(Caps {
+            per_author: 2,
+            total: 1_000_000,
+        });
+        for n in 0..50_000u128 {
+            t.publish((n % 10) as u64, post(n));
+        }
+        // 10 authors hold 2 posts each; the order once grew with every post published.
+        assert_eq!(t.held(), 20);
+        assert!(t.order.len() <= MIN_COMPACT, "{}", t.order.len());
+        let unknown = t.unknown_below(t.of(3).unwrap());
+        assert_eq!(seqs(&t, 3), vec![49_984, 49_994]);
+        assert_eq!(
+            unknown, 49_975,
+            "its own floor: the posts before are not held"
+        );
     }
 
     #[test]

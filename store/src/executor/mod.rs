@@ -40,14 +40,14 @@ use command::Reply;
 pub use command::{Executed, Render};
 pub(crate) use command::{Guard, Pending, StoreCommand};
 
+mod cache;
 mod command;
 mod group;
 
+use cache::StreamCache;
+
 /// The most commands decided in one transaction.
 pub(crate) const MAX_GROUP: usize = 128;
-
-/// Streams kept in the in-process cache before it is emptied.
-const CACHE_STREAMS: usize = 200_000;
 
 /// How many streams of `A` the cache holds, and its size: an estimate from the entries'
 /// inline size (an aggregate's own heap, small for every aggregate here, is not counted).
@@ -129,7 +129,7 @@ where
             signal,
             render,
             deadline: workers.deadline,
-            cache: SyncMutex::new(HashMap::new()),
+            cache: SyncMutex::new(StreamCache::new(cache::GENERATION)),
         });
         let receiver = Arc::new(Mutex::new(receiver));
         for _ in 0..count {
@@ -211,8 +211,8 @@ pub(crate) struct Shared<C: StoreCommand> {
     render: Render<C::Outcome>,
     /// The longest one group may take, every attempt included.
     deadline: Duration,
-    /// Streams as last committed by this process, by id.
-    cache: SyncMutex<HashMap<String, Loaded<C::Aggregate>>>,
+    /// Streams as last committed by this process, by id (two bounded generations).
+    cache: SyncMutex<StreamCache<C::Aggregate>>,
 }
 
 /// A worker: takes what is queued, sets aside second uses of a key, runs the group.
@@ -341,12 +341,12 @@ where
         group: &[Pending<C>],
     ) -> Result<Option<Committed<C>>, StoreError> {
         let streams = {
-            let cache = self.cache.lock().expect("not poisoned");
+            let mut cache = self.cache.lock().expect("not poisoned");
             group
                 .iter()
                 .map(|p| {
                     let id = p.command.stream();
-                    (id.to_owned(), cache.get(id).cloned().unwrap_or_default())
+                    (id.to_owned(), cache.get(id).unwrap_or_default())
                 })
                 .collect()
         };
@@ -363,20 +363,14 @@ where
 
     /// A stream as last committed by this process (version 0 when unknown).
     fn cached(&self, stream: &str) -> Loaded<C::Aggregate> {
-        let cache = self.cache.lock().expect("not poisoned");
-        cache.get(stream).cloned().unwrap_or_default()
+        let mut cache = self.cache.lock().expect("not poisoned");
+        cache.get(stream).unwrap_or_default()
     }
 
     /// Keeps `loaded` unless the cache already holds a later version of the stream.
     fn offer(&self, stream: &str, loaded: Loaded<C::Aggregate>) {
         let mut cache = self.cache.lock().expect("not poisoned");
-        if cache
-            .get(stream)
-            .is_none_or(|known| known.version < loaded.version)
-        {
-            if cache.len() >= CACHE_STREAMS {
-                cache.clear();
-            }
+        if cache.version(stream) < loaded.version {
             cache.insert(stream.to_owned(), loaded);
             publish_size::<C::Aggregate>(cache.len());
         }
@@ -385,10 +379,9 @@ where
     /// Keeps the streams as this group committed them.
     fn remember(&self, streams: HashMap<String, Loaded<C::Aggregate>>) {
         let mut cache = self.cache.lock().expect("not poisoned");
-        if cache.len() + streams.len() > CACHE_STREAMS {
-            cache.clear();
+        for (stream, loaded) in streams {
+            cache.insert(stream, loaded);
         }
-        cache.extend(streams);
         publish_size::<C::Aggregate>(cache.len());
     }
 
