@@ -4,7 +4,9 @@
 # - no non-test function over 80 lines;
 # - no SQL on the log (`events`) outside store/;
 # - no HTTP status, StatusCode or answer view in store/;
-# - one relation fold (RelationChange::of), one log-tail loop (TailLoop).
+# - one relation fold (RelationChange::of), one log-tail loop (TailLoop);
+# - events told apart by type, not by name: no reader compares a stream's type or an event's
+#   name as text (issue 43; the decoder, relations_domain::LogEvent::decode, is the one place).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -61,4 +63,34 @@ for crate, files in rust_files(".").items():
 PY
 )
 [ -z "$loops" ] || fail "a log tail of its own (use runtime::TailLoop): $loops"
+# Events are decoded once into relations_domain::LogEvent (issue 43): outside the decoder
+# (domain/src/event.rs) and the log's own write path (store/src/log/), no code compares
+# `stream_type` or `event_type` with text, matches a `::TYPE` constant, or names an event in a
+# string literal compared with something. `relations replay --type` (api/src/cli/replay/mod.rs)
+# filters by the names an operator typed, which is output, not reading.
+by_name=$(python3 - <<'PY'
+import re, sys
+sys.path.insert(0, "scripts")
+from rustsrc import rust_files, without_tests
+pats = [
+    re.compile(r"\b(stream_type|event_type)\b(\(\))?(\.as_str\(\))?\s*(==|!=)"),
+    re.compile(r"(==|!=)\s*[\w.&]*\b(stream_type|event_type)\b"),
+    re.compile(r"match\s+[\w.&]*\b(stream_type|event_type)\b"),
+    re.compile(r"\b[A-Z]\w*::TYPE\s*=>"),
+    re.compile(r"(==|!=)\s*\"(UserErased|Followed|Unfollowed|PostPublished|PostDeleted|CommentAdded|Liked|Unliked)\""),
+]
+allowed = ("domain/src/event.rs", "store/src/log/", "api/src/cli/replay/mod.rs")
+for crate, files in rust_files(".").items():
+    for f in files:
+        if any(a in f for a in allowed):
+            continue
+        text = without_tests(open(f).read())
+        for n, line in enumerate(text.split("\n"), 1):
+            if line.lstrip().startswith("//"):
+                continue
+            if any(p.search(line) for p in pats):
+                print(f"{f}:{n}: {line.strip()}")
+PY
+)
+[ -z "$by_name" ] || fail "events told apart by name outside the decoder (match relations_domain::LogEvent): $by_name"
 exit $failed

@@ -14,14 +14,4 @@ pub enum ProjectionError {
     /// Redis refused or timed out (projector `cache`).
     #[error("cache: {0}")]
     Cache(String),
-    /// An event this projector handles could not be decoded.
-    #[error("event {event_id} ({event_type}) unreadable: {error}")]
-    Decode {
-        /// The event.
-        event_id: uuid::Uuid,
-        /// Its type.
-        event_type: String,
-        /// The decoder's complaint.
-        error: String,
-    },
 }

@@ -2,8 +2,10 @@
 //! pair's stream and appended in one transaction with the guard rows (rule 3,
 //! [`crate::guards::follows`]) and the idempotency answer.
 
+use relations_domain::privacy::{self, Privacy, Reader};
 use relations_domain::{
-    guarded_users, FollowBudget, Relation, RelationCommand, RelationError, RelationPair, UserId,
+    guarded_users, FollowBudget, PairId, Relation, RelationCommand, RelationError, RelationPair,
+    UserId, Visibility,
 };
 use sqlx::PgPool;
 
@@ -30,6 +32,7 @@ pub struct RelationChange {
 #[derive(Clone)]
 pub struct RelationStore {
     executor: Executor<GuardedRelationCommand>,
+    pool: PgPool,
     follow_limit: u32,
 }
 
@@ -46,7 +49,8 @@ impl RelationStore {
         render: Render<RelationChange>,
     ) -> Self {
         Self {
-            executor: Executor::spawn(pool, None, signal, workers, render),
+            executor: Executor::spawn(pool.clone(), None, signal, workers, render),
+            pool,
             follow_limit,
         }
     }
@@ -68,6 +72,39 @@ impl RelationStore {
             follow_limit: self.follow_limit,
         };
         self.executor.execute(command, metadata, idempotency).await
+    }
+}
+
+impl RelationStore {
+    /// Whether `reader` may read a post of `visibility` by `author` as committed now: the
+    /// pair's stream brought up to date and the author's lock, by the rule the like and
+    /// comment guards apply under lock (`guards::pairs`), without the locks. What a command
+    /// asks when a read model that may lag would refuse it (issue 43): a lagging model may
+    /// send a command to the log, never refuse it.
+    pub async fn may_read_now(
+        &self,
+        reader: UserId,
+        author: UserId,
+        visibility: Visibility,
+    ) -> Result<bool, StoreError> {
+        let follows = match PairId::new(reader, author) {
+            Ok(pair) => {
+                let (pair, _) = self.executor.peek(&pair.stream_id()).await?;
+                pair.facts(reader, author).following
+            }
+            Err(_) => false,
+        };
+        let locked: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM account_locks WHERE user_id = $1)")
+                .bind(author.get())
+                .fetch_one(&self.pool)
+                .await?;
+        let privacy = Privacy {
+            locked,
+            hide_graph: false,
+        };
+        let reader = Reader::of(Some(reader), author, follows);
+        Ok(privacy::may_read(visibility, privacy, reader))
     }
 }
 

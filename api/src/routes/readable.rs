@@ -23,16 +23,18 @@ pub async fn readable_post(
     min_position: Option<LogPosition>,
 ) -> Result<PostAccess, ApiError> {
     let seen = state.posts.peek(id).await?;
-    judge(state, viewer, id, seen, min_position).await
+    judge(state, viewer, id, seen, Judged::ForRead(min_position)).await
 }
 
-/// [`readable_post`] for a command by `actor`: judged on the graph as it is.
+/// [`readable_post`] for a command by `actor`: judged on the graph as it is, and never refused
+/// for the graph's lag (see [`judge`]).
 pub async fn live_post(
     state: &AppState,
     actor: UserId,
     id: PostId,
 ) -> Result<PostAccess, ApiError> {
-    readable_post(state, Some(actor), id, None).await
+    let seen = state.posts.peek(id).await?;
+    judge(state, Some(actor), id, seen, Judged::ForCommand).await
 }
 
 /// [`live_post`] for a like or an unlike, judged on the post as this process last knew it
@@ -45,25 +47,49 @@ pub async fn likable_post(
     id: PostId,
 ) -> Result<PostAccess, ApiError> {
     let seen = state.posts.known(id).await?;
-    judge(state, Some(actor), id, seen, None).await
+    judge(state, Some(actor), id, seen, Judged::ForCommand).await
+}
+
+/// Who a post's readability is judged for.
+#[derive(Clone, Copy)]
+enum Judged {
+    /// A read, on the graph once it reflects the position given (it may lag without one).
+    ForRead(Option<LogPosition>),
+    /// A command by the viewer: the graph of this process may lag behind what the actor's own
+    /// transaction would see (a follow, an approval or an unlock just committed), so a
+    /// refusal by it is asked again of what is committed (`RelationStore::may_read_now`); a
+    /// lagging model may send a command to the log, never refuse it (issue 43). The like and
+    /// comment guards judge it once more under lock.
+    ForCommand,
 }
 
 /// Post `id`, seen as `post` at version `seen` of its stream: its access while it is live, its
-/// author is not erased and `viewer` may read it (on the graph once it reflects
-/// `min_position`); else 404.
+/// author is not erased and `viewer` may read it (as [`Judged`] says); else 404.
 async fn judge(
     state: &AppState,
     viewer: Option<UserId>,
     id: PostId,
     (post, seen): (Post, usize),
-    min_position: Option<LogPosition>,
+    judged: Judged,
 ) -> Result<PostAccess, ApiError> {
     let (author, visibility) = match post {
         Post::Live { author, visibility } => (live_user(state, author).await?, visibility),
         Post::Unpublished | Post::Deleted { .. } => return Err(ApiError::NotFound),
     };
+    let min_position = match judged {
+        Judged::ForRead(min_position) => min_position,
+        Judged::ForCommand => None,
+    };
     let source = graph_source(state, min_position).await?;
-    match privacy::may_read(source, viewer, author, visibility).await? {
+    let mut readable = privacy::may_read(source, viewer, author, visibility).await?;
+    if let (false, Judged::ForCommand, Some(actor)) = (readable, judged, viewer) {
+        // Refused by what may lag: asked again of what is committed.
+        readable = state
+            .relations
+            .may_read_now(actor, author, visibility)
+            .await?;
+    }
+    match readable {
         true => Ok(PostAccess {
             post: id,
             author,

@@ -178,7 +178,7 @@ async fn consumed_from_kafka(app: &TestApp) -> Vec<Value> {
         .unwrap();
     let mut consumed = Vec::new();
     for event in stored {
-        if !log::CONTENT_TYPES.contains(&event.event_type.as_str()) {
+        if !log::CONTENT_TYPES.contains(&event.event_type()) {
             continue;
         }
         let published = event.envelope();

@@ -105,7 +105,7 @@ async fn a_shared_window_gives_each_reader_what_the_log_holds_across_an_open_tra
     let held = |events: &[RecordedEvent]| {
         events
             .iter()
-            .any(|e| e.stream_id == "100:200" && e.event_type == "Followed")
+            .any(|e| e.stream_id == "100:200" && e.event_type() == "Followed")
     };
     let started = std::time::Instant::now();
     while !held(&read(&app.pool, LogPosition::START, i64::MAX).await) {

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use relations_domain::{LogEvent, RelationEvent};
+
 use crate::harness::{client, token, Env, Row, Server};
 
 const SCENARIO: &str = "m. failover";
@@ -145,12 +147,11 @@ async fn lost(pool: &sqlx::PgPool, acked: &[(i64, i64)]) -> anyhow::Result<usize
     .await?;
     let follows: std::collections::HashSet<(i64, i64)> = events
         .iter()
-        .filter(|e| e.event_type == "Followed")
-        .filter_map(|e| {
-            Some((
-                e.data()["follower"].as_i64()?,
-                e.data()["followee"].as_i64()?,
-            ))
+        .filter_map(|e| match e.event {
+            LogEvent::Relation(RelationEvent::Followed { follower, followee }) => {
+                Some((follower.get(), followee.get()))
+            }
+            _ => None,
         })
         .collect();
     Ok(acked.iter().filter(|edge| !follows.contains(edge)).count())

@@ -9,7 +9,7 @@ use super::scale::Scale;
 use crate::graph;
 use crate::harness::{Env, Row};
 
-/// (d) rebuilds of `following` and `feed` from the log (the graph's follows, then one post per
+/// (d) rebuilds of `following`, `feed` and `notifications` from the log (the graph's follows, then one post per
 /// user) vs COPY of the follow rows into a table shaped like `rm_follows`.
 pub async fn rebuild(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let db = "bench_rebuild";
@@ -32,10 +32,30 @@ pub async fn rebuild(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     };
     let copy_rate = copy_rate(&pool, &edges).await?;
     let mut rows = Vec::new();
-    for (name, events) in [
-        (relations_projections::relations::NAME, follows + posts),
-        (relations_projections::feed::NAME, follows + posts),
-    ] {
+    // Each with its target: issue 43 asks the feed's at 0.8x COPY, and `notifications` (not
+    // yet a bulk fold) at 100k events/s.
+    let events = follows + posts;
+    let targets: [(&str, &str, f64, f64); 3] = [
+        (
+            relations_projections::relations::NAME,
+            ">= 200k events/s and >= 0.5x COPY",
+            200_000.0,
+            0.5,
+        ),
+        (
+            relations_projections::feed::NAME,
+            ">= 200k events/s and >= 0.8x COPY",
+            200_000.0,
+            0.8,
+        ),
+        (
+            relations_projections::notifications::NAME,
+            ">= 100k events/s",
+            100_000.0,
+            0.0,
+        ),
+    ];
+    for (name, target, least, share) in targets {
         let took = run_rebuild(env, db, name)?;
         let rate = events as f64 / took.as_secs_f64();
         rows.push(
@@ -48,10 +68,7 @@ pub async fn rebuild(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
                 format!("COPY of the follow rows: {copy_rate:.0}/s"),
                 rate / copy_rate,
             )
-            .target(
-                ">= 200k events/s and >= 0.5x COPY",
-                rate >= 200_000.0 && rate / copy_rate >= 0.5,
-            ),
+            .target(target, rate >= least && rate / copy_rate >= share),
         );
     }
     Ok(rows)

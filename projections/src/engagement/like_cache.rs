@@ -21,14 +21,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::Script;
-use relations_domain::{Like, LikeEvent, LikeTarget, PostId, UserId};
+use relations_domain::{LikeEvent, LikeTarget, LogEvent, PostId, UserId};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, PgPool};
 
 use super::query;
 use crate::error::ProjectionError;
 use crate::redis::{Redis, CALL_TIMEOUT};
-use crate::runtime::projector::{decode, erased_user, Projector};
+use crate::runtime::projector::{erased_user, Projector};
 
 /// The cache projector's name.
 pub const NAME: &str = "likes_cache";
@@ -298,15 +298,16 @@ impl Projector for LikeCacheProjector {
         _conn: &mut PgConnection,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
-        if let Some(user) = erased_user(event)? {
+        if let Some(user) = erased_user(event) {
             return self.cache.forget(user, &event.position.to_string()).await;
         }
-        if event.stream_type != Like::TYPE {
-            return Ok(());
-        }
-        let (user, target, liked) = match decode::<LikeEvent>(event)? {
-            LikeEvent::Liked { user, target, .. } => (user, target, true),
-            LikeEvent::Unliked { user, target, .. } => (user, target, false),
+        let (user, target, liked) = match event.event {
+            LogEvent::Like(LikeEvent::Liked { user, target, .. }) => (user, target, true),
+            LogEvent::Like(LikeEvent::Unliked { user, target, .. }) => (user, target, false),
+            LogEvent::Relation(_)
+            | LogEvent::Post(_)
+            | LogEvent::Thread(_)
+            | LogEvent::Account(_) => return Ok(()),
         };
         let LikeTarget::Post(post) = target else {
             return Ok(());

@@ -19,14 +19,14 @@ pub mod verify;
 pub mod visible;
 
 use async_trait::async_trait;
-use relations_domain::{Like, LikeTarget, Thread, ThreadEvent, UserId};
+use relations_domain::{LikeTarget, LogEvent, ThreadEvent, UserId};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::Keyring;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::error::ProjectionError;
-use crate::runtime::projector::{decode, erased_user, Projector};
+use crate::runtime::projector::{erased_user, Projector};
 use likes::LikeRun;
 
 /// The projector's name.
@@ -58,8 +58,8 @@ impl Projector for Engagement {
     ) -> Result<(), ProjectionError> {
         let mut run = LikeRun::default();
         for event in log::revealed(&self.keys, events).await?.iter() {
-            if event.stream_type == Like::TYPE {
-                run.fold(decode(event)?, event.occurred_at);
+            if let LogEvent::Like(like) = event.event {
+                run.fold(like, event.occurred_at);
                 continue;
             }
             run.flush(conn).await?;
@@ -76,16 +76,20 @@ impl Engagement {
         conn: &mut PgConnection,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
-        if let Some(user) = erased_user(event)? {
+        if let Some(user) = erased_user(event) {
             // This process opens none of the user's content from now on (their key is gone).
             if let Ok(erased) = UserId::try_from(user) {
                 self.keys.forget(erased);
             }
             return erase(conn, user).await;
         }
-        match event.stream_type.as_str() {
-            Thread::TYPE => thread(conn, decode(event)?).await,
-            _ => Ok(()),
+        match &event.event {
+            LogEvent::Thread(threaded) => thread(conn, threaded.clone()).await,
+            // Likes come in runs (`apply_batch`); erasures are handled above.
+            LogEvent::Like(_)
+            | LogEvent::Relation(_)
+            | LogEvent::Post(_)
+            | LogEvent::Account(_) => Ok(()),
         }
     }
 }

@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use relations_domain::{Like, LikeEvent, LikeTarget, Thread, ThreadEvent};
+use relations_domain::{LikeEvent, LikeTarget, LogEvent, ThreadEvent};
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
-use crate::runtime::projector::{decode, erased_user};
+use crate::runtime::projector::erased_user;
 use crate::runtime::verify::{diff, Check};
 
 /// A comment as folded: (author, parent, content, deleted, pinned).
@@ -120,7 +120,7 @@ impl Check for EngagementCheck {
     }
 
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        if let Some(user) = erased_user(event)? {
+        if let Some(user) = erased_user(event) {
             // The user's likes are void, their comments deleted (the visibility rule decides
             // which stay as tombstones).
             self.likes.retain(|(_, u)| *u != user);
@@ -129,8 +129,8 @@ impl Check for EngagementCheck {
             }
             return Ok(());
         }
-        match event.stream_type.as_str() {
-            Like::TYPE => match decode(event)? {
+        match &event.event {
+            LogEvent::Like(like) => match *like {
                 LikeEvent::Liked { user, target, .. } => {
                     self.likes.insert((target.to_string(), user.get()));
                 }
@@ -138,8 +138,8 @@ impl Check for EngagementCheck {
                     self.likes.remove(&(target.to_string(), user.get()));
                 }
             },
-            Thread::TYPE => {
-                let event: ThreadEvent = decode(event)?;
+            LogEvent::Thread(threaded) => {
+                let event = threaded.clone();
                 let id = event.comment();
                 let key = (id.post.uuid(), id.n as i32);
                 match event {
@@ -173,7 +173,7 @@ impl Check for EngagementCheck {
                     }
                 }
             }
-            _ => {}
+            LogEvent::Relation(_) | LogEvent::Post(_) | LogEvent::Account(_) => {}
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use relations_domain::{AccountEvent, Post, PostEvent, RelationEvent, RelationPair, UserId};
+use relations_domain::{AccountEvent, LogEvent, PostEvent, RelationEvent, UserId};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::{Keyring, LogPosition};
 use sqlx::PgConnection;
@@ -21,7 +21,7 @@ use sqlx::PgConnection;
 use super::Settings;
 use crate::error::ProjectionError;
 use crate::relations::fold::RelationChange;
-use crate::runtime::projector::{decode, BulkFold};
+use crate::runtime::projector::BulkFold;
 use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_text, copy_timestamp};
 
 /// One row of `rm_posts`; its seq is its index + 1.
@@ -283,10 +283,9 @@ impl FeedBulk {
         inbox.trim(cap);
     }
 
-    fn account(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        let account = decode::<AccountEvent>(event)?;
+    fn account(&mut self, event: &RecordedEvent, account: &AccountEvent) {
         let user = account.user();
-        match account {
+        match *account {
             AccountEvent::UserBanned { .. } => {
                 self.banned.insert(user.get());
             }
@@ -301,11 +300,9 @@ impl FeedBulk {
             | AccountEvent::GraphHidden { .. }
             | AccountEvent::GraphShown { .. } => {}
         }
-        Ok(())
     }
 
-    fn relation(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        let relation = decode::<RelationEvent>(event)?;
+    fn relation(&mut self, event: &RecordedEvent, relation: RelationEvent) {
         match relation {
             RelationEvent::Followed { follower, followee } => {
                 self.followed(event.position, follower.get(), followee.get())
@@ -332,43 +329,39 @@ impl FeedBulk {
             | RelationEvent::FollowRequestRejected { .. }
             | RelationEvent::FollowRequestWithdrawn { .. } => {}
         }
-        Ok(())
     }
 }
 
 #[async_trait]
 impl BulkFold for FeedBulk {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        match event.stream_type.as_str() {
-            RelationPair::TYPE => self.relation(event),
-            Post::TYPE => {
-                match decode::<PostEvent>(event)? {
-                    PostEvent::PostPublished {
-                        post_id,
-                        author,
-                        content,
-                        created_at,
-                        visibility,
-                    } => self.published(
-                        event.position,
-                        PostRow {
-                            id: post_id.uuid(),
-                            author: author.get(),
-                            content: content.map(|c| c.as_str().to_owned()),
-                            created_at,
-                            deleted: false,
-                            visibility: visibility.as_str(),
-                        },
-                    ),
-                    PostEvent::PostDeleted { post_id, author } => {
-                        self.deleted(post_id.uuid(), author.get())
-                    }
-                }
-                Ok(())
+        match &event.event {
+            LogEvent::Relation(relation) => self.relation(event, *relation),
+            LogEvent::Post(PostEvent::PostPublished {
+                post_id,
+                author,
+                content,
+                created_at,
+                visibility,
+            }) => self.published(
+                event.position,
+                PostRow {
+                    id: post_id.uuid(),
+                    author: author.get(),
+                    content: content.as_ref().map(|c| c.as_str().to_owned()),
+                    created_at: *created_at,
+                    deleted: false,
+                    visibility: visibility.as_str(),
+                },
+            ),
+            LogEvent::Post(PostEvent::PostDeleted { post_id, author }) => {
+                self.deleted(post_id.uuid(), author.get())
             }
-            relations_domain::Account::TYPE => self.account(event),
-            _ => Ok(()),
+            LogEvent::Account(account) => self.account(event, account),
+            // Likes and comments are not the feed's.
+            LogEvent::Thread(_) | LogEvent::Like(_) => {}
         }
+        Ok(())
     }
 
     /// Posts' content is sealed in the log: each batch is revealed (as the runner's are)

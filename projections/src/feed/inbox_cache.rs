@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::Script;
-use relations_domain::{Account, Post, PostEvent, RelationEvent, RelationPair, UserId};
+use relations_domain::{LogEvent, PostEvent, RelationEvent, UserId};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use sqlx::{PgConnection, PgPool};
@@ -27,7 +27,7 @@ use sqlx::{PgConnection, PgPool};
 use super::query::{inbox_head, Inbox, InboxEntries, InboxRange, PgInbox};
 use crate::error::ProjectionError;
 use crate::redis::{Redis, CALL_TIMEOUT};
-use crate::runtime::projector::{decode, erased_user, Projector};
+use crate::runtime::projector::{erased_user, Projector};
 
 /// The inbox cache projector's name.
 pub const NAME: &str = "feed_cache";
@@ -352,9 +352,9 @@ impl FeedCacheProjector {
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
         let generation = event.position.to_string();
-        match event.stream_type.as_str() {
-            RelationPair::TYPE => {
-                let reader = match decode::<RelationEvent>(event)? {
+        match &event.event {
+            LogEvent::Relation(relation) => {
+                let reader = match *relation {
                     RelationEvent::Followed { follower, .. }
                     | RelationEvent::Unfollowed { follower, .. } => follower.get(),
                     RelationEvent::Blocked { .. }
@@ -368,7 +368,7 @@ impl FeedCacheProjector {
                 };
                 self.cache.remove(&[reader], None, &generation).await?;
             }
-            Post::TYPE => match decode::<PostEvent>(event)? {
+            LogEvent::Post(post) => match *post {
                 PostEvent::PostPublished { post_id, .. } => {
                     if let Some(seq) = seq_of(conn, post_id.uuid()).await? {
                         // Exactly the inboxes PostgreSQL pushed it to (at the feed's position).
@@ -390,12 +390,13 @@ impl FeedCacheProjector {
             // The erased user's own inbox goes. Other readers' cached entries of their posts
             // are only seqs: every read resolves them against `rm_posts`, where the posts are
             // deleted, so none shows.
-            Account::TYPE => {
-                if let Some(user) = erased_user(event)? {
+            LogEvent::Account(_) => {
+                if let Some(user) = erased_user(event) {
                     self.cache.remove(&[user], None, &generation).await?;
                 }
             }
-            _ => {}
+            // Likes and comments are not in inboxes.
+            LogEvent::Thread(_) | LogEvent::Like(_) => {}
         }
         Ok(())
     }

@@ -25,9 +25,7 @@
 //! every live post of A with a seq above R's watermark is in R's inbox.
 
 use async_trait::async_trait;
-use relations_domain::{
-    Account, AccountEvent, Post, PostEvent, RelationEvent, RelationPair, UserId,
-};
+use relations_domain::{AccountEvent, LogEvent, PostEvent, RelationEvent, UserId};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::Keyring;
 use relations_store::LogPosition;
@@ -35,7 +33,7 @@ use sqlx::{PgConnection, Row};
 
 use crate::error::ProjectionError;
 use crate::relations::fold::RelationChange;
-use crate::runtime::projector::{decode, BulkFold, Projector};
+use crate::runtime::projector::{BulkFold, Projector};
 
 mod bulk;
 mod fan_out;
@@ -80,8 +78,8 @@ impl Feed {
         &self,
         conn: &mut PgConnection,
         event: &RecordedEvent,
+        account: AccountEvent,
     ) -> Result<(), ProjectionError> {
-        let account = decode::<AccountEvent>(event)?;
         let sql = match account {
             AccountEvent::UserBanned { .. } => {
                 "INSERT INTO feed_banned (author) VALUES ($1) ON CONFLICT DO NOTHING"
@@ -110,8 +108,9 @@ impl Feed {
         &self,
         conn: &mut PgConnection,
         event: &RecordedEvent,
+        relation: RelationEvent,
     ) -> Result<(), ProjectionError> {
-        match decode::<RelationEvent>(event)? {
+        match relation {
             RelationEvent::Followed { follower, followee } => {
                 self.followed(conn, event.position, follower, followee)
                     .await
@@ -185,9 +184,9 @@ impl Projector for Feed {
     ) -> Result<(), ProjectionError> {
         let revealed = log::revealed(&self.keys, std::slice::from_ref(event)).await?;
         let event = &revealed[0];
-        match event.stream_type.as_str() {
-            RelationPair::TYPE => self.apply_relation(conn, event).await,
-            Post::TYPE => match decode::<PostEvent>(event)? {
+        match event.event.clone() {
+            LogEvent::Relation(relation) => self.apply_relation(conn, event, relation).await,
+            LogEvent::Post(post) => match post {
                 PostEvent::PostPublished {
                     post_id,
                     author,
@@ -234,8 +233,9 @@ impl Projector for Feed {
                     Ok(())
                 }
             },
-            Account::TYPE => self.apply_account(conn, event).await,
-            _ => Ok(()),
+            LogEvent::Account(account) => self.apply_account(conn, event, account).await,
+            // Likes and comments are shown from projector `engagement`'s tables.
+            LogEvent::Thread(_) | LogEvent::Like(_) => Ok(()),
         }
     }
 }
@@ -253,7 +253,9 @@ impl Feed {
             Some(Run::Follows) => {
                 let mut follows = Vec::with_capacity(run.len());
                 for event in run.iter() {
-                    if let RelationEvent::Followed { follower, followee } = decode(event)? {
+                    if let LogEvent::Relation(RelationEvent::Followed { follower, followee }) =
+                        event.event
+                    {
                         follows.push((follower.get(), followee.get(), event.position));
                     }
                 }
@@ -437,16 +439,15 @@ enum Run {
 impl Run {
     /// The run `event` belongs in, if any.
     fn of(event: &RecordedEvent) -> Result<Option<Run>, ProjectionError> {
-        Ok(match event.stream_type.as_str() {
-            RelationPair::TYPE => match decode(event)? {
-                RelationEvent::Followed { .. } => Some(Run::Follows),
-                _ => None,
-            },
-            Post::TYPE => match decode(event)? {
-                PostEvent::PostPublished { .. } => Some(Run::Publishes),
-                _ => None,
-            },
-            _ => None,
+        Ok(match &event.event {
+            LogEvent::Relation(RelationEvent::Followed { .. }) => Some(Run::Follows),
+            LogEvent::Post(PostEvent::PostPublished { .. }) => Some(Run::Publishes),
+            // Everything else is applied event by event.
+            LogEvent::Relation(_)
+            | LogEvent::Post(PostEvent::PostDeleted { .. })
+            | LogEvent::Thread(_)
+            | LogEvent::Like(_)
+            | LogEvent::Account(_) => None,
         })
     }
 }

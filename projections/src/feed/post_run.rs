@@ -8,14 +8,13 @@
 //! When an author's mode disagrees with the threshold before the run, the caller applies the
 //! run event by event instead (that application switches the mode first).
 
-use relations_domain::{PostEvent, UserId};
+use relations_domain::{LogEvent, PostEvent, UserId};
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
 use super::fan_out::TRIM_TO_CAP;
 use super::Feed;
 use crate::error::ProjectionError;
-use crate::runtime::projector::decode;
 
 /// The run's posts as columns, in log order.
 #[derive(Default)]
@@ -38,19 +37,21 @@ impl Feed {
     ) -> Result<bool, ProjectionError> {
         let mut posts = Posts::default();
         for event in run {
-            if let PostEvent::PostPublished {
+            if let LogEvent::Post(PostEvent::PostPublished {
                 post_id,
                 author,
                 content,
                 created_at,
                 visibility,
-            } = decode(event)?
+            }) = &event.event
             {
                 posts.visibilities.push(visibility.as_str());
                 posts.ids.push(post_id.uuid());
-                posts.authors.push(UserId::get(author));
-                posts.contents.push(content.map(|c| c.as_str().to_owned()));
-                posts.created.push(created_at);
+                posts.authors.push(UserId::get(*author));
+                posts
+                    .contents
+                    .push(content.as_ref().map(|c| c.as_str().to_owned()));
+                posts.created.push(*created_at);
             }
         }
         if !self.modes_settled(conn, &posts.authors).await? {

@@ -22,9 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use relations_domain::privacy;
-use relations_domain::{
-    Account, AccountEvent, Post, PostEvent, PostId, TokenStamp, UserId, Visibility,
-};
+use relations_domain::{LogEvent, PostEvent, PostId, TokenStamp, UserId, Visibility};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
@@ -34,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ProjectionError;
 use crate::replica::live::LiveGraph;
 use crate::replica::MemoryGraph;
-use crate::runtime::projector::{decode, erased_user};
+use crate::runtime::projector::erased_user;
 use crate::views::PostView;
 
 /// Items buffered per connection before it is told to catch up from the log instead.
@@ -344,33 +342,33 @@ impl FeedHub {
             })
     }
 
-    /// The post events of an applied batch (the replica decoded them already, so they decode).
+    /// The post events of an applied batch.
     fn posts(batch: &[RecordedEvent]) -> Vec<PostSignal> {
-        let posts = batch.iter().filter(|e| e.stream_type == Post::TYPE);
-        posts
-            .filter_map(|event| match decode::<PostEvent>(event) {
-                Ok(decoded) => Some(PostSignal {
+        batch
+            .iter()
+            .filter_map(|event| match &event.event {
+                LogEvent::Post(post) => Some(PostSignal {
                     position: event.position,
-                    event: decoded,
+                    event: post.clone(),
                 }),
-                Err(error) => {
-                    tracing::warn!(%error, "feed stream skips a post event it cannot read");
-                    None
-                }
+                LogEvent::Relation(_)
+                | LogEvent::Thread(_)
+                | LogEvent::Like(_)
+                | LogEvent::Account(_) => None,
             })
             .collect()
     }
 
     /// The users whose account an applied batch changed.
     fn accounts(batch: &[RecordedEvent]) -> Vec<UserId> {
-        let accounts = batch.iter().filter(|e| e.stream_type == Account::TYPE);
-        let mut users: Vec<UserId> = accounts
-            .filter_map(|event| match decode::<AccountEvent>(event) {
-                Ok(decoded) => Some(decoded.user()),
-                Err(error) => {
-                    tracing::warn!(%error, "feed stream skips an account event it cannot read");
-                    None
-                }
+        let mut users: Vec<UserId> = batch
+            .iter()
+            .filter_map(|event| match &event.event {
+                LogEvent::Account(account) => Some(account.user()),
+                LogEvent::Relation(_)
+                | LogEvent::Post(_)
+                | LogEvent::Thread(_)
+                | LogEvent::Like(_) => None,
             })
             .collect();
         users.sort_unstable();
@@ -383,7 +381,7 @@ impl FeedHub {
     /// the feed's and engagement's folds).
     fn forget_erased(&self, batch: &[RecordedEvent]) {
         for event in batch {
-            if let Ok(Some(user)) = erased_user(event) {
+            if let Some(user) = erased_user(event) {
                 if let Ok(user) = UserId::try_from(user) {
                     self.keys.forget(user);
                 }
@@ -400,9 +398,7 @@ impl FeedHub {
         let accounts = Self::accounts(batch);
         // An erased user's posts leave every feed at once: the replica no longer knows who
         // followed them, so every reader reloads (erasures are rare).
-        let erasure = batch
-            .iter()
-            .any(|e| erased_user(e).ok().flatten().is_some());
+        let erasure = batch.iter().any(|e| erased_user(e).is_some());
         let batch = Self::posts(batch);
         if batch.is_empty() && accounts.is_empty() {
             return;
@@ -465,8 +461,8 @@ impl FeedHub {
         }
         let mut decoded = Vec::new();
         for event in events.iter().filter(|e| e.position <= until) {
-            if event.stream_type == Post::TYPE {
-                decoded.push((event.position, decode::<PostEvent>(event)?));
+            if let LogEvent::Post(post) = &event.event {
+                decoded.push((event.position, post.clone()));
             }
         }
         let now = Utc::now();

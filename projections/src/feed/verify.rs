@@ -4,14 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use relations_domain::{Account, AccountEvent, Post, PostEvent, Visibility};
+use relations_domain::{AccountEvent, LogEvent, PostEvent, Visibility};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
 use super::Settings;
 use crate::error::ProjectionError;
 use crate::relations::verify::RelationFold;
-use crate::runtime::projector::decode;
 use crate::runtime::verify::{diff, pairs, Check};
 
 /// The feed's fold: the relations and the posts.
@@ -40,6 +39,31 @@ impl FeedCheck {
     }
 }
 
+impl FeedCheck {
+    /// An account event: bans hide posts, an erasure removes its user's.
+    fn account(&mut self, account: &AccountEvent) {
+        match *account {
+            AccountEvent::UserBanned { user } => {
+                self.banned.insert(user.get());
+            }
+            AccountEvent::UserUnbanned { user } => {
+                self.banned.remove(&user.get());
+            }
+            AccountEvent::UserErased { user } => {
+                self.banned.remove(&user.get());
+                for post in self.posts.values_mut().filter(|p| p.1 == user.get()) {
+                    post.2 = false;
+                }
+            }
+            AccountEvent::TokensRevoked { .. }
+            | AccountEvent::AccountLocked { .. }
+            | AccountEvent::AccountUnlocked { .. }
+            | AccountEvent::GraphHidden { .. }
+            | AccountEvent::GraphShown { .. } => {}
+        }
+    }
+}
+
 #[async_trait]
 impl Check for FeedCheck {
     fn projector(&self) -> Option<&'static str> {
@@ -48,38 +72,22 @@ impl Check for FeedCheck {
 
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
         self.relations.fold(event)?;
-        if event.stream_type == Account::TYPE {
-            match decode(event)? {
-                AccountEvent::UserBanned { user } => {
-                    self.banned.insert(user.get());
-                }
-                AccountEvent::UserUnbanned { user } => {
-                    self.banned.remove(&user.get());
-                }
-                AccountEvent::UserErased { user } => {
-                    self.banned.remove(&user.get());
-                    for post in self.posts.values_mut().filter(|p| p.1 == user.get()) {
-                        post.2 = false;
-                    }
-                }
-                AccountEvent::TokensRevoked { .. }
-                | AccountEvent::AccountLocked { .. }
-                | AccountEvent::AccountUnlocked { .. }
-                | AccountEvent::GraphHidden { .. }
-                | AccountEvent::GraphShown { .. } => {}
+        let post = match &event.event {
+            LogEvent::Post(post) => post,
+            LogEvent::Account(account) => {
+                self.account(account);
+                return Ok(());
             }
-        }
-        if event.stream_type != Post::TYPE {
-            return Ok(());
-        }
-        match decode(event)? {
+            LogEvent::Relation(_) | LogEvent::Thread(_) | LogEvent::Like(_) => return Ok(()),
+        };
+        match post {
             PostEvent::PostPublished {
                 post_id,
                 author,
                 visibility,
                 ..
             } => {
-                if visibility != Visibility::Public {
+                if *visibility != Visibility::Public {
                     self.not_public
                         .insert((post_id.uuid(), visibility.as_str().to_owned()));
                 }

@@ -19,14 +19,14 @@ use std::fmt::Write;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use relations_domain::{RelationEvent, RelationPair};
+use relations_domain::{LogEvent, RelationEvent};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::relations::fold::{EdgeKind, RelationChange};
-use crate::runtime::projector::{decode, erased_user, BulkFold, Projector};
+use crate::runtime::projector::{erased_user, BulkFold, Projector};
 use crate::runtime::rebuild::{copy_in, copy_timestamp};
 
 /// The projector's name.
@@ -75,11 +75,12 @@ impl EdgeChange {
 
     /// The change a log event makes, if any.
     pub fn of_recorded(event: &RecordedEvent) -> Result<Option<Self>, ProjectionError> {
-        if event.stream_type != RelationPair::TYPE {
-            return Ok(None);
-        }
-        let decoded: RelationEvent = decode(event)?;
-        Ok(Self::of(&decoded, event.position, event.occurred_at))
+        Ok(match &event.event {
+            LogEvent::Relation(decoded) => Self::of(decoded, event.position, event.occurred_at),
+            LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Account(_) => {
+                None
+            }
+        })
     }
 }
 
@@ -112,7 +113,7 @@ impl Projector for History {
     ) -> Result<(), ProjectionError> {
         let mut changes: Vec<EdgeChange> = Vec::new();
         for event in events {
-            if let Some(user) = erased_user(event)? {
+            if let Some(user) = erased_user(event) {
                 changes.retain(|c| !c.names(user));
                 // Both ends by index: the pair index leads with the lower id, and
                 // `rm_relation_history_by_greater` (migration `20261124000017_erasure.sql`) holds the higher.
@@ -173,7 +174,7 @@ struct HistoryBulk {
 #[async_trait]
 impl BulkFold for HistoryBulk {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        if let Some(user) = erased_user(event)? {
+        if let Some(user) = erased_user(event) {
             self.changes.retain(|c| !c.names(user));
         }
         self.changes.extend(EdgeChange::of_recorded(event)?);

@@ -5,16 +5,14 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, SubsecRound, Utc};
-use relations_domain::{
-    Like, LikeEvent, LikeTarget, Post, PostEvent, RelationEvent, RelationPair, Thread, ThreadEvent,
-};
+use relations_domain::{LikeEvent, LikeTarget, LogEvent, PostEvent, RelationEvent, ThreadEvent};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use uuid::Uuid;
 
 use crate::error::ProjectionError;
 use crate::relations::fold::{approval, EdgeKind, RelationChange};
-use crate::runtime::projector::{decode, erased_user};
+use crate::runtime::projector::erased_user;
 
 /// The notification types, as the API names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -174,21 +172,20 @@ impl Reader {
             self.transaction = event.position.transaction_id;
             self.approved.clear();
         }
-        if let Some(user) = erased_user(event)? {
+        if let Some(user) = erased_user(event) {
             return Ok(vec![Change::Erase(user)]);
         }
         let (position, at) = (event.position, event.occurred_at);
-        Ok(match event.stream_type.as_str() {
-            RelationPair::TYPE => self.relation(decode(event)?, position, at),
-            Like::TYPE => vec![like(decode(event)?, position, at)],
-            Thread::TYPE => thread(decode(event)?, position, at),
-            Post::TYPE => match decode(event)? {
-                PostEvent::PostDeleted { post_id, .. } => vec![Change::PostDeleted {
-                    post: post_id.uuid(),
-                }],
-                PostEvent::PostPublished { .. } => vec![],
-            },
-            _ => vec![],
+        Ok(match &event.event {
+            LogEvent::Relation(relation) => self.relation(*relation, position, at),
+            LogEvent::Like(liked) => vec![like(*liked, position, at)],
+            LogEvent::Thread(threaded) => thread(threaded.clone(), position, at),
+            LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {
+                post: post_id.uuid(),
+            }],
+            LogEvent::Post(PostEvent::PostPublished { .. }) => vec![],
+            // An erasure is handled above; no other account event notifies anybody.
+            LogEvent::Account(_) => vec![],
         })
     }
 
@@ -499,21 +496,19 @@ mod tests {
         event_type: &str,
         data: serde_json::Value,
     ) -> RecordedEvent {
-        RecordedEvent {
-            event_id: Uuid::nil(),
-            position: LogPosition {
+        RecordedEvent::from_stored(
+            Uuid::nil(),
+            LogPosition {
                 transaction_id: tx,
                 global_position: position,
             },
-            stream_type: RelationPair::TYPE.to_owned(),
-            stream_id: "1:2".to_owned(),
-            stream_version: position,
-            event_type: event_type.to_owned(),
-            event_version: "1".to_owned(),
-            occurred_at: DateTime::UNIX_EPOCH,
-            payload: serde_json::json!({ event_type: data }),
-            metadata: serde_json::json!({}),
-        }
+            (relations_domain::RelationPair::TYPE, "1:2", position),
+            (event_type, "1"),
+            DateTime::UNIX_EPOCH,
+            &serde_json::json!({ event_type: data }),
+            &serde_json::json!({}),
+        )
+        .expect("a relation event")
     }
 
     fn added(changes: &[Change]) -> Vec<(i64, Kind, &str)> {

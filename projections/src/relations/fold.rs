@@ -14,7 +14,8 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use relations_domain::RelationEvent;
+use relations_domain::{LogEvent, RelationEvent};
+use relations_store::log::RecordedEvent;
 
 /// A directed pair of users `(from, to)`, by id.
 pub type UserPair = (i64, i64);
@@ -104,6 +105,16 @@ pub enum RelationChange {
 }
 
 impl RelationChange {
+    /// What a log event changes, if it is a relation event.
+    pub fn of_recorded(event: &RecordedEvent) -> Option<Self> {
+        match &event.event {
+            LogEvent::Relation(relation) => Some(Self::of(relation, event.occurred_at)),
+            LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Account(_) => {
+                None
+            }
+        }
+    }
+
     /// What `event`, which happened `at`, changes.
     pub fn of(event: &RelationEvent, at: DateTime<Utc>) -> Self {
         use EdgeKind::{Block, Follow, Request};
@@ -149,7 +160,15 @@ pub fn approval(event: &RelationEvent) -> Option<UserPair> {
         RelationEvent::FollowRequestApproved { requester, target } => {
             Some((requester.get(), target.get()))
         }
-        _ => None,
+        RelationEvent::Followed { .. }
+        | RelationEvent::Unfollowed { .. }
+        | RelationEvent::Blocked { .. }
+        | RelationEvent::Unblocked { .. }
+        | RelationEvent::FollowRequested { .. }
+        | RelationEvent::FollowRequestRejected { .. }
+        | RelationEvent::FollowRequestWithdrawn { .. }
+        | RelationEvent::Muted { .. }
+        | RelationEvent::Unmuted { .. } => None,
     }
 }
 

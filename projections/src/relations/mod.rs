@@ -14,12 +14,11 @@ use std::fmt::Write;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use relations_domain::{RelationEvent, RelationPair};
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
-use crate::runtime::projector::{decode, erased_user, BulkFold, Projector};
+use crate::runtime::projector::{erased_user, BulkFold, Projector};
 use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_timestamp};
 use fold::{
     EdgeKind, EdgeTables, ErasableTables, FollowCounts, RelationChange, RelationTables, UserPair,
@@ -68,7 +67,7 @@ impl Projector for Relations {
         let mut start = 0;
         let mut erased = Vec::new();
         for (i, event) in events.iter().enumerate() {
-            if let Some(user) = erased_user(event)? {
+            if let Some(user) = erased_user(event) {
                 apply_relations(conn, &events[start..i]).await?;
                 erased.push((user, erase(conn, user).await?));
                 start = i + 1;
@@ -86,12 +85,8 @@ async fn apply_relations(
     events: &[RecordedEvent],
 ) -> Result<(), ProjectionError> {
     let mut changes = Vec::with_capacity(events.len());
-    for event in events
-        .iter()
-        .filter(|e| e.stream_type == RelationPair::TYPE)
-    {
-        let decoded = decode::<RelationEvent>(event)?;
-        changes.push(RelationChange::of(&decoded, event.occurred_at));
+    for event in events {
+        changes.extend(RelationChange::of_recorded(event));
     }
     if changes.is_empty() {
         return Ok(());
@@ -503,7 +498,7 @@ impl ErasableTables for RelationsBulk {
 #[async_trait]
 impl BulkFold for RelationsBulk {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        if let Some(user) = erased_user(event)? {
+        if let Some(user) = erased_user(event) {
             let followers = self.edges.follows.keys().filter(|p| p.1 == user);
             self.erased.push((user, followers.map(|p| p.0).collect()));
             for count in fold::erase(self, user) {
@@ -511,10 +506,9 @@ impl BulkFold for RelationsBulk {
             }
             return Ok(());
         }
-        if event.stream_type != RelationPair::TYPE {
+        let Some(change) = RelationChange::of_recorded(event) else {
             return Ok(());
-        }
-        let change = RelationChange::of(&decode(event)?, event.occurred_at);
+        };
         if let Some(count) = fold::fold(self, change) {
             count.add_to(&mut self.counts);
         }

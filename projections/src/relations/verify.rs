@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use relations_domain::{Account, AccountEvent, RelationPair};
+use relations_domain::{AccountEvent, LogEvent};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
@@ -14,7 +14,6 @@ use super::fold::{
     UserPair,
 };
 use crate::error::ProjectionError;
-use crate::runtime::projector::decode;
 use crate::runtime::verify::{diff, pairs, Check};
 
 /// Who follows, blocks, mutes and asks to follow whom, folded from the relation events, and
@@ -72,39 +71,43 @@ impl RelationTables for RelationFold {
 impl RelationFold {
     /// Folds `event` if it is a relation or account event.
     pub fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        if event.stream_type == Account::TYPE {
-            match decode(event)? {
-                AccountEvent::AccountLocked { user } => self.locked.insert(user.get()),
-                AccountEvent::AccountUnlocked { user } => self.locked.remove(&user.get()),
-                AccountEvent::GraphHidden { user } => self.hidden_graphs.insert(user.get()),
-                AccountEvent::GraphShown { user } => self.hidden_graphs.remove(&user.get()),
-                AccountEvent::UserErased { user } => {
-                    let user = user.get();
-                    let followers = self
-                        .edges
-                        .follows
-                        .iter()
-                        .filter(|&&(_, b)| b == user)
-                        .map(|&(a, _)| a)
-                        .collect();
-                    self.erased.insert(user, followers);
-                    for count in fold::erase(self, user) {
+        let account = match &event.event {
+            LogEvent::Account(account) => account,
+            LogEvent::Relation(_) => {
+                if let Some(change) = RelationChange::of_recorded(event) {
+                    if let Some(count) = fold::fold(self, change) {
                         count.add_to(&mut self.counts);
                     }
-                    self.hidden_graphs.remove(&user);
-                    self.locked.remove(&user)
                 }
-                _ => false,
-            };
-            return Ok(());
-        }
-        if event.stream_type != RelationPair::TYPE {
-            return Ok(());
-        }
-        let change = RelationChange::of(&decode(event)?, event.occurred_at);
-        if let Some(count) = fold::fold(self, change) {
-            count.add_to(&mut self.counts);
-        }
+                return Ok(());
+            }
+            LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) => return Ok(()),
+        };
+        match *account {
+            AccountEvent::AccountLocked { user } => self.locked.insert(user.get()),
+            AccountEvent::AccountUnlocked { user } => self.locked.remove(&user.get()),
+            AccountEvent::GraphHidden { user } => self.hidden_graphs.insert(user.get()),
+            AccountEvent::GraphShown { user } => self.hidden_graphs.remove(&user.get()),
+            AccountEvent::UserErased { user } => {
+                let user = user.get();
+                let followers = self
+                    .edges
+                    .follows
+                    .iter()
+                    .filter(|&&(_, b)| b == user)
+                    .map(|&(a, _)| a)
+                    .collect();
+                self.erased.insert(user, followers);
+                for count in fold::erase(self, user) {
+                    count.add_to(&mut self.counts);
+                }
+                self.hidden_graphs.remove(&user);
+                self.locked.remove(&user)
+            }
+            AccountEvent::TokensRevoked { .. }
+            | AccountEvent::UserBanned { .. }
+            | AccountEvent::UserUnbanned { .. } => false,
+        };
         Ok(())
     }
 

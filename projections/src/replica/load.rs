@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use relations_domain::{Account, AccountEvent, Post, PostEvent, PostId};
+use relations_domain::{Account, LogEvent, Post, PostEvent, PostId};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
 use sqlx::{PgPool, Row};
@@ -16,7 +16,6 @@ use super::{Change, MemoryGraph};
 use crate::error::ProjectionError;
 use crate::relations::fold::{EdgeKind, RelationChange};
 use crate::runtime::checkpoint;
-use crate::runtime::projector::decode;
 use crate::{engagement, feed, relations};
 
 /// Reads the read models and their checkpoints in one snapshot; the tail then replays from the
@@ -56,8 +55,14 @@ pub(super) async fn load(
         let accounts_loaded = relations_loaded.min(posts_loaded).min(engagement_loaded);
         let accounts = log::read_type(&mut tx, Account::TYPE, LogPosition::START, accounts_loaded);
         for event in accounts.await? {
-            let event: AccountEvent = decode(&event).map_err(|e| sqlx::Error::Decode(e.into()))?;
-            graph.apply(Change::Account(event));
+            match event.event {
+                LogEvent::Account(account) => graph.apply(Change::Account(account)),
+                // Read by type: none of these comes.
+                LogEvent::Relation(_)
+                | LogEvent::Post(_)
+                | LogEvent::Thread(_)
+                | LogEvent::Like(_) => {}
+            }
         }
         let loaded = (relations_loaded, posts_loaded, engagement_loaded);
         Ok::<_, sqlx::Error>((loaded, accounts_loaded))
@@ -117,10 +122,9 @@ async fn held_engagement(
 ) -> Result<(), sqlx::Error> {
     let (mut ids, mut authors) = (Vec::new(), Vec::new());
     for event in gap {
-        let event: PostEvent = decode(event).map_err(|e| sqlx::Error::Decode(e.into()))?;
-        if let PostEvent::PostPublished {
+        if let LogEvent::Post(PostEvent::PostPublished {
             post_id, author, ..
-        } = event
+        }) = event.event
         {
             ids.push(post_id.uuid());
             authors.push(author.get());

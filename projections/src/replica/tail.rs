@@ -2,17 +2,13 @@
 //! follows it like any projector (`relations_store::log::read_after`: below the horizon, whole
 //! transactions), decoding each batch outside the replica's lock.
 
-use relations_domain::{
-    Account, AccountEvent, Like, LikeEvent, Post, PostEvent, RelationEvent, RelationPair, Thread,
-    ThreadEvent,
-};
+use relations_domain::LogEvent;
 use relations_store::log::{self, RecordedEvent};
 use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
 
 use super::{Change, MemoryGraph};
 use crate::error::ProjectionError;
-use crate::runtime::projector::decode;
 
 /// Events read per step.
 const BATCH: i64 = 5000;
@@ -81,19 +77,29 @@ impl ReplicaTail {
     fn decode(&self, events: &[RecordedEvent]) -> Result<Vec<Change>, ProjectionError> {
         let mut changes = Vec::with_capacity(events.len());
         for event in events {
-            if event.stream_type == RelationPair::TYPE && event.position > self.relations_loaded {
-                let decoded: RelationEvent = decode(event)?;
-                changes.push(Change::of_relation(&decoded, event.occurred_at));
-            } else if event.stream_type == Post::TYPE && event.position > self.posts_loaded {
-                changes.push(Change::of_post(decode::<PostEvent>(event)?));
-            } else if event.stream_type == Account::TYPE && event.position > self.accounts_loaded {
-                changes.push(Change::Account(decode::<AccountEvent>(event)?));
-            } else if self.keys.is_none() || event.position <= self.engagement_loaded {
-                // Engagement is kept only beside held posts.
-            } else if event.stream_type == Like::TYPE {
-                changes.extend(Change::of_like(decode::<LikeEvent>(event)?));
-            } else if event.stream_type == Thread::TYPE {
-                changes.extend(Change::of_thread(decode::<ThreadEvent>(event)?));
+            let at = event.position;
+            // Engagement is kept only beside held posts.
+            let engagement = self.keys.is_some() && at > self.engagement_loaded;
+            match &event.event {
+                LogEvent::Relation(relation) if at > self.relations_loaded => {
+                    changes.push(Change::of_relation(relation, event.occurred_at));
+                }
+                LogEvent::Post(post) if at > self.posts_loaded => {
+                    changes.push(Change::of_post(post.clone()));
+                }
+                LogEvent::Account(account) if at > self.accounts_loaded => {
+                    changes.push(Change::Account(account.clone()));
+                }
+                LogEvent::Like(like) if engagement => changes.extend(Change::of_like(*like)),
+                LogEvent::Thread(thread) if engagement => {
+                    changes.extend(Change::of_thread(thread.clone()));
+                }
+                // What the load already held.
+                LogEvent::Relation(_)
+                | LogEvent::Post(_)
+                | LogEvent::Account(_)
+                | LogEvent::Like(_)
+                | LogEvent::Thread(_) => {}
             }
         }
         Ok(changes)

@@ -1,9 +1,7 @@
 //! The contract a read model implements.
 
 use async_trait::async_trait;
-use relations_domain::{Account, AccountEvent};
 use relations_store::log::RecordedEvent;
-use serde::de::DeserializeOwned;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
@@ -83,21 +81,6 @@ pub trait BulkFold: Send {
 
 /// The user `event` erases, if it is a `UserErased` (issue 25): every reader folds it
 /// set-based, at its place in the log (docs/events.md says what each must do).
-pub fn erased_user(event: &RecordedEvent) -> Result<Option<i64>, ProjectionError> {
-    if event.stream_type != Account::TYPE || event.event_type != "UserErased" {
-        return Ok(None);
-    }
-    match decode(event)? {
-        AccountEvent::UserErased { user } => Ok(Some(user.get())),
-        _ => Ok(None),
-    }
-}
-
-/// Decodes an event's payload, naming the event on failure.
-pub fn decode<E: DeserializeOwned>(event: &RecordedEvent) -> Result<E, ProjectionError> {
-    event.decode().map_err(|e| ProjectionError::Decode {
-        event_id: event.event_id,
-        event_type: event.event_type.clone(),
-        error: e.to_string(),
-    })
+pub fn erased_user(event: &RecordedEvent) -> Option<i64> {
+    event.event.erased_user().map(|user| user.get())
 }

@@ -17,6 +17,8 @@ use base64::Engine;
 use serde_json::Value;
 use sqlx::PgConnection;
 
+use relations_domain::PostContent;
+
 use super::event::RecordedEvent;
 use crate::keys::{KeyError, Keyring};
 
@@ -117,74 +119,55 @@ pub(crate) async fn seal(
 }
 
 /// Brings every event of `events` that carries content to the shape readers fold: version 2
-/// opened with its author's key (`content` null and `erased` true when the key is gone),
-/// version 1 as it was with `erased` false. Other events are left alone; an event revealed
-/// already is too. The relay publishes what the log stores and never calls this.
+/// opened with its author's key into the event's `content` (`None`, and erased, when the key
+/// is gone), version 1 as it was. Other events are left alone; an event revealed already is
+/// too. The relay publishes what the log stores and never calls this.
 pub async fn reveal(keys: &Keyring, events: &mut [RecordedEvent]) -> Result<(), KeyError> {
-    let mut authors = Vec::new();
-    for event in events.iter_mut() {
-        let id = event.event_id;
-        if let Some((data, author)) = carrier(&event.event_type, &mut event.payload) {
-            if data.contains_key("sealed") {
-                authors.push(author.ok_or(KeyError::Shape {
-                    event_id: id,
-                    problem: "sealed content without an author",
-                })?);
-            }
-        }
+    let authors: Vec<i64> = events
+        .iter()
+        .filter(|e| e.sealed().is_some())
+        .filter_map(author)
+        .collect();
+    if authors.is_empty() {
+        return Ok(());
     }
-    let keys = if authors.is_empty() {
-        Default::default()
-    } else {
-        keys.for_reading(&authors).await?
-    };
+    let keys = keys.for_reading(&authors).await?;
     for event in events.iter_mut() {
-        if !CONTENT_TYPES.contains(&event.event_type.as_str()) {
+        let (Some(sealed), Some(author)) = (event.sealed(), author(event)) else {
             continue;
-        }
+        };
         let id = event.event_id;
-        let author = event.payload[event.event_type.as_str()]["author"]
-            .as_i64()
-            .unwrap_or_default();
-        let at = place(
-            &event.stream_type,
-            &event.stream_id,
-            event.stream_version,
-            &event.event_type,
-            author,
-        );
-        let Some((data, _)) = carrier(&event.event_type, &mut event.payload) else {
-            continue;
+        let content = match keys.get(&author) {
+            Some(key) => {
+                let bytes = BASE64.decode(sealed).map_err(|_| KeyError::Shape {
+                    event_id: id,
+                    problem: "sealed content is not base64",
+                })?;
+                let at = place(
+                    event.stream_type(),
+                    &event.stream_id,
+                    event.stream_version,
+                    event.event_type(),
+                    author,
+                );
+                let text = key
+                    .open(&at, &bytes)
+                    .map_err(|_| KeyError::Unopenable { event_id: id })?;
+                Some(PostContent::try_from(text).map_err(|_| KeyError::Shape {
+                    event_id: id,
+                    problem: "sealed content is not a post's content",
+                })?)
+            }
+            None => None,
         };
-        let Some(sealed) = data.remove("sealed") else {
-            data.entry("erased").or_insert(false.into());
-            continue;
-        };
-        let content =
-            match keys.get(&author) {
-                Some(key) => {
-                    let bytes = sealed.as_str().and_then(|s| BASE64.decode(s).ok()).ok_or(
-                        KeyError::Shape {
-                            event_id: id,
-                            problem: "sealed content is not base64",
-                        },
-                    )?;
-                    let text = key
-                        .open(&at, &bytes)
-                        .map_err(|_| KeyError::Unopenable { event_id: id })?;
-                    Value::from(text)
-                }
-                None => Value::Null,
-            };
-        data.insert("erased".into(), content.is_null().into());
-        data.insert("content".into(), content);
+        event.open(content);
     }
     Ok(())
 }
 
-/// Whether `event` carries content not yet brought to the readers' shape.
-fn unrevealed(event: &RecordedEvent) -> bool {
-    CONTENT_TYPES.contains(&event.event_type.as_str()) && event.data().get("erased").is_none()
+/// The author of an event that carries content.
+fn author(event: &RecordedEvent) -> Option<i64> {
+    event.event.content_author().map(|author| author.get())
 }
 
 /// `events` as readers fold them ([`reveal`]): borrowed as they are when none carries content
@@ -193,7 +176,7 @@ pub async fn revealed<'e>(
     keys: &Keyring,
     events: &'e [RecordedEvent],
 ) -> Result<Cow<'e, [RecordedEvent]>, KeyError> {
-    if !events.iter().any(unrevealed) {
+    if !events.iter().any(|e| e.sealed().is_some()) {
         return Ok(Cow::Borrowed(events));
     }
     let mut copy = events.to_vec();

@@ -19,11 +19,11 @@ impl RecordedEvent {
             "position": self.position,
             "transaction_id": self.position.transaction_id,
             "global_position": self.position.global_position,
-            "stream": {"type": self.stream_type, "id": self.stream_id, "version": self.stream_version},
-            "type": self.event_type,
+            "stream": {"type": self.stream_type(), "id": self.stream_id, "version": self.stream_version},
+            "type": self.event_type(),
             "version": self.event_version,
             "occurred_at": self.occurred_at,
-            "metadata": self.metadata,
+            "metadata": self.metadata(),
             "data": self.data(),
         })
     }
@@ -52,31 +52,33 @@ impl RecordedEvent {
             field.as_str().map(str::to_owned).ok_or_else(|| bad(name))
         };
         let event_type = text(&envelope["type"], "type")?;
-        Ok(Self {
-            event_id: text(&envelope["event_id"], "event_id")?
+        let stream_type = text(&envelope["stream"]["type"], "stream.type")?;
+        let stream_id = text(&envelope["stream"]["id"], "stream.id")?;
+        let stream_version = envelope["stream"]["version"]
+            .as_i64()
+            .ok_or_else(|| bad("stream.version"))?;
+        let event_version = text(&envelope["version"], "version")?;
+        Self::from_stored(
+            text(&envelope["event_id"], "event_id")?
                 .parse()
                 .map_err(|_| bad("event_id"))?,
-            position: text(&envelope["position"], "position")?
+            text(&envelope["position"], "position")?
                 .parse()
                 .map_err(|_| bad("position"))?,
-            stream_type: text(&envelope["stream"]["type"], "stream.type")?,
-            stream_id: text(&envelope["stream"]["id"], "stream.id")?,
-            stream_version: envelope["stream"]["version"]
-                .as_i64()
-                .ok_or_else(|| bad("stream.version"))?,
-            event_version: text(&envelope["version"], "version")?,
-            occurred_at: text(&envelope["occurred_at"], "occurred_at")?
+            (&stream_type, &stream_id, stream_version),
+            (&event_type, &event_version),
+            text(&envelope["occurred_at"], "occurred_at")?
                 .parse()
                 .map_err(|_| bad("occurred_at"))?,
-            payload: serde_json::json!({ event_type.clone(): envelope["data"].clone() }),
-            metadata: envelope["metadata"].clone(),
-            event_type,
-        })
+            &serde_json::json!({ event_type.clone(): envelope["data"].clone() }),
+            &envelope["metadata"],
+        )
+        .map_err(|e| BadEnvelope(format!("data: {e}")))
     }
 
     /// The key that keeps a stream in order on a partitioned topic: `"{type}:{id}"`.
     pub fn stream_key(&self) -> String {
-        format!("{}:{}", self.stream_type, self.stream_id)
+        format!("{}:{}", self.stream_type(), self.stream_id)
     }
 }
 
@@ -88,21 +90,19 @@ mod tests {
 
     #[test]
     fn an_envelope_reads_back_as_the_event_it_was() {
-        let event = RecordedEvent {
-            event_id: uuid::Uuid::new_v4(),
-            position: LogPosition {
+        let event = RecordedEvent::from_stored(
+            uuid::Uuid::new_v4(),
+            LogPosition {
                 transaction_id: 812,
                 global_position: 40,
             },
-            stream_type: "relation".into(),
-            stream_id: "3:9".into(),
-            stream_version: 2,
-            event_type: "Unfollowed".into(),
-            event_version: "1".into(),
-            occurred_at: DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap(),
-            payload: serde_json::json!({"Unfollowed": {"follower": 3, "followee": 9, "cause": "block"}}),
-            metadata: serde_json::json!({"request_id": "r", "actor": "3"}),
-        };
+            ("relation", "3:9", 2),
+            ("Unfollowed", "1"),
+            DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap(),
+            &serde_json::json!({"Unfollowed": {"follower": 3, "followee": 9, "cause": "block"}}),
+            &serde_json::json!({"request_id": "r", "actor": "3"}),
+        )
+        .unwrap();
         assert_eq!(
             RecordedEvent::from_envelope(&event.envelope()),
             Ok(event.clone())

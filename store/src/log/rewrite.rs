@@ -67,7 +67,7 @@ async fn seal_span(
     sqlx::query("SET LOCAL relations.rewrite = 'seal-content'")
         .execute(&mut *tx)
         .await?;
-    let mut plain: Vec<RecordedEvent> = sqlx::query_as(concat!(
+    let read: Vec<RecordedEvent> = sqlx::query_as(concat!(
         "SELECT ",
         columns!(),
         " FROM events WHERE ",
@@ -84,14 +84,26 @@ async fn seal_span(
     .bind(&CONTENT_TYPES[..])
     .fetch_all(&mut *tx)
     .await?;
+    // The write path's shape: each payload as a JSON tree, sealed in place.
+    let mut plain: Vec<Plain> = read
+        .iter()
+        .map(|e| Plain {
+            stream_type: e.stream_type(),
+            stream_id: e.stream_id.clone(),
+            sequence: e.stream_version,
+            event_type: e.event_type(),
+            version: e.event_version.clone(),
+            payload: serde_json::from_str(e.stored_payload()).unwrap_or_default(),
+        })
+        .collect();
     let mut unsealed: Vec<Unsealed<'_>> = plain
         .iter_mut()
         .map(|e| Unsealed {
-            stream_type: &e.stream_type,
+            stream_type: e.stream_type,
             stream_id: &e.stream_id,
-            sequence: e.stream_version,
-            event_type: &e.event_type,
-            version: &mut e.event_version,
+            sequence: e.sequence,
+            event_type: e.event_type,
+            version: &mut e.version,
             payload: &mut e.payload,
         })
         .collect();
@@ -127,31 +139,36 @@ async fn span_end(
     }))
 }
 
+/// A version-1 event on its way to being sealed.
+struct Plain {
+    stream_type: &'static str,
+    stream_id: String,
+    sequence: i64,
+    event_type: &'static str,
+    version: String,
+    payload: serde_json::Value,
+}
+
 /// Writes back the events of `events` that were sealed (payload and version only; the
 /// trigger checks that nothing else moved); how many.
-async fn write_back(tx: &mut PgConnection, events: &[RecordedEvent]) -> Result<u64, sqlx::Error> {
-    let sealed: Vec<&RecordedEvent> = events
+async fn write_back(tx: &mut PgConnection, events: &[Plain]) -> Result<u64, sqlx::Error> {
+    let sealed: Vec<&Plain> = events
         .iter()
-        .filter(|e| e.event_version == content::SEALED_VERSION)
+        .filter(|e| e.version == content::SEALED_VERSION)
         .collect();
     sqlx::query(
         "UPDATE events e SET payload = x.p::json, event_version = $5
            FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[]) AS x(t, id, s, p)
           WHERE e.aggregate_type = x.t AND e.aggregate_id = x.id AND e.sequence = x.s",
     )
-    .bind(
-        sealed
-            .iter()
-            .map(|e| e.stream_type.as_str())
-            .collect::<Vec<_>>(),
-    )
+    .bind(sealed.iter().map(|e| e.stream_type).collect::<Vec<_>>())
     .bind(
         sealed
             .iter()
             .map(|e| e.stream_id.as_str())
             .collect::<Vec<_>>(),
     )
-    .bind(sealed.iter().map(|e| e.stream_version).collect::<Vec<_>>())
+    .bind(sealed.iter().map(|e| e.sequence).collect::<Vec<_>>())
     .bind(sealed.iter().map(|e| e.payload.clone()).collect::<Vec<_>>())
     .bind(content::SEALED_VERSION)
     .execute(tx)

@@ -59,7 +59,7 @@ pub struct ReplayArgs {
 impl ReplayArgs {
     /// Whether `event` passes every filter but `up_to`.
     fn keeps(&self, event: &relations_store::log::RecordedEvent) -> bool {
-        (self.types.is_empty() || self.types.contains(&event.event_type))
+        (self.types.is_empty() || self.types.iter().any(|t| t == event.event_type()))
             && self.user.is_none_or(|u| event.mentions(u))
             && self.since.is_none_or(|t| event.occurred_at >= t)
             && self.until.is_none_or(|t| event.occurred_at < t)

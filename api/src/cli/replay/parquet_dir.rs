@@ -209,7 +209,7 @@ impl<'r> Run<'r> {
                 .entry(event.occurred_at.date_naive())
                 .or_default()
                 .push(event);
-            if let Some(user) = relations_projections::runtime::projector::erased_user(event)? {
+            if let Some(user) = relations_projections::runtime::projector::erased_user(event) {
                 self.erased.insert(user);
             }
         }
@@ -375,21 +375,19 @@ mod tests {
     /// An event at `(tx, gp)` that occurred `day` days after 2023-11-14 (UTC).
     fn at(tx: i64, gp: i64, day: i64, stream_type: &str, kind: &str, data: Value) -> RecordedEvent {
         let occurred = 1_700_000_000_000_000 + day * 86_400_000_000;
-        RecordedEvent {
-            event_id: uuid::Uuid::new_v4(),
-            position: LogPosition {
+        RecordedEvent::from_stored(
+            uuid::Uuid::new_v4(),
+            LogPosition {
                 transaction_id: tx,
                 global_position: gp,
             },
-            stream_type: stream_type.into(),
-            stream_id: "s".into(),
-            stream_version: 1,
-            event_type: kind.into(),
-            event_version: "1".into(),
-            occurred_at: chrono::DateTime::from_timestamp_micros(occurred).unwrap(),
-            payload: serde_json::json!({ kind: data }),
-            metadata: serde_json::json!({"request_id": "r", "actor": "3"}),
-        }
+            (stream_type, "s", 1),
+            (kind, "1"),
+            chrono::DateTime::from_timestamp_micros(occurred).unwrap(),
+            &serde_json::json!({ kind: data }),
+            &serde_json::json!({"request_id": "r", "actor": "3"}),
+        )
+        .expect("an event of the log")
     }
 
     /// (day directory, file name, rows, contents) of every Parquet file under `root`.
@@ -428,7 +426,8 @@ mod tests {
         let root = std::env::temp_dir().join(format!("relations-parquet-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&root).unwrap();
         let post = |tx, day, author: i64, words: &str| {
-            let data = serde_json::json!({"post_id": "p", "author": author, "content": words,
+            let id = format!("0190a1b2-c3d4-7e5f-8a9b-{tx:012}");
+            let data = serde_json::json!({"post_id": id, "author": author, "content": words,
                 "erased": false, "created_at": "2023-11-14T22:13:20Z", "visibility": "public"});
             at(tx, tx, day, "post", "PostPublished", data)
         };
