@@ -10,7 +10,7 @@ use relations_domain::Relation;
 use relations_projections::views::{CommentView, PostView};
 use relations_store::{
     AccountOutcome, Deletion, LikeChange, LogPosition, NewComment, PinChange, PostOutcome,
-    Publication, RelationChange, StoredAnswer, ThreadOutcome,
+    Publication, RelationDecision, StoredAnswer, ThreadOutcome,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -241,8 +241,8 @@ pub struct RelationOutcome {
     pub position: Option<LogPosition>,
 }
 
-impl From<RelationChange> for RelationOutcome {
-    fn from(change: RelationChange) -> Self {
+impl From<RelationDecision> for RelationOutcome {
+    fn from(change: RelationDecision) -> Self {
         Self {
             changed: change.changed,
             relation: change.relation,

@@ -101,6 +101,7 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     eprintln!("relations-bench: {scale:?}");
     let mut rows = Collected::default();
+    rows.add("server", vec![server_settings(&args.database_url).await?]);
     match (args.reuse_world, scale.world()) {
         (true, Some(_)) => env.world = Some(scenarios::WORLD.to_owned()),
         _ => rows.add("world", scenarios::world(&mut env, scale).await?),
@@ -158,6 +159,28 @@ async fn main() -> anyhow::Result<()> {
         rows.failed
     );
     Ok(())
+}
+
+/// What of the PostgreSQL server's settings moves every figure: autovacuum above all. A
+/// machine whose configuration turns it off (the CI image's does) lets every table that
+/// churns (inboxes, guard rows, counters) keep its dead rows, and the soak found a feed
+/// projector's trims running for 10 s on such tables, holding the log's horizon meanwhile.
+async fn server_settings(admin_url: &str) -> anyhow::Result<harness::Row> {
+    let pool = sqlx::PgPool::connect(admin_url).await?;
+    let settings: Vec<(String, String)> = sqlx::query_as(
+        "SELECT name, setting FROM pg_settings
+          WHERE name IN ('autovacuum', 'fsync', 'synchronous_commit', 'shared_buffers')
+          ORDER BY name",
+    )
+    .fetch_all(&pool)
+    .await?;
+    pool.close().await;
+    let shown: Vec<String> = settings.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    Ok(harness::Row::new(
+        "PostgreSQL settings of this run",
+        "as the server reports them (production runs autovacuum on)",
+        shown.join(", "),
+    ))
 }
 
 /// The run's rows. Each scenario's are printed to stderr as it ends, so a run that dies later

@@ -37,6 +37,6 @@ pub use keys::{KeyError, Keyring, MasterKey};
 pub use metadata::EventMetadata;
 pub use position::{BadPosition, LogPosition};
 pub use posts::{Deletion, PostOutcome, PostStore, Publication};
-pub use relations::{RelationChange, RelationStore};
+pub use relations::{RelationDecision, RelationStore};
 pub use settings::{SettingsAsk, SettingsChange, SettingsStore};
 pub use signal::CommitSignal;

@@ -19,7 +19,7 @@ use crate::signal::CommitSignal;
 
 /// What a relation command decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RelationChange {
+pub struct RelationDecision {
     /// Whether any event was appended.
     pub changed: bool,
     /// The actor's relation to the target as the decision left it.
@@ -46,7 +46,7 @@ impl RelationStore {
         follow_limit: u32,
         signal: CommitSignal,
         workers: Workers,
-        render: Render<RelationChange>,
+        render: Render<RelationDecision>,
     ) -> Self {
         Self {
             executor: Executor::spawn(pool.clone(), None, signal, workers, render),
@@ -64,7 +64,7 @@ impl RelationStore {
         command: RelationCommand,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
-    ) -> Result<Executed<RelationChange>, StoreError> {
+    ) -> Result<Executed<RelationDecision>, StoreError> {
         let stream = command.pair().map_err(RelationError::from)?.stream_id();
         let command = GuardedRelationCommand {
             command,
@@ -118,7 +118,7 @@ struct GuardedRelationCommand {
 impl StoreCommand for GuardedRelationCommand {
     type Aggregate = RelationPair;
     type Guard = FollowGuard;
-    type Outcome = RelationChange;
+    type Outcome = RelationDecision;
 
     fn stream(&self) -> &str {
         &self.stream
@@ -156,8 +156,8 @@ impl StoreCommand for GuardedRelationCommand {
         }
     }
 
-    fn outcome(&self, pair: &RelationPair, position: Option<LogPosition>) -> RelationChange {
-        RelationChange {
+    fn outcome(&self, pair: &RelationPair, position: Option<LogPosition>) -> RelationDecision {
+        RelationDecision {
             changed: position.is_some(),
             relation: pair.relation(
                 self.command.actor(),

@@ -151,12 +151,12 @@ pub(crate) async fn ceiling(clients: usize, scale: Scale) -> anyhow::Result<Stat
 /// probes), against a graph holding `accounts` accounts with revocations. In process, one core.
 pub fn token_check(accounts: u64) -> Vec<Row> {
     use relations_domain::{AccountEvent, TokenStamp, UserId};
-    use relations_projections::replica::{Change, MemoryGraph};
+    use relations_projections::replica::{GraphChange, MemoryGraph};
 
     let secret = b"bench-check";
     let mut graph = MemoryGraph::default();
     for user in 1..=accounts {
-        graph.apply(Change::Account(AccountEvent::TokensRevoked {
+        graph.apply(GraphChange::Account(AccountEvent::TokensRevoked {
             user: UserId::try_from(user as i64).expect("positive"),
             client: Some("phone".into()),
             up_to: 3,

@@ -160,12 +160,12 @@ pub enum Change {
 /// `Followed` an approval brings in the same transaction notifies nobody (the followed user
 /// approved it themselves; the requester is told by `follow_request_approved`).
 #[derive(Debug, Default)]
-pub struct Reader {
+pub struct ChangeReader {
     approved: HashSet<(i64, i64)>,
     transaction: i64,
 }
 
-impl Reader {
+impl ChangeReader {
     /// The changes `event` makes, in order.
     pub fn changes(&mut self, event: &RecordedEvent) -> Result<Vec<Change>, ProjectionError> {
         if event.position.transaction_id != self.transaction {
@@ -526,7 +526,7 @@ mod tests {
         let pair = serde_json::json!({ "requester": 1, "target": 2 });
         let follow = serde_json::json!({ "follower": 1, "followee": 2 });
         let unfollow = serde_json::json!({ "follower": 1, "followee": 2, "cause": "unfollow" });
-        let mut reader = Reader::default();
+        let mut reader = ChangeReader::default();
         let mut changes = Vec::new();
         for (n, (kind, data)) in [
             ("FollowRequestApproved", &pair),

@@ -51,7 +51,7 @@ use uuid::Uuid;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::Projector;
-use change::{admits, comment_causes, Cause, Change, GroupDelta, NewComment, Reader, ACTORS};
+use change::{admits, comment_causes, Cause, Change, ChangeReader, GroupDelta, NewComment, ACTORS};
 
 /// The projector's name.
 pub const NAME: &str = "notifications";
@@ -84,7 +84,7 @@ impl Projector for Notifications {
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let mut reader = Reader::default();
+        let mut reader = ChangeReader::default();
         let mut run = Run::default();
         for event in events {
             for change in reader.changes(event)? {

@@ -10,13 +10,13 @@ use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use uuid::Uuid;
 
-use super::change::{admits, comment_causes, Cause, Change, GroupDelta, Reader};
+use super::change::{admits, comment_causes, Cause, Change, ChangeReader, GroupDelta};
 use crate::error::ProjectionError;
 
 /// Every live notification, comment author and mute, as folded.
 #[derive(Debug, Default)]
 pub struct Model {
-    reader: Reader,
+    reader: ChangeReader,
     /// Live causes by (recipient, cause key).
     pub causes: BTreeMap<(i64, String), Cause>,
     /// Each comment's (author, post author).

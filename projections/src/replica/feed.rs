@@ -200,7 +200,7 @@ mod tests {
     use super::*;
     use crate::relations::fold::{EdgeKind, RelationChange};
     use crate::replica::timelines::Caps;
-    use crate::replica::Change;
+    use crate::replica::GraphChange;
     use relations_domain::{AccountEvent, PostId};
 
     fn u(id: i64) -> UserId {
@@ -213,7 +213,7 @@ mod tests {
 
     fn follow(g: &mut MemoryGraph, a: i64, b: i64) {
         let change = RelationChange::Begin(EdgeKind::Follow, (a, b), now());
-        g.apply(Change::Relation(change));
+        g.apply(GraphChange::Relation(change));
     }
 
     fn publish(g: &mut MemoryGraph, author: i64, visibility: Visibility) -> PostId {
@@ -225,7 +225,7 @@ mod tests {
             visibility,
             content: "p".into(),
         };
-        g.apply(Change::Published(author as u64, post));
+        g.apply(GraphChange::Published(author as u64, post));
         id
     }
 
@@ -268,7 +268,7 @@ mod tests {
             "nor whether more follow b1"
         );
         // Once a1 is deleted, 1's live posts are all held, and the feed ends in memory.
-        g.apply(Change::Deleted(1, a1));
+        g.apply(GraphChange::Deleted(1, a1));
         let (page, _) = g.feed_page(ask(10, &[]), Some(3), 2).unwrap();
         assert_eq!((ids(&page), page.next), (vec![b1], None));
         assert_eq!(g.feed_new_count(ask(10, &[]), 0), Some(3));
@@ -306,10 +306,12 @@ mod tests {
         let mine = publish(&mut g, 1, Visibility::Followers);
         publish(&mut g, 2, Visibility::Public);
         let mute = RelationChange::Mute((10, 2), now(), None);
-        g.apply(Change::Relation(mute));
+        g.apply(GraphChange::Relation(mute));
         let (page, _) = g.feed_page(ask(10, &[]), None, 10).unwrap();
         assert_eq!(ids(&page), vec![mine], "a muted author is left out");
-        g.apply(Change::Account(AccountEvent::UserBanned { user: u(1) }));
+        g.apply(GraphChange::Account(AccountEvent::UserBanned {
+            user: u(1),
+        }));
         assert!(g
             .feed_page(ask(10, &[]), None, 10)
             .unwrap()
@@ -323,7 +325,7 @@ mod tests {
         publish(&mut g, 3, Visibility::Followers);
         publish(&mut g, 4, Visibility::Public);
         let block = RelationChange::Begin(EdgeKind::Block, (4, 11), now());
-        g.apply(Change::Relation(block));
+        g.apply(GraphChange::Relation(block));
         let (page, _) = g.feed_page(ask(11, &recommended), None, 10).unwrap();
         assert_eq!(ids(&page), vec![public]);
     }
@@ -333,7 +335,9 @@ mod tests {
         let mut g = graph(32);
         follow(&mut g, 10, 1);
         publish(&mut g, 1, Visibility::Public);
-        g.apply(Change::Account(AccountEvent::UserErased { user: u(1) }));
+        g.apply(GraphChange::Account(AccountEvent::UserErased {
+            user: u(1),
+        }));
         let (page, head) = g.feed_page(ask(10, &[]), None, 10).unwrap();
         assert_eq!((page.items.len(), head), (0, 1));
     }

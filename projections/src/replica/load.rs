@@ -12,7 +12,7 @@ use sqlx::{PgPool, Row};
 
 use super::tail::ReplicaTail;
 use super::timelines::{Caps, HeldPost};
-use super::{Change, MemoryGraph};
+use super::{GraphChange, MemoryGraph};
 use crate::error::ProjectionError;
 use crate::relations::fold::{EdgeKind, RelationChange};
 use crate::runtime::checkpoint;
@@ -56,7 +56,7 @@ pub(super) async fn load(
         let accounts = log::read_type(&mut tx, Account::TYPE, LogPosition::START, accounts_loaded);
         for event in accounts.await? {
             match event.event {
-                LogEvent::Account(account) => graph.apply(Change::Account(account)),
+                LogEvent::Account(account) => graph.apply(GraphChange::Account(account)),
                 // Read by type: none of these comes.
                 LogEvent::Relation(_)
                 | LogEvent::Post(_)
@@ -187,21 +187,29 @@ async fn read_models(
         let mut rows = sqlx::query(sql).fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
             let (a, b, since) = edge_row(&row)?;
-            graph.apply(Change::Relation(RelationChange::Begin(kind, (a, b), since)));
+            graph.apply(GraphChange::Relation(RelationChange::Begin(
+                kind,
+                (a, b),
+                since,
+            )));
         }
     }
     let mut rows = sqlx::query("SELECT muter, muted, since, until FROM rm_mutes").fetch(&mut *tx);
     while let Some(row) = rows.try_next().await? {
         let (a, b, since) = edge_row(&row)?;
         let until: Option<DateTime<Utc>> = row.try_get(3)?;
-        graph.apply(Change::Relation(RelationChange::Mute((a, b), since, until)));
+        graph.apply(GraphChange::Relation(RelationChange::Mute(
+            (a, b),
+            since,
+            until,
+        )));
     }
     drop(rows);
     let mut rows =
         sqlx::query("SELECT author, posts FROM feed_authors WHERE posts <> 0").fetch(&mut *tx);
     while let Some(row) = rows.try_next().await? {
         let (author, posts): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-        graph.apply(Change::Posts(author as u64, posts));
+        graph.apply(GraphChange::Posts(author as u64, posts));
     }
     Ok(())
 }

@@ -84,7 +84,7 @@ impl Node {
 
 /// One change the graph folds, decoded from an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
+pub enum GraphChange {
     /// What a relation event changes (the relation fold's input).
     Relation(RelationChange),
     /// The user's live post count moved by the amount (the load's counts).
@@ -121,7 +121,7 @@ pub enum Change {
     Account(AccountEvent),
 }
 
-impl Change {
+impl GraphChange {
     /// What a relation event changes.
     pub fn of_relation(event: &RelationEvent, at: DateTime<Utc>) -> Self {
         Self::Relation(RelationChange::of(event, at))
@@ -328,30 +328,30 @@ impl MemoryGraph {
 
     /// Applies one change. Changes that find the graph already so (a follow of someone
     /// followed) change nothing, as in the read model.
-    pub fn apply(&mut self, change: Change) {
+    pub fn apply(&mut self, change: GraphChange) {
         match change {
-            Change::Relation(change) => {
+            GraphChange::Relation(change) => {
                 if let Some(count) = fold::fold(self, change) {
                     self.count(count);
                 }
             }
-            Change::Posts(author, delta) => self.timelines.count(author, delta),
-            Change::Published(author, post) => self.timelines.publish(author, post),
-            Change::Deleted(author, post) => self.timelines.delete(author, post),
-            Change::Like {
+            GraphChange::Posts(author, delta) => self.timelines.count(author, delta),
+            GraphChange::Published(author, post) => self.timelines.publish(author, post),
+            GraphChange::Deleted(author, post) => self.timelines.delete(author, post),
+            GraphChange::Like {
                 post,
                 author,
                 user,
                 on,
             } => self.timelines.like(post, author, user, on),
-            Change::Comment {
+            GraphChange::Comment {
                 post,
                 author,
                 n,
                 by,
             } => self.timelines.comment(post, author, n, by),
-            Change::Uncomment(post, n) => self.timelines.uncomment(post, n),
-            Change::Account(event) => {
+            GraphChange::Uncomment(post, n) => self.timelines.uncomment(post, n),
+            GraphChange::Account(event) => {
                 if let AccountEvent::UserErased { user } = event {
                     self.erase(user.get());
                 }
@@ -751,26 +751,26 @@ mod tests {
         UserId::try_from(id).unwrap()
     }
 
-    fn edge(kind: EdgeKind, a: i64, b: i64, at: Option<Micros>) -> Change {
-        Change::Relation(match at {
+    fn edge(kind: EdgeKind, a: i64, b: i64, at: Option<Micros>) -> GraphChange {
+        GraphChange::Relation(match at {
             Some(at) => RelationChange::Begin(kind, (a, b), micros(at)),
             None => RelationChange::End(kind, (a, b)),
         })
     }
 
-    fn follow(a: i64, b: i64, at: Micros) -> Change {
+    fn follow(a: i64, b: i64, at: Micros) -> GraphChange {
         edge(EdgeKind::Follow, a, b, Some(at))
     }
 
-    fn unfollow(a: i64, b: i64) -> Change {
+    fn unfollow(a: i64, b: i64) -> GraphChange {
         edge(EdgeKind::Follow, a, b, None)
     }
 
-    fn block(a: i64, b: i64, at: Micros) -> Change {
+    fn block(a: i64, b: i64, at: Micros) -> GraphChange {
         edge(EdgeKind::Block, a, b, Some(at))
     }
 
-    fn unblock(a: i64, b: i64) -> Change {
+    fn unblock(a: i64, b: i64) -> GraphChange {
         edge(EdgeKind::Block, a, b, None)
     }
 
@@ -811,8 +811,8 @@ mod tests {
         assert_eq!(g.keyed(KeyedList::Blocking, u(1), None, 10).len(), 1);
         g.apply(unblock(1, 2));
         assert_eq!(g.blocks(), 0);
-        g.apply(Change::Posts(7, 1));
-        g.apply(Change::Posts(7, -1));
+        g.apply(GraphChange::Posts(7, 1));
+        g.apply(GraphChange::Posts(7, -1));
         g.apply(unfollow(1, 3));
         assert_eq!(g.users(), 0, "empty nodes are dropped");
     }
@@ -824,7 +824,9 @@ mod tests {
         g.apply(follow(5, 2, 20));
         g.apply(follow(3, 5, 30));
         assert_eq!(g.counts(u(2)).friends, 1);
-        g.apply(Change::Account(AccountEvent::UserErased { user: u(5) }));
+        g.apply(GraphChange::Account(AccountEvent::UserErased {
+            user: u(5),
+        }));
         assert_eq!(g.counts(u(2)), Counts::default());
         assert_eq!(g.counts(u(3)), Counts::default());
         assert!(g.friends(u(2), 0, 10).is_empty());

@@ -7,7 +7,7 @@ use relations_store::log::{self, RecordedEvent};
 use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
 
-use super::{Change, MemoryGraph};
+use super::{GraphChange, MemoryGraph};
 use crate::error::ProjectionError;
 
 /// Events read per step.
@@ -18,7 +18,7 @@ pub(super) enum Update {
     /// The graph after its replay (installed whole).
     Loaded(Box<MemoryGraph>),
     /// Changes to apply, the position they bring it to, and the batch they come from.
-    Changes(Vec<Change>, LogPosition, Vec<RecordedEvent>),
+    Changes(Vec<GraphChange>, LogPosition, Vec<RecordedEvent>),
     /// The load's replay moved on; nothing to install yet.
     Replaying,
 }
@@ -74,7 +74,7 @@ impl ReplicaTail {
     }
 
     /// The batch's changes, skipping what the load already held.
-    fn decode(&self, events: &[RecordedEvent]) -> Result<Vec<Change>, ProjectionError> {
+    fn decode(&self, events: &[RecordedEvent]) -> Result<Vec<GraphChange>, ProjectionError> {
         let mut changes = Vec::with_capacity(events.len());
         for event in events {
             let at = event.position;
@@ -82,17 +82,17 @@ impl ReplicaTail {
             let engagement = self.keys.is_some() && at > self.engagement_loaded;
             match &event.event {
                 LogEvent::Relation(relation) if at > self.relations_loaded => {
-                    changes.push(Change::of_relation(relation, event.occurred_at));
+                    changes.push(GraphChange::of_relation(relation, event.occurred_at));
                 }
                 LogEvent::Post(post) if at > self.posts_loaded => {
-                    changes.push(Change::of_post(post.clone()));
+                    changes.push(GraphChange::of_post(post.clone()));
                 }
                 LogEvent::Account(account) if at > self.accounts_loaded => {
-                    changes.push(Change::Account(account.clone()));
+                    changes.push(GraphChange::Account(account.clone()));
                 }
-                LogEvent::Like(like) if engagement => changes.extend(Change::of_like(*like)),
+                LogEvent::Like(like) if engagement => changes.extend(GraphChange::of_like(*like)),
                 LogEvent::Thread(thread) if engagement => {
-                    changes.extend(Change::of_thread(thread.clone()));
+                    changes.extend(GraphChange::of_thread(thread.clone()));
                 }
                 // What the load already held.
                 LogEvent::Relation(_)

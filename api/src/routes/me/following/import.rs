@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use relations_domain::{RelationCommand, UserId};
 use relations_store::idempotency::{self, Prior};
-use relations_store::RelationChange;
+use relations_store::RelationDecision;
 use relations_store::{Executed, Idempotency, LogPosition, StoredAnswer};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -105,7 +105,7 @@ async fn follow_each(
     request: &CommandRequest,
     idempotency: Option<&Idempotency>,
     ids: &[i64],
-) -> Vec<Result<Executed<RelationChange>, ApiError>> {
+) -> Vec<Result<Executed<RelationDecision>, ApiError>> {
     let actor = request.actor();
     futures::future::join_all(ids.iter().enumerate().map(|(n, &id)| {
         let part = idempotency.map(|idem| idem.part(n));
@@ -128,7 +128,7 @@ async fn follow_each(
 /// the import's.
 fn tally(
     ids: &[i64],
-    decided: Vec<Result<Executed<RelationChange>, ApiError>>,
+    decided: Vec<Result<Executed<RelationDecision>, ApiError>>,
 ) -> Result<ImportOutcome, ApiError> {
     let mut outcome = ImportOutcome::default();
     for (&id, result) in ids.iter().zip(decided) {
@@ -182,7 +182,7 @@ struct LineAnswer {
 
 impl LineAnswer {
     /// A follow's answer, fresh or stored.
-    fn of(executed: Executed<RelationChange>) -> Result<Self, ApiError> {
+    fn of(executed: Executed<RelationDecision>) -> Result<Self, ApiError> {
         Ok(match executed {
             Executed::Fresh(answer) => answer.into(),
             Executed::Replayed(stored) => serde_json::from_value::<StoredOutcome>(stored.body)
@@ -192,8 +192,8 @@ impl LineAnswer {
     }
 }
 
-impl From<RelationChange> for LineAnswer {
-    fn from(answer: RelationChange) -> Self {
+impl From<RelationDecision> for LineAnswer {
+    fn from(answer: RelationDecision) -> Self {
         Self {
             changed: answer.changed,
             requested: answer.relation.requested,
