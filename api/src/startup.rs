@@ -100,6 +100,9 @@ impl Application {
     /// Connects to PostgreSQL, applies migrations, and binds the listen address (port 0 picks a
     /// free port).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        // The recorder first: a gauge set before it is installed (Redis's `relations_redis_up`
+        // at connect) went to no recorder and stayed absent until Redis first failed.
+        let metrics = crate::metrics::handle();
         let (pool, read_pool, keys) = databases(&config).await?;
         let redis = config.redis.connect()?.context("serve needs REDIS_URL")?;
         let listener = TcpListener::bind(config.http_addr)
@@ -161,7 +164,7 @@ impl Application {
             ),
             redis,
             keys,
-            metrics: crate::metrics::handle(),
+            metrics,
             pool,
             read_pool,
             config: Arc::new(config),
