@@ -2,7 +2,6 @@
 //! pair's stream and appended in one transaction with the guard rows (rule 3,
 //! [`crate::guards::follows`]) and the idempotency answer.
 
-use relations_domain::privacy::{self, Privacy, Reader};
 use relations_domain::{
     guarded_users, FollowBudget, PairId, Relation, RelationCommand, RelationError, RelationPair,
     UserId, Visibility,
@@ -12,6 +11,7 @@ use sqlx::PgPool;
 use crate::error::StoreError;
 use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
 use crate::guards::follows::{FollowAsk, FollowGuard};
+use crate::guards::pairs::may_read_post;
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
@@ -99,12 +99,7 @@ impl RelationStore {
                 .bind(author.get())
                 .fetch_one(&self.pool)
                 .await?;
-        let privacy = Privacy {
-            locked,
-            hide_graph: false,
-        };
-        let reader = Reader::of(Some(reader), author, follows);
-        Ok(privacy::may_read(visibility, privacy, reader))
+        Ok(may_read_post(reader, author, visibility, follows, locked))
     }
 }
 

@@ -3,6 +3,7 @@
 //! under a steady load shows as a slope that does not flatten; the last third's slope is the
 //! figure, beside the in-memory gauges the server publishes for what it holds.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -178,7 +179,7 @@ pub async fn soak(env: &Env, minutes: u64) -> anyhow::Result<Vec<Row>> {
     let server = Arc::new(Server::start(env, db, 18090, &[], None).await?);
     let tokens: Arc<Vec<String>> = Arc::new((1..=USERS).map(token).collect());
     let recent = Arc::new(Mutex::new(Vec::<String>::new()));
-    let (sent, failed) = (Arc::new(Mutex::new(0u64)), Arc::new(Mutex::new(0u64)));
+    let (sent, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let length = Duration::from_secs(minutes * 60);
     let start = Instant::now();
     let mut clients = Vec::new();
@@ -190,9 +191,9 @@ pub async fn soak(env: &Env, minutes: u64) -> anyhow::Result<Vec<Row>> {
             let mut i = c as u64;
             while start.elapsed() < length {
                 let ok = request(&client, &base, &tokens, &recent, i).await;
-                *sent.lock().expect("not poisoned") += 1;
+                sent.fetch_add(1, Ordering::Relaxed);
                 if !ok {
-                    *failed.lock().expect("not poisoned") += 1;
+                    failed.fetch_add(1, Ordering::Relaxed);
                 }
                 i += CLIENTS as u64;
             }
@@ -220,10 +221,7 @@ pub async fn soak(env: &Env, minutes: u64) -> anyhow::Result<Vec<Row>> {
         client.await?;
     }
     let last_held = held(server.clone()).await;
-    let (sent, failed) = (
-        *sent.lock().expect("not poisoned"),
-        *failed.lock().expect("not poisoned"),
-    );
+    let (sent, failed) = (sent.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
     let (thirds, rss_start, rss_end, gauges) = summary(&samples, minutes, &first_held, &last_held);
     Ok(vec![
         Row::new(

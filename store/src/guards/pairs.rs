@@ -59,6 +59,27 @@ impl PostAccess {
     }
 }
 
+/// Whether `actor` may read a post of `visibility` by `author`, who they follow or not and who
+/// is locked or not ([`relations_domain::privacy`]): the rule the guard applies under lock, and
+/// a command's handler to what is committed (`RelationStore::may_read_now`).
+pub(crate) fn may_read_post(
+    actor: UserId,
+    author: UserId,
+    visibility: Visibility,
+    follows: bool,
+    locked: bool,
+) -> bool {
+    let privacy = Privacy {
+        locked,
+        hide_graph: false,
+    };
+    may_read(
+        visibility,
+        privacy,
+        Reader::of(Some(actor), author, follows),
+    )
+}
+
 /// What one comment or like asks: the pairs it reads, and the post whose readability it needs.
 #[derive(Debug, Default)]
 pub(crate) struct PairAsk {
@@ -92,15 +113,8 @@ impl PairGuard {
                 .get(&pair.stream_id())
                 .is_some_and(|p| p.facts(actor, post.author).following)
         });
-        let privacy = Privacy {
-            locked: self.locked.contains(&post.author),
-            hide_graph: false,
-        };
-        !may_read(
-            post.visibility,
-            privacy,
-            Reader::of(Some(actor), post.author, follows),
-        )
+        let locked = self.locked.contains(&post.author);
+        !may_read_post(actor, post.author, post.visibility, follows, locked)
     }
 
     /// Whether `comment`, asked about as found live, was deleted since.
