@@ -1,29 +1,33 @@
-//! `verify`'s check of projector `feed`'s tables against a fold of the log up to its
-//! checkpoint, and of the inbox invariant (see the `feed` module docs).
+//! `verify`'s check of projector `feed`'s tables against the one fold ([`super::fold`]) of the
+//! log up to its checkpoint, into tables in memory without inboxes, and of the inbox invariant
+//! (see the `feed` module docs): inboxes depend on the threshold and cap each batch was folded
+//! with, so they are checked by what must hold whatever those were.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use relations_domain::{AccountEvent, LogEvent, PostEvent, Visibility};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
+use super::fold::{fold_events, in_memory};
+use super::memory::FeedMemory;
 use super::Settings;
 use crate::error::ProjectionError;
-use crate::relations::verify::RelationFold;
 use crate::runtime::verify::{diff, pairs, Check};
 
-/// The feed's fold: the relations and the posts.
-#[derive(Debug)]
+/// The feed's tables, folded in memory (no inboxes, no text).
 pub struct FeedCheck {
     settings: Settings,
-    relations: RelationFold,
-    /// post id -> (seq, author, live); seqs numbered in log order, as projector `feed` does.
-    posts: BTreeMap<uuid::Uuid, (i64, i64, bool)>,
-    /// Banned authors.
-    banned: BTreeSet<i64>,
-    /// Posts that are not public, with their visibility (issue 26).
-    not_public: BTreeSet<(uuid::Uuid, String)>,
+    tables: FeedMemory,
+}
+
+impl std::fmt::Debug for FeedCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeedCheck")
+            .field("settings", &self.settings)
+            .field("posts", &self.tables.posts.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl FeedCheck {
@@ -31,36 +35,41 @@ impl FeedCheck {
     pub fn new(settings: Settings) -> Self {
         Self {
             settings,
-            relations: RelationFold::default(),
-            posts: BTreeMap::new(),
-            banned: BTreeSet::new(),
-            not_public: BTreeSet::new(),
+            tables: FeedMemory::new(settings, false),
         }
     }
-}
 
-impl FeedCheck {
-    /// An account event: bans hide posts, an erasure removes its user's.
-    fn account(&mut self, account: &AccountEvent) {
-        match *account {
-            AccountEvent::UserBanned { user } => {
-                self.banned.insert(user.get());
-            }
-            AccountEvent::UserUnbanned { user } => {
-                self.banned.remove(&user.get());
-            }
-            AccountEvent::UserErased { user } => {
-                self.banned.remove(&user.get());
-                for post in self.posts.values_mut().filter(|p| p.1 == user.get()) {
-                    post.2 = false;
-                }
-            }
-            AccountEvent::TokensRevoked { .. }
-            | AccountEvent::AccountLocked { .. }
-            | AccountEvent::AccountUnlocked { .. }
-            | AccountEvent::GraphHidden { .. }
-            | AccountEvent::GraphShown { .. } => {}
-        }
+    /// post id -> (seq, author, live).
+    fn posts(&self) -> BTreeSet<(uuid::Uuid, (i64, i64, bool))> {
+        let posts = self.tables.posts.iter().enumerate();
+        posts
+            .map(|(at, p)| (p.id, (at as i64 + 1, p.author, !p.deleted)))
+            .collect()
+    }
+
+    /// Posts that are not public, with their visibility (issue 26).
+    fn not_public(&self) -> BTreeSet<(uuid::Uuid, String)> {
+        let posts = self.tables.posts.iter();
+        posts
+            .filter(|p| p.visibility != "public")
+            .map(|p| (p.id, p.visibility.to_owned()))
+            .collect()
+    }
+
+    /// author -> (followers, posts, pulled), rows of nothing left out.
+    fn authors(&self) -> BTreeSet<(i64, (i64, i64, bool))> {
+        let rows = self.tables.authors.iter();
+        rows.map(|(&a, r)| (a, (r.followers, r.posts, r.pulled)))
+            .filter(|(_, c)| c.0 != 0 || c.1 != 0 || c.2)
+            .collect()
+    }
+
+    /// (muter, muted, until µs)
+    fn mutes(&self) -> BTreeSet<(i64, i64, Option<i64>)> {
+        let mutes = self.tables.mutes.iter();
+        mutes
+            .map(|(&(a, b), u)| (a, b, u.map(|t| t.timestamp_micros())))
+            .collect()
     }
 }
 
@@ -71,36 +80,7 @@ impl Check for FeedCheck {
     }
 
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        self.relations.fold(event)?;
-        let post = match &event.event {
-            LogEvent::Post(post) => post,
-            LogEvent::Account(account) => {
-                self.account(account);
-                return Ok(());
-            }
-            LogEvent::Relation(_) | LogEvent::Thread(_) | LogEvent::Like(_) => return Ok(()),
-        };
-        match post {
-            PostEvent::PostPublished {
-                post_id,
-                author,
-                visibility,
-                ..
-            } => {
-                if *visibility != Visibility::Public {
-                    self.not_public
-                        .insert((post_id.uuid(), visibility.as_str().to_owned()));
-                }
-                let seq = self.posts.len() as i64 + 1;
-                self.posts.insert(post_id.uuid(), (seq, author.get(), true));
-            }
-            PostEvent::PostDeleted { post_id, .. } => {
-                if let Some(post) = self.posts.get_mut(&post_id.uuid()) {
-                    post.2 = false;
-                }
-            }
-        }
-        Ok(())
+        in_memory(fold_events(&mut self.tables, std::slice::from_ref(event)))
     }
 
     async fn compare(
@@ -188,10 +168,10 @@ impl FeedRows {
 
     /// The feed's rows against a fold up to its checkpoint, and the inbox invariant.
     fn compare(&self, fold: &FeedCheck, out: &mut Vec<String>) {
-        let feed = fold.settings;
+        let tables = &fold.tables;
         diff(
             "feed_follows (follower, followee)",
-            &fold.relations.edges.follows,
+            &tables.following,
             &self.follows,
             out,
         );
@@ -200,7 +180,7 @@ impl FeedRows {
                 "rm_posts: deleted post {post} still holds its text"
             ));
         }
-        let posts: BTreeSet<_> = fold.posts.iter().map(|(k, v)| (*k, *v)).collect();
+        let posts = fold.posts();
         diff(
             "rm_posts (post_id, (seq, author, live))",
             &posts,
@@ -209,64 +189,53 @@ impl FeedRows {
         );
         diff(
             "rm_posts (post_id, visibility) not public",
-            &fold.not_public,
+            &fold.not_public(),
             &self.not_public,
             out,
         );
-        let mut authors: BTreeMap<i64, (i64, i64, bool)> = BTreeMap::new();
-        for &(_, followee) in &fold.relations.edges.follows {
-            authors.entry(followee).or_default().0 += 1;
-        }
-        for &(_, author, live) in fold.posts.values() {
-            if live {
-                authors.entry(author).or_default().1 += 1;
-            }
-        }
-        for counts in authors.values_mut() {
-            counts.2 = counts.0 >= feed.big_v_threshold;
-        }
-        authors.retain(|_, c| c.0 != 0 || c.1 != 0 || c.2);
-        let authors: BTreeSet<_> = authors.into_iter().collect();
         let actual: BTreeSet<_> = self.authors.iter().map(|(k, v)| (*k, *v)).collect();
         diff(
             "feed_authors (author, (followers, posts, pulled))",
-            &authors,
+            &fold.authors(),
             &actual,
             out,
         );
-
-        diff("feed_banned (author)", &fold.banned, &self.banned, out);
+        diff("feed_banned (author)", &tables.banned, &self.banned, out);
         diff(
             "feed_mutes (muter, muted, until)",
-            &fold.relations.mute_rows(),
+            &fold.mutes(),
             &self.mutes,
             out,
         );
-        self.compare_inbox(fold, out);
+        self.compare_inbox(fold, &posts, out);
     }
 
     /// The inbox: only live posts of followed authors; every live post of a followed
     /// push-mode author above the reader's watermark; sizes counted; the cap kept.
-    fn compare_inbox(&self, fold: &FeedCheck, out: &mut Vec<String>) {
+    fn compare_inbox(
+        &self,
+        fold: &FeedCheck,
+        posts: &BTreeSet<(uuid::Uuid, (i64, i64, bool))>,
+        out: &mut Vec<String>,
+    ) {
         let feed = fold.settings;
-        let by_seq: BTreeMap<i64, (i64, bool)> = fold
-            .posts
-            .values()
-            .map(|&(seq, a, live)| (seq, (a, live)))
+        let follows = &fold.tables.following;
+        let by_seq: BTreeMap<i64, (i64, bool)> = posts
+            .iter()
+            .map(|&(_, (seq, a, live))| (seq, (a, live)))
             .collect();
         let pulled = |author: i64| self.authors.get(&author).is_some_and(|a| a.2);
         let mut sizes: BTreeMap<i64, i64> = BTreeMap::new();
         for &(reader, seq) in &self.inbox {
             *sizes.entry(reader).or_default() += 1;
             match by_seq.get(&seq) {
-                Some(&(author, true))
-                    if fold.relations.edges.follows.contains(&(reader, author)) => {}
+                Some(&(author, true)) if follows.contains(&(reader, author)) => {}
                 _ => out.push(format!(
                     "feed_inbox: reader {reader} holds post seq {seq}, which it must not"
                 )),
             }
         }
-        for &(reader, author) in &fold.relations.edges.follows {
+        for &(reader, author) in follows {
             if pulled(author) {
                 continue;
             }
