@@ -6,7 +6,8 @@
 # - no HTTP status, StatusCode or answer view in store/;
 # - one relation fold (RelationChange::of), one log-tail loop (TailLoop);
 # - events told apart by type, not by name: no reader compares a stream's type or an event's
-#   name as text (issue 43; the decoder, relations_domain::LogEvent::decode, is the one place).
+#   name as text (issue 43; the decoder, relations_domain::LogEvent::decode, is the one place);
+# - the read side writes no write-side state: no projector writes a guard row (issue 43).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 failed=0
@@ -93,4 +94,8 @@ for crate, files in rust_files(".").items():
 PY
 )
 [ -z "$by_name" ] || fail "events told apart by name outside the decoder (match relations_domain::LogEvent): $by_name"
+# The read side writes no write-side state (issue 43): outside the checks of `verify`, which
+# read them, nothing in projections/ names the store's guard tables in SQL that changes them.
+guard_writes=$(grep -rlE "(UPDATE|INSERT INTO|DELETE FROM)\s+(follow_guard|follow_edges|pending_requests|account_locks|hidden_graphs|erased_users)\b" projections/src || true)
+[ -z "$guard_writes" ] || fail "the read side writes write-side state: $guard_writes"
 exit $failed

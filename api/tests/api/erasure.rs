@@ -643,6 +643,43 @@ async fn follows_racing_an_erasure_never_leave_an_edge_or_a_wrong_count() {
     assert_verified(&app).await;
 }
 
+/// Rule 3 is settled by the erasure itself (issue 43, item 5): with the log's horizon held below
+/// it, so that no reader of the log can fold it, each follower's slot is free the moment the
+/// erasure answers, and no more than that one.
+#[tokio::test]
+async fn an_erasure_frees_its_followers_follow_limit_in_its_own_transaction() {
+    let mut config = crate::helpers::test_config().await;
+    config.follow_limit = 2;
+    let app = crate::helpers::spawn_with(config).await;
+    for follower in [10, 11] {
+        for followee in [ERASED, 3] {
+            let (status, body) = app.command("follow", follower, followee).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+        let (status, body) = app.command("follow", follower, 4).await;
+        assert_eq!(code(&body), "FOLLOW_LIMIT_REACHED", "{status}");
+    }
+    let held = crate::helpers::hold_open_follow(&app).await;
+    let (status, body) = app.erase_me(ERASED).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for follower in [10, 11] {
+        let (status, body) = app.command("follow", follower, 4).await;
+        assert_eq!(status, StatusCode::OK, "{follower}: {body}");
+        let (status, body) = app.command("follow", follower, 5).await;
+        assert_eq!(code(&body), "FOLLOW_LIMIT_REACHED", "{follower}: {status}");
+    }
+    held.rollback().await.unwrap();
+    let (_, body) = app.command("follow", 6, 7).await;
+    settled(&app, &position(&body)).await;
+    let settled_by_a_reader: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM erased_users WHERE NOT guard_settled")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(settled_by_a_reader, 0);
+    assert_verified(&app).await;
+}
+
 #[tokio::test]
 async fn erasing_a_user_with_thousands_of_followers_answers_fast_and_is_folded_soon() {
     let app = spawn_app().await;

@@ -65,16 +65,14 @@ impl Projector for Relations {
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
         let mut start = 0;
-        let mut erased = Vec::new();
         for (i, event) in events.iter().enumerate() {
             if let Some(user) = erased_user(event) {
                 apply_relations(conn, &events[start..i]).await?;
-                erased.push((user, erase(conn, user).await?));
+                erase(conn, user).await?;
                 start = i + 1;
             }
         }
-        apply_relations(conn, &events[start..]).await?;
-        settle_guards(conn, &erased).await
+        apply_relations(conn, &events[start..]).await
     }
 }
 
@@ -103,14 +101,9 @@ async fn apply_relations(
 
 /// Folds `user`'s erasure set-based, as [`fold::erase`] folds it in memory: the other side's
 /// counters lose each follow of or by the user (and a friend where both held), every row of
-/// the user goes. Answers who followed the user, whose rule-3 guard rows the batch settles
-/// once at its end ([`settle_guards`]).
-async fn erase(conn: &mut PgConnection, user: i64) -> Result<Vec<i64>, ProjectionError> {
-    let followers: Vec<i64> =
-        sqlx::query_scalar("SELECT follower FROM rm_follows WHERE followee = $1")
-            .bind(user)
-            .fetch_all(&mut *conn)
-            .await?;
+/// the user goes. (Their followers' rule-3 counts were settled by the erasure itself, in the
+/// store.)
+async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError> {
     let statements = [
         // In ascending user order, like every other writer of these rows.
         "WITH d AS (
@@ -133,57 +126,6 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<Vec<i64>, Projectio
     for sql in statements {
         sqlx::query(sql).bind(user).execute(&mut *conn).await?;
     }
-    Ok(followers)
-}
-
-/// Takes the follow of each erased user out of each of their followers' rule-3 counts
-/// (`follow_guard`), which the erasure's own transaction could not find: once for good, marked
-/// by `erased_users.guard_settled` in the same transaction, so a rebuild, a replay or a second
-/// reader of the log never takes it out again. Each user comes with exactly who followed them
-/// when they were erased (no follow of an erased user can begin after). Every row is locked in
-/// one statement, in ascending order as the follow guard locks them: settled an erasure at a
-/// time, two erasures' followers could be locked out of order against a command group.
-async fn settle_guards(
-    conn: &mut PgConnection,
-    erased: &[(i64, Vec<i64>)],
-) -> Result<(), ProjectionError> {
-    if erased.is_empty() {
-        return Ok(());
-    }
-    let users: Vec<i64> = erased.iter().map(|(user, _)| *user).collect();
-    let settled: HashSet<i64> = sqlx::query_scalar(
-        "UPDATE erased_users SET guard_settled = true
-          WHERE user_id = ANY($1) AND NOT guard_settled RETURNING user_id",
-    )
-    .bind(&users)
-    .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .collect();
-    let mut taken: BTreeMap<i64, i32> = BTreeMap::new();
-    for (_, followers) in erased.iter().filter(|(user, _)| settled.contains(user)) {
-        for follower in followers {
-            *taken.entry(*follower).or_default() += 1;
-        }
-    }
-    if taken.is_empty() {
-        return Ok(());
-    }
-    let (followers, counts): (Vec<i64>, Vec<i32>) = taken.into_iter().unzip();
-    sqlx::query(
-        "SELECT 1 FROM follow_guard WHERE user_id = ANY($1) ORDER BY user_id FOR NO KEY UPDATE",
-    )
-    .bind(&followers)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "UPDATE follow_guard g SET following = g.following - d.n
-           FROM unnest($1::bigint[], $2::int[]) AS d(user_id, n) WHERE g.user_id = d.user_id",
-    )
-    .bind(&followers)
-    .bind(&counts)
-    .execute(&mut *conn)
-    .await?;
     Ok(())
 }
 
@@ -447,9 +389,6 @@ async fn write_counts(
 /// The whole log folded in memory, for a rebuild: the same rows batch application writes.
 #[derive(Default)]
 struct RelationsBulk {
-    /// Each erasure, with who followed the user then (the guard rows it settles if no reader
-    /// has yet).
-    erased: Vec<(i64, Vec<i64>)>,
     /// Each edge -> since.
     edges: EdgeTables<HashMap<UserPair, DateTime<Utc>>>,
     /// (muter, muted) -> (since, until)
@@ -499,8 +438,6 @@ impl ErasableTables for RelationsBulk {
 impl BulkFold for RelationsBulk {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
         if let Some(user) = erased_user(event) {
-            let followers = self.edges.follows.keys().filter(|p| p.1 == user);
-            self.erased.push((user, followers.map(|p| p.0).collect()));
             for count in fold::erase(self, user) {
                 count.add_to(&mut self.counts);
             }
@@ -516,7 +453,6 @@ impl BulkFold for RelationsBulk {
     }
 
     async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
-        settle_guards(conn, &self.erased).await?;
         copy_edges(
             conn,
             "rm_follows (follower, followee, since)",

@@ -31,9 +31,8 @@ pub(crate) struct RelationFold {
     pub mutes: BTreeMap<UserPair, Option<i64>>,
     /// user -> (following, followers, friends), as the fold counts them.
     counts: BTreeMap<i64, FollowCounts>,
-    /// Each erased user -> who followed them when they were erased (the guard rows projector
-    /// `following` settles when it folds the erasure).
-    pub erased: BTreeMap<i64, Vec<i64>>,
+    /// Erased users.
+    pub erased: BTreeSet<i64>,
 }
 
 impl ErasableTables for RelationFold {
@@ -90,14 +89,7 @@ impl RelationFold {
             AccountEvent::GraphShown { user } => self.hidden_graphs.remove(&user.get()),
             AccountEvent::UserErased { user } => {
                 let user = user.get();
-                let followers = self
-                    .edges
-                    .follows
-                    .iter()
-                    .filter(|&&(_, b)| b == user)
-                    .map(|&(a, _)| a)
-                    .collect();
-                self.erased.insert(user, followers);
+                self.erased.insert(user);
                 for count in fold::erase(self, user) {
                     count.add_to(&mut self.counts);
                 }
@@ -155,9 +147,9 @@ impl FollowingCheck {
         }
     }
 
-    /// The write side's rows, which count every committed event, settled or not:
-    /// `follow_guard` (rule 3: follows and pending requests), `pending_requests` and
-    /// `account_locks`.
+    /// The write side's rows, which count every committed event: `follow_guard` (rule 3:
+    /// follows and pending requests), `follow_edges`, `pending_requests`, `account_locks` and
+    /// `hidden_graphs`.
     pub fn guards() -> Self {
         Self {
             relations: RelationFold::default(),
@@ -233,20 +225,17 @@ impl FollowingCheck {
         )
         .await?;
         let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
-        // A follower of an erased user stays counted until projector `following` settles the
-        // erasure (`erased_users.guard_settled`).
-        let unsettled: Vec<i64> =
-            sqlx::query_scalar("SELECT user_id FROM erased_users WHERE NOT guard_settled")
-                .fetch_all(&mut *conn)
-                .await?;
-        for user in unsettled {
-            for &follower in self.relations.erased.get(&user).into_iter().flatten() {
-                *expected.entry(follower).or_default() += 1;
-            }
-        }
+        // The store's own index of follows, which an erasure settles its followers' counts by.
+        let edges = pairs(&mut *conn, "SELECT follower, followee FROM follow_edges").await?;
+        diff(
+            "follow_edges (follower, followee)",
+            &self.relations.edges.follows,
+            &edges,
+            out,
+        );
         let erased = pairs(&mut *conn, "SELECT user_id, 0::bigint FROM erased_users").await?;
         let expected_erased: BTreeSet<(i64, i64)> =
-            self.relations.erased.keys().map(|&u| (u, 0)).collect();
+            self.relations.erased.iter().map(|&u| (u, 0)).collect();
         diff("erased_users (user, 0)", &expected_erased, &erased, out);
         for &(requester, _) in self
             .relations

@@ -49,16 +49,15 @@ impl Guard<AccountEvent> for ErasureGuard {
 
 /// The erasure's write-side statements for `users`, in its transaction: the `erased_users`
 /// rows (what refuses every later command), the users' data keys (crypto-shredding: their
-/// sealed content becomes unreadable wherever it went), their pending requests both ways with
-/// the requesters' rule-3 counts they held, their account locks and their own guard rows. The
-/// followers' counts that include a follow of a user are settled by projector `following`
-/// when it folds the erasure (`guard_settled`); until then they are over by one, which keeps
-/// rule 3 safe.
+/// sealed content becomes unreadable wherever it went), their follows both ways with the
+/// followers' rule-3 counts that held one of them (found by the write side's own index of
+/// follows, `follow_edges`), their pending requests both ways with the requesters' counts they
+/// held, their account locks and their own guard rows.
 ///
-/// Every guard row the erasures change (their requesters' and their own) is locked first, in
-/// one statement and in ascending order, as the follow guard locks them: locked a user at a
-/// time, or the users' own rows last, two erasures or a follow group could each hold a row the
-/// other waits for.
+/// Every guard row the erasures change (their followers', their requesters' and their own) is
+/// locked first, in one statement and in ascending order, as the follow guard locks them:
+/// locked a user at a time, or the users' own rows last, two erasures or a follow group could
+/// each hold a row the other waits for.
 async fn erase(conn: &mut PgConnection, users: &[UserId]) -> Result<(), StoreError> {
     let users: Vec<i64> = users.iter().map(|u| u.get()).collect();
     let statements = [
@@ -66,7 +65,13 @@ async fn erase(conn: &mut PgConnection, users: &[UserId]) -> Result<(), StoreErr
         "DELETE FROM data_keys WHERE user_id = ANY($1)",
         "SELECT 1 FROM follow_guard WHERE user_id = ANY($1)
              OR user_id IN (SELECT requester FROM pending_requests WHERE target = ANY($1))
+             OR user_id IN (SELECT follower FROM follow_edges WHERE followee = ANY($1))
           ORDER BY user_id FOR NO KEY UPDATE",
+        // A follower of two of the users loses one count per follow.
+        "WITH f AS (DELETE FROM follow_edges WHERE followee = ANY($1) RETURNING follower),
+              n AS (SELECT follower, count(*) AS n FROM f GROUP BY follower)
+         UPDATE follow_guard g SET following = g.following - n.n FROM n WHERE g.user_id = n.follower",
+        "DELETE FROM follow_edges WHERE follower = ANY($1)",
         // A requester asking two of the users loses one count per request.
         "WITH r AS (DELETE FROM pending_requests WHERE target = ANY($1) RETURNING requester),
               n AS (SELECT requester, count(*) AS n FROM r GROUP BY requester)

@@ -1,0 +1,81 @@
+-- Issue 43, item 5: the read side writes no write-side state. An erasure ends every follow of
+-- its user, and each follower's rule-3 count (`follow_guard`) must lose one; until now the
+-- write side had no index to find those followers, so projector `following` settled them when
+-- it folded the erasure (`erased_users.guard_settled`). The write side now keeps its own index
+-- of who follows whom, and the erasure settles the counts in its own transaction
+-- (store/src/guards/erasure.rs).
+CREATE TABLE follow_edges
+(
+    followee bigint NOT NULL,
+    follower bigint NOT NULL,
+    PRIMARY KEY (followee, follower)
+);
+
+-- An erasure also drops the user's own follows.
+CREATE INDEX follow_edges_follower ON follow_edges (follower);
+
+-- Kept by every statement that appends to the log, in the same transaction, whatever wrote it
+-- (the executors, an unlock's approvals, the benchmark's bulk load, an older binary during a
+-- rolling deploy): each directed pair's last `Followed` or `Unfollowed` of the statement
+-- decides. A pair's events are serialized by its stream's lock, and no event names an erased
+-- user, so no two transactions write one row.
+CREATE FUNCTION follow_edges_keep() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    WITH changed AS (
+        SELECT DISTINCT ON (follower, followee) follower, followee, follows
+          FROM (SELECT (payload -> event_type ->> 'follower')::bigint AS follower,
+                       (payload -> event_type ->> 'followee')::bigint AS followee,
+                       event_type = 'Followed' AS follows, global_position
+                  FROM appended
+                 WHERE aggregate_type = 'relation'
+                   AND event_type IN ('Followed', 'Unfollowed')) AS e
+         ORDER BY follower, followee, global_position DESC),
+    ended AS (
+        DELETE FROM follow_edges f USING changed c
+         WHERE NOT c.follows AND f.followee = c.followee AND f.follower = c.follower)
+    INSERT INTO follow_edges (followee, follower)
+    SELECT followee, follower FROM changed WHERE follows ORDER BY followee, follower
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER events_follow_edges
+    AFTER INSERT ON events
+    REFERENCING NEW TABLE AS appended
+    FOR EACH STATEMENT EXECUTE FUNCTION follow_edges_keep();
+
+-- The index as the log leaves it: each directed pair's last follow event, in log order.
+INSERT INTO follow_edges (followee, follower)
+SELECT followee, follower
+  FROM (SELECT DISTINCT ON (follower, followee) follower, followee, follows
+          FROM (SELECT (payload -> event_type ->> 'follower')::bigint AS follower,
+                       (payload -> event_type ->> 'followee')::bigint AS followee,
+                       event_type = 'Followed' AS follows, transaction_id, global_position
+                  FROM events
+                 WHERE aggregate_type = 'relation'
+                   AND event_type IN ('Followed', 'Unfollowed')) AS e
+         ORDER BY follower, followee, transaction_id DESC, global_position DESC) AS last
+ WHERE follows
+ ORDER BY followee, follower;
+
+-- Erasures the projector had not settled yet: their followers are the index's follows of the
+-- erased user (no event names a user after their erasure, so the last follow events of their
+-- pairs are those before it).
+WITH n AS (
+    SELECT f.follower, count(*) AS n
+      FROM follow_edges f JOIN erased_users e ON e.user_id = f.followee AND NOT e.guard_settled
+     GROUP BY f.follower)
+UPDATE follow_guard g SET following = g.following - n.n FROM n WHERE g.user_id = n.follower;
+
+UPDATE erased_users SET guard_settled = true WHERE NOT guard_settled;
+
+-- An erasure ended every follow of and by its user.
+DELETE FROM follow_edges
+ WHERE followee IN (SELECT user_id FROM erased_users)
+    OR follower IN (SELECT user_id FROM erased_users);
+
+-- Every erasure from now on is settled in its own transaction.
+ALTER TABLE erased_users ALTER COLUMN guard_settled SET DEFAULT true;
+COMMENT ON COLUMN erased_users.guard_settled IS
+    'Always true since migration 20261127000027: the erasure settles its followers'' rule-3 counts itself.';
