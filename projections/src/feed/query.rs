@@ -23,9 +23,9 @@ use sqlx::{PgPool, Row};
 
 use crate::error::ProjectionError;
 
-/// A page of posts, newest first, and the cursor after it.
+/// A page of posts by seq (the feed and a timeline), newest first, and the seq to continue below.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page {
+pub struct SeqPage {
     /// The posts.
     pub items: Vec<PostView>,
     /// The seq to continue below, when there may be more.
@@ -191,9 +191,9 @@ pub async fn timeline(
     readable: &[Visibility],
     start: PageStart,
     size: i64,
-) -> Result<Page, ProjectionError> {
+) -> Result<SeqPage, ProjectionError> {
     if readable.is_empty() {
-        return Ok(Page {
+        return Ok(SeqPage {
             items: vec![],
             next: None,
         });
@@ -220,10 +220,10 @@ pub async fn timeline(
     Ok(paginate(posts, size))
 }
 
-fn paginate(mut posts: Vec<(i64, PostView)>, size: i64) -> Page {
+fn paginate(mut posts: Vec<(i64, PostView)>, size: i64) -> SeqPage {
     let more = posts.len() as i64 > size;
     posts.truncate(size as usize);
-    Page {
+    SeqPage {
         next: if more {
             posts.last().map(|p| p.0)
         } else {
@@ -393,7 +393,7 @@ pub async fn feed(
     recommended: &[UserId],
     start: PageStart,
     size: i64,
-) -> Result<(Page, i64), ProjectionError> {
+) -> Result<(SeqPage, i64), ProjectionError> {
     let mut bound = start_bound(pool, start).await?;
     let want = |found: usize| (size + 1 - found as i64).max(10);
     let (sources, head, first_pull) = sources(pool, reader, recommended, (bound, want(0))).await?;

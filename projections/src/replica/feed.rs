@@ -17,7 +17,7 @@ use relations_domain::{UserId, Visibility};
 
 use super::timelines::{HeldPost, Timeline};
 use super::MemoryGraph;
-use crate::feed::query::Page;
+use crate::feed::query::SeqPage;
 
 /// What a feed read asks.
 #[derive(Debug, Clone, Copy)]
@@ -123,7 +123,7 @@ impl MemoryGraph {
         ask: FeedAsk<'_>,
         before: Option<i64>,
         size: i64,
-    ) -> Option<(Page, i64)> {
+    ) -> Option<(SeqPage, i64)> {
         let sources = self.feed_sources(ask)?;
         let before = before.unwrap_or(i64::MAX);
         let want = size.max(0) as usize + 1;
@@ -163,7 +163,7 @@ impl MemoryGraph {
         let more = found.len() == want;
         found.truncate(want - 1);
         let engagement = self.timelines.engagement();
-        let page = Page {
+        let page = SeqPage {
             next: more.then(|| found.last().map(|p| p.1.seq)).flatten(),
             items: found
                 .iter()
@@ -237,7 +237,7 @@ mod tests {
         }
     }
 
-    fn ids(page: &Page) -> Vec<PostId> {
+    fn ids(page: &SeqPage) -> Vec<PostId> {
         page.items.iter().map(|p| p.id).collect()
     }
 

@@ -6,7 +6,7 @@ use chrono::Utc;
 use relations_projections::error::ProjectionError;
 use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::query::{
-    self as feed_read, Inbox, InboxEntries, InboxRange, Page, PageStart, PgInbox,
+    self as feed_read, Inbox, InboxEntries, InboxRange, PageStart, PgInbox, SeqPage,
 };
 use relations_projections::privacy::ReadFilter;
 use relations_projections::replica::feed::FeedAsk;
@@ -83,7 +83,7 @@ fn from_memory(
     start: PageStart,
     size: i64,
     min_position: Option<LogPosition>,
-) -> Option<(Page, i64)> {
+) -> Option<(SeqPage, i64)> {
     if start.max_time.is_some() {
         return None;
     }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use relations_domain::{PostId, UserId};
 use relations_projections::engagement::query as engagement_read;
-use relations_projections::feed::query::{Page, PageStart};
+use relations_projections::feed::query::{PageStart, SeqPage};
 use relations_projections::views::PostView;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
@@ -44,8 +44,8 @@ pub struct PostPage {
     pub next_cursor: Option<String>,
 }
 
-impl From<Page> for PostPage {
-    fn from(page: Page) -> Self {
+impl From<SeqPage> for PostPage {
+    fn from(page: SeqPage) -> Self {
         Self {
             items: page.items,
             next_cursor: page.next.map(|seq| seq.to_string()),
