@@ -302,8 +302,8 @@ impl Config {
     }
 
     /// How many posts the replica holds for the feed.
-    pub fn feed_memory(&self) -> relations_projections::replica::timelines::Caps {
-        relations_projections::replica::timelines::Caps {
+    pub fn feed_memory(&self) -> relations_projections::feed::held::timelines::Caps {
+        relations_projections::feed::held::timelines::Caps {
             per_author: self.feed_memory_per_author as usize,
             total: self.feed_memory_posts as usize,
         }

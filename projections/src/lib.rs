@@ -22,6 +22,7 @@
 //! - [`views`]: a post and a comment as a reader sees them;
 //! - [`redis`]: the one Redis connection that the caches and the API's rate limiter share.
 
+pub mod accounts;
 pub mod archive;
 pub mod engagement;
 pub mod error;

@@ -14,9 +14,9 @@ use relations_domain::{UserId, Visibility};
 use crate::error::ProjectionError;
 use crate::feed::query::PostFilter;
 use crate::relations::reads::Source;
-use crate::replica::MemoryGraph;
+use crate::replica::Replica;
 
-impl MemoryGraph {
+impl Replica {
     /// `user`'s settings as the replica folds them.
     pub fn privacy(&self, user: UserId) -> Privacy {
         self.accounts().privacy(user)
@@ -24,7 +24,8 @@ impl MemoryGraph {
 
     /// What `viewer` is to `user`, and `user`'s settings.
     pub fn access(&self, viewer: Option<UserId>, user: UserId) -> Access {
-        let follows = viewer.is_some_and(|v| v != user && self.facts(v, user).following);
+        let follows =
+            viewer.is_some_and(|v| v != user && self.relations().facts(v, user).following);
         Access {
             privacy: self.privacy(user),
             reader: Reader::of(viewer, user, follows),

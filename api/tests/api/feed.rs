@@ -789,9 +789,9 @@ async fn a_post_trimmed_in_postgresql_before_the_cache_heard_of_it_is_still_show
 /// back, comments deleted, a liker and commenter erased); and `new_count` likewise.
 #[tokio::test]
 async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
-    use relations_projections::replica::feed::FeedAsk;
+    use relations_projections::feed::held::page::FeedAsk;
+    use relations_projections::feed::held::timelines::Caps;
     use relations_projections::replica::live::LiveGraph;
-    use relations_projections::replica::timelines::Caps;
 
     let app = spawn_reading_postgres().await;
     position_of(&app, "follow", 10, 1).await;

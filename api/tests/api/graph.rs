@@ -434,7 +434,11 @@ async fn a_replica_loading_behind_an_open_transaction_skips_nothing() {
     );
     held.commit().await.unwrap();
     reached(&graph, later).await;
-    let facts = |a, b| graph.with(|g| g.facts(user(a), user(b))).unwrap();
+    let facts = |a, b| {
+        graph
+            .with(|g| g.relations().facts(user(a), user(b)))
+            .unwrap()
+    };
     assert!(facts(100, 200).following, "the held event was skipped");
     assert!(facts(3, 4).following);
     assert!(facts(1, 2).following);

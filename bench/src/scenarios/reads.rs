@@ -150,17 +150,23 @@ pub(crate) async fn ceiling(clients: usize, scale: Scale) -> anyhow::Result<Stat
 /// and ban lookups every request now makes (a read lock on the in-memory graph and two hash
 /// probes), against a graph holding `accounts` accounts with revocations. In process, one core.
 pub fn token_check(accounts: u64) -> Vec<Row> {
-    use relations_domain::{AccountEvent, TokenStamp, UserId};
-    use relations_projections::replica::{GraphChange, MemoryGraph};
+    use relations_domain::{AccountEvent, LogEvent, TokenStamp, UserId};
+    use relations_projections::replica::Replica;
+    use relations_store::LogPosition;
 
     let secret = b"bench-check";
-    let mut graph = MemoryGraph::default();
+    let mut graph = Replica::default();
     for user in 1..=accounts {
-        graph.apply(GraphChange::Account(AccountEvent::TokensRevoked {
+        let revoked = AccountEvent::TokensRevoked {
             user: UserId::try_from(user as i64).expect("positive"),
             client: Some("phone".into()),
             up_to: 3,
-        }));
+        };
+        let at = LogPosition {
+            transaction_id: 1,
+            global_position: user as i64,
+        };
+        graph.apply(at, chrono::Utc::now(), &LogEvent::Account(revoked));
     }
     let graph = std::sync::RwLock::new(graph);
     let key = jsonwebtoken::DecodingKey::from_secret(secret);

@@ -12,6 +12,7 @@
 //! rule, set-based ([`erase`]): each liked post or comment loses one like, each thread loses
 //! the user's live comments, and a deleted comment left without visible replies disappears.
 
+pub mod held;
 pub mod like_cache;
 mod likes;
 pub mod query;

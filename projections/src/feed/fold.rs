@@ -78,7 +78,12 @@ pub enum FeedChange<'a> {
 impl<'a> FeedChange<'a> {
     /// What `event` changes of the feed, if anything.
     pub fn of(event: &'a RecordedEvent) -> Option<Self> {
-        Some(match &event.event {
+        Self::of_event(&event.event, event.occurred_at)
+    }
+
+    /// What `event`, decided at `occurred_at`, changes of the feed, if anything.
+    pub fn of_event(event: &'a LogEvent, occurred_at: DateTime<Utc>) -> Option<Self> {
+        Some(match event {
             LogEvent::Relation(relation) => match *relation {
                 RelationEvent::Followed { follower, followee } => {
                     Self::Followed((follower.get(), followee.get()))
@@ -87,7 +92,7 @@ impl<'a> FeedChange<'a> {
                     follower, followee, ..
                 } => Self::Unfollowed((follower.get(), followee.get())),
                 RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => {
-                    Self::Mute(RelationChange::of(relation, event.occurred_at))
+                    Self::Mute(RelationChange::of(relation, occurred_at))
                 }
                 // Requests change no feed (an approval's `Followed` does), nor do blocks (a
                 // block's `Unfollowed` does).

@@ -35,6 +35,7 @@ use crate::runtime::projector::{BulkFold, Projector};
 
 mod bulk;
 pub mod fold;
+pub mod held;
 pub mod inbox_cache;
 mod memory;
 pub mod query;

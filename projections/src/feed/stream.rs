@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ProjectionError;
 use crate::replica::live::LiveGraph;
-use crate::replica::MemoryGraph;
+use crate::replica::Replica;
 use crate::runtime::projector::erased_user;
 use crate::views::PostView;
 
@@ -87,7 +87,7 @@ impl EndReason {
 
     /// Why `stamp`'s stream of `user` may not go on, as the replica stands; revocation first,
     /// as the request check orders them.
-    pub fn of(graph: &MemoryGraph, user: UserId, stamp: &TokenStamp) -> Option<Self> {
+    pub fn of(graph: &Replica, user: UserId, stamp: &TokenStamp) -> Option<Self> {
         if graph.accounts().erased(user) {
             Some(Self::AccountErased)
         } else if graph.accounts().refuses(user, stamp) {
@@ -205,7 +205,7 @@ impl FeedHub {
     /// banned: each is told why, then dropped (no item follows).
     fn end_refused_in(
         connections: &mut Connections,
-        graph: &MemoryGraph,
+        graph: &Replica,
         users: impl IntoIterator<Item = UserId>,
     ) {
         for user in users {
@@ -234,17 +234,17 @@ impl FeedHub {
     /// applies the post, so a follow that ended before it sends nothing).
     fn in_feed(
         &self,
-        graph: &MemoryGraph,
+        graph: &Replica,
         reader: UserId,
         author: UserId,
         visibility: Visibility,
         now: DateTime<Utc>,
     ) -> bool {
         let gone = graph.accounts().banned(author) || graph.accounts().erased(author);
-        if reader == author || gone || graph.muting(reader, author, now) {
+        if reader == author || gone || graph.relations().muting(reader, author, now) {
             return false;
         }
-        let facts = graph.facts(reader, author);
+        let facts = graph.relations().facts(reader, author);
         if facts.following {
             let privacy = graph.privacy(author);
             return privacy::may_read(visibility, privacy, privacy::Reader::Follower);
@@ -259,7 +259,7 @@ impl FeedHub {
     /// What `signal` sends `reader`, if anything.
     fn item_for(
         &self,
-        graph: &MemoryGraph,
+        graph: &Replica,
         reader: UserId,
         position: LogPosition,
         event: &PostEvent,
@@ -292,8 +292,8 @@ impl FeedHub {
                     )
                 }),
             PostEvent::PostDeleted { post_id, author } => {
-                let related =
-                    graph.facts(reader, *author).following || self.recommended.contains(author);
+                let related = graph.relations().facts(reader, *author).following
+                    || self.recommended.contains(author);
                 related.then_some(StreamItem::Deleted(position, *post_id))
             }
         }

@@ -25,6 +25,7 @@ use fold::{
 };
 
 pub mod fold;
+pub mod memory;
 pub mod query;
 pub mod reads;
 pub mod verify;

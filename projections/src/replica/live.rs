@@ -16,9 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::load::load;
 use super::tail::{ReplicaTail, Update};
-use super::timelines::Caps;
-use super::MemoryGraph;
+use super::Replica;
 use crate::error::ProjectionError;
+use crate::feed::held::timelines::Caps;
 use crate::runtime::health::Health;
 use crate::runtime::tail::{AfterFailure, Backoff, LogTail, Progress, TailLoop};
 use crate::runtime::Wakeup;
@@ -35,7 +35,7 @@ const APPLIED_BATCHES: usize = 1024;
 /// A shared, live replica of the graph. Cheap to clone.
 #[derive(Clone)]
 pub struct LiveGraph {
-    graph: Arc<RwLock<Option<MemoryGraph>>>,
+    graph: Arc<RwLock<Option<Replica>>>,
     health: Arc<Health>,
     /// When `relations_graph_bytes` was last measured.
     sized: Arc<std::sync::Mutex<Option<Instant>>>,
@@ -76,7 +76,7 @@ impl LiveGraph {
     }
 
     /// `read` on the replica, or `None` while it is not loaded.
-    pub fn with<R>(&self, read: impl FnOnce(&MemoryGraph) -> R) -> Option<R> {
+    pub fn with<R>(&self, read: impl FnOnce(&Replica) -> R) -> Option<R> {
         let guard = self.graph.read().unwrap_or_else(|e| e.into_inner());
         guard.as_ref().map(read)
     }
@@ -150,13 +150,10 @@ impl LiveGraph {
             match update {
                 Update::Replaying => return,
                 Update::Loaded(graph) => *guard = Some(*graph),
-                Update::Changes(changes, position, events) => {
+                Update::Batch(events, position) => {
+                    let graph = guard.as_mut().expect("batches come after the load");
+                    super::tail::apply(graph, &events, position);
                     applied = events;
-                    let graph = guard.as_mut().expect("changes come after the load");
-                    for change in changes {
-                        graph.apply(change);
-                    }
-                    graph.advance(position);
                 }
             }
             let graph = guard.as_ref().expect("just set");
@@ -172,14 +169,15 @@ impl LiveGraph {
     }
 
     /// Sets the graph's gauges.
-    fn measure(&self, graph: &MemoryGraph) {
-        metrics::gauge!("relations_graph_follows").set(graph.follows() as f64);
-        metrics::gauge!("relations_graph_users").set(graph.users() as f64);
+    fn measure(&self, graph: &Replica) {
+        let relations = graph.relations();
+        metrics::gauge!("relations_graph_follows").set(relations.follows() as f64);
+        metrics::gauge!("relations_graph_users").set(relations.users() as f64);
         // Walking every node costs: the size is refreshed every few seconds, not per batch.
         let mut sized = self.sized.lock().unwrap_or_else(|e| e.into_inner());
         if sized.is_none_or(|at| at.elapsed() >= SIZE_EVERY) {
             *sized = Some(Instant::now());
-            metrics::gauge!("relations_graph_bytes").set(graph.heap_bytes() as f64);
+            metrics::gauge!("relations_graph_bytes").set(relations.heap_bytes() as f64);
             let timelines = graph.timelines();
             metrics::gauge!("relations_feed_memory_posts").set(timelines.held() as f64);
             metrics::gauge!("relations_feed_memory_bytes").set(timelines.heap_bytes() as f64);

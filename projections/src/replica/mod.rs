@@ -1,856 +1,130 @@
-//! The follow graph in memory: each service instance's replica of projector `following`'s
-//! read model (and the post counts), answering relation checks, lists and counts without a
+//! The replica: what each service instance holds in memory of the read models, answering
+//! relation checks, lists, counts, the token check and the feed's first pages without a
 //! database round trip.
 //!
 //! TAO and Bluesky's graph service serve the same reads from memory; here the replica is kept
 //! current from the log itself, not expired by TTL. [`live::LiveGraph`] loads it once from the
-//! read model at that model's checkpoint and then applies every later event in log order, so the
-//! replica is always exactly the fold of the log up to its [`MemoryGraph::position`]: one consistent
-//! state (never a follow beside a block: a block's unfollows share its transaction, and a batch
-//! is applied under one write lock), and never older than a state it has served before.
-//! `min_position` waits until the replica has passed the position asked.
+//! read models, each at its projector's checkpoint, in one snapshot, and then applies every
+//! later event in log order, so the replica is always exactly the fold of the log up to its
+//! [`Replica::position`]: one consistent state (never a follow beside a block: a block's
+//! unfollows share its transaction, and a batch is applied under one write lock), and never
+//! older than a state it has served before. `min_position` waits until the replica has passed
+//! the position asked.
 //!
-//! Memory: a follow costs two 16-byte entries (in the follower's `following`, sorted by id, and
-//! the followee's `followers`, sorted by time), about 32 bytes; a user about 100 bytes. The
-//! follow limit bounds `following`, so a relation check is two binary searches of at most
-//! `follow_limit` entries.
+//! Each read model's part lives in its own folder behind [`MemoryModel`] (issue 43): the graph
+//! (`crate::relations::memory`), the accounts (`crate::accounts`) and the held posts with their
+//! engagement (`crate::feed::held`). The replica only composes them: [`each_model`] is the one
+//! list, and the reads that cross models (a user's counts, a feed page) ask each its part.
 
-pub mod accounts;
-pub mod engagement;
-pub mod feed;
 pub mod live;
 mod load;
+mod model;
 pub mod reads;
 mod tail;
-pub mod timelines;
 
 /// How the admin endpoint names the replica.
 pub const NAME: &str = "graph";
 
-// The replica's tables hash with foldhash (seeded per process): a relation check or a known-
-// followers walk is a handful to a thousand lookups, and SipHash would be most of their cost.
-use foldhash::{HashMap, HashSet};
-
 use chrono::{DateTime, Utc};
-use relations_domain::{
-    AccountEvent, Facts, LikeEvent, LikeTarget, PostEvent, PostId, Relation, RelationEvent,
-    ThreadEvent, UserId,
-};
+use relations_domain::{LogEvent, UserId};
 use relations_store::LogPosition;
 
-use crate::relations::fold::{
-    self, EdgeKind, ErasableTables, FollowCount, RelationChange, RelationTables, UserPair,
-};
-use crate::relations::query::{Counts, ListEntry};
-use crate::relations::reads::KeyedList;
-use accounts::Accounts;
-use timelines::{HeldPost, Timelines};
+use crate::accounts::Accounts;
+use crate::feed::held::timelines::{Caps, Timelines};
+use crate::feed::held::HeldPosts;
+use crate::relations::memory::RelationsMemory;
+use crate::relations::query::Counts;
+pub use model::MemoryModel;
 
-/// A time in microseconds since the epoch (the log's and PostgreSQL's precision).
-type Micros = i64;
-
-/// What one user's node holds.
-#[derive(Debug, Default, Clone)]
-struct Node {
-    /// Whom they follow: `(followee, since)`, sorted by followee.
-    following: Vec<(u64, Micros)>,
-    /// Who follows them: `(since, follower)`, ascending.
-    followers: Vec<(Micros, u64)>,
-    /// Whom they block: `(since, blocked)`, ascending.
-    blocking: Vec<(Micros, u64)>,
-    /// Who asks to follow them: `(since, requester)`, ascending.
-    requested_by: Vec<(Micros, u64)>,
-    /// Users both ways.
-    friends: i64,
-}
-
-impl Node {
-    fn is_empty(&self) -> bool {
-        self.following.is_empty()
-            && self.followers.is_empty()
-            && self.blocking.is_empty()
-            && self.requested_by.is_empty()
-            && self.friends == 0
-    }
-
-    /// Since when they follow `followee`, if they do.
-    fn follows(&self, followee: u64) -> Option<Micros> {
-        self.following
-            .binary_search_by_key(&followee, |&(id, _)| id)
-            .ok()
-            .map(|i| self.following[i].1)
-    }
-}
-
-/// One change the graph folds, decoded from an event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GraphChange {
-    /// What a relation event changes (the relation fold's input).
-    Relation(RelationChange),
-    /// The user's live post count moved by the amount (the load's counts).
-    Posts(u64, i64),
-    /// The author published the post (its seq is the next one).
-    Published(u64, HeldPost),
-    /// The author deleted the post.
-    Deleted(u64, PostId),
-    /// `user` liked (`on`) the post of `author`, or took the like back.
-    Like {
-        /// The post.
-        post: PostId,
-        /// Its author.
-        author: u64,
-        /// Who likes it.
-        user: u64,
-        /// A like (else its end).
-        on: bool,
-    },
-    /// Comment `n` of `by` on the post of `author`.
-    Comment {
-        /// The post.
-        post: PostId,
-        /// Its author.
-        author: u64,
-        /// The comment's number in the thread.
-        n: u32,
-        /// Who wrote the comment.
-        by: u64,
-    },
-    /// Comment `n` of the post was deleted.
-    Uncomment(PostId, u32),
-    /// An account event (token revocations, bans).
-    Account(AccountEvent),
-}
-
-impl GraphChange {
-    /// What a relation event changes.
-    pub fn of_relation(event: &RelationEvent, at: DateTime<Utc>) -> Self {
-        Self::Relation(RelationChange::of(event, at))
-    }
-
-    /// What a post event changes.
-    pub fn of_post(event: PostEvent) -> Self {
-        match event {
-            PostEvent::PostPublished {
-                post_id,
-                author,
-                content,
-                created_at,
-                visibility,
-            } => Self::Published(
-                author.get() as u64,
-                HeldPost {
-                    seq: 0,
-                    id: post_id,
-                    created_at: created_at.timestamp_micros(),
-                    visibility,
-                    content: content.map_or_else(Box::default, |c| c.as_str().into()),
-                },
-            ),
-            PostEvent::PostDeleted { post_id, author } => {
-                Self::Deleted(author.get() as u64, post_id)
-            }
+/// Runs `$body` with `$model` bound to each model of `$replica`, in order: the one list of the
+/// replica's models (a new model is a field and a line here).
+macro_rules! each_model {
+    ($replica:expr, |$model:ident| $body:expr) => {{
+        {
+            let $model = &mut $replica.relations;
+            $body
         }
-    }
-
-    /// What a like event changes of a post (nothing of a comment: pages show posts).
-    pub fn of_like(event: LikeEvent) -> Option<Self> {
-        let (user, target, author, on) = event.parts();
-        let LikeTarget::Post(post) = target else {
-            return None;
-        };
-        Some(Self::Like {
-            post,
-            author: author.get() as u64,
-            user: user.get() as u64,
-            on,
-        })
-    }
-
-    /// What a thread event changes of its post's live comments (pins change nothing).
-    pub fn of_thread(event: ThreadEvent) -> Option<Self> {
-        match event {
-            ThreadEvent::CommentAdded {
-                post_id,
-                comment,
-                author,
-                post_author,
-                ..
-            } => Some(Self::Comment {
-                post: post_id,
-                author: post_author.get() as u64,
-                n: comment,
-                by: author.get() as u64,
-            }),
-            ThreadEvent::CommentDeleted {
-                post_id, comment, ..
-            } => Some(Self::Uncomment(post_id, comment)),
-            ThreadEvent::CommentPinned { .. } | ThreadEvent::CommentUnpinned { .. } => None,
+        {
+            let $model = &mut $replica.accounts;
+            $body
         }
-    }
+        {
+            let $model = &mut $replica.posts;
+            $body
+        }
+    }};
 }
+pub(crate) use each_model;
 
-/// The graph: every follow and block, every user's counters, as of [`MemoryGraph::position`].
+/// The read models in memory, as of [`Replica::position`].
 #[derive(Debug, Default, Clone)]
-pub struct MemoryGraph {
-    users: HashMap<u64, Node>,
-    /// Every block `(blocker, blocked)`, for checks from either side.
-    blocks: HashSet<(u64, u64)>,
-    /// Every pending follow request `(requester, target)`.
-    requests: HashSet<(u64, u64)>,
-    /// Accounts with a revocation or a ban (the check every request makes).
+pub struct Replica {
+    relations: RelationsMemory,
     accounts: Accounts,
-    /// muter -> (muted, since, until), ended mutes included until replaced or lifted.
-    mutes: HashMap<u64, Vec<(u64, Micros, Option<Micros>)>>,
-    /// Every author's recent posts (issue 28).
-    timelines: Timelines,
-    follows: u64,
+    posts: HeldPosts,
     position: LogPosition,
 }
 
-fn micros(t: Micros) -> DateTime<Utc> {
-    DateTime::<Utc>::from_timestamp_micros(t).unwrap_or(DateTime::<Utc>::MIN_UTC)
-}
-
-fn user(id: u64) -> UserId {
-    UserId::try_from(id as i64).expect("the graph holds only valid user ids")
-}
-
-fn edge((since, id): (Micros, u64)) -> ListEntry {
-    ListEntry {
-        user: user(id),
-        since: micros(since),
-    }
-}
-
-impl MemoryGraph {
-    /// An empty graph that holds posts up to `caps`.
-    pub fn new(caps: timelines::Caps) -> Self {
+impl Replica {
+    /// Empty, holding posts up to `caps` once loaded.
+    pub fn new(caps: Caps) -> Self {
         Self {
-            timelines: Timelines::new(caps),
+            posts: HeldPosts::new(caps),
             ..Self::default()
         }
     }
 
+    /// The follow graph.
+    pub fn relations(&self) -> &RelationsMemory {
+        &self.relations
+    }
+
+    /// The accounts with a revocation, a ban, an erasure or a privacy setting: the token
+    /// check's table.
+    pub fn accounts(&self) -> &Accounts {
+        &self.accounts
+    }
+
     /// Every author's recent posts.
     pub fn timelines(&self) -> &Timelines {
-        &self.timelines
+        self.posts.timelines()
     }
 
-    /// Where the held posts start from: projector `feed`'s newest seq, nothing below `from`.
-    pub fn start_timelines(&mut self, head: i64, from: i64) {
-        self.timelines.start(head, from);
+    /// The models, to change (tests).
+    #[cfg(test)]
+    pub(crate) fn parts_mut(&mut self) -> (&mut RelationsMemory, &mut Accounts, &mut HeldPosts) {
+        (&mut self.relations, &mut self.accounts, &mut self.posts)
     }
 
-    /// Holds a post as projector `feed` wrote it (the load).
-    pub fn hold_post(&mut self, author: u64, post: HeldPost) {
-        self.timelines.hold(author, post);
-    }
-
-    /// The load's likes and comments of the posts held and to be published by its replay.
-    fn engagement_mut(&mut self) -> &mut engagement::Engagement {
-        self.timelines.engagement_mut()
-    }
-
-    /// The load's replay is over: what it read for posts that did not end up held goes.
-    fn settle(&mut self) {
-        self.timelines.settle();
-    }
-
-    /// The log position the graph reflects: every event up to it, none after.
+    /// The log position the replica reflects: every event up to it, none after.
     pub fn position(&self) -> LogPosition {
         self.position
     }
 
-    /// Users with any edge.
-    pub fn users(&self) -> usize {
-        self.users.len()
+    /// Folds the next event of the log into every model, in log order.
+    pub fn apply(&mut self, at: LogPosition, occurred_at: DateTime<Utc>, event: &LogEvent) {
+        each_model!(self, |model| model.apply(at, occurred_at, event));
     }
 
-    /// Follow edges.
-    pub fn follows(&self) -> u64 {
-        self.follows
+    /// The load's replay is over.
+    pub(super) fn settle(&mut self) {
+        each_model!(self, |model| model.settle());
     }
 
-    /// An estimate of the heap the graph holds, in bytes: its vectors' capacities and its
-    /// tables' slots (a hash table entry costs its key, its value and a control byte).
-    pub fn heap_bytes(&self) -> usize {
-        use std::mem::size_of;
-        let entry = size_of::<(u64, Micros)>();
-        let nodes: usize = self
-            .users
-            .values()
-            .map(|n| {
-                (n.following.capacity()
-                    + n.followers.capacity()
-                    + n.blocking.capacity()
-                    + n.requested_by.capacity())
-                    * entry
-            })
-            .sum();
-        let slots = self.users.capacity() * (size_of::<(u64, Node)>() + 1)
-            + (self.blocks.capacity() + self.requests.capacity()) * (size_of::<(u64, u64)>() + 1);
-        nodes + slots
-    }
-
-    /// Block edges.
-    pub fn blocks(&self) -> usize {
-        self.blocks.len()
-    }
-
-    /// Adds `(follower, followee, since)` edges to an empty graph at once (a load: sorting
-    /// once is far cheaper than inserting each in place).
-    pub fn load_follows(&mut self, follows: Vec<(u64, u64, Micros)>) {
-        debug_assert!(self.users.is_empty());
-        for &(a, b, since) in &follows {
-            self.users.entry(a).or_default().following.push((b, since));
-            self.users.entry(b).or_default().followers.push((since, a));
-        }
-        for node in self.users.values_mut() {
-            node.following.sort_unstable();
-            node.followers.sort_unstable();
-        }
-        self.follows = follows.len() as u64;
-        let friends: Vec<u64> = follows
-            .iter()
-            .filter(|&&(a, b, _)| self.users.get(&b).and_then(|n| n.follows(a)).is_some())
-            .map(|&(a, _, _)| a)
-            .collect();
-        for a in friends {
-            self.users.entry(a).or_default().friends += 1;
-        }
-    }
-
-    /// Marks the graph as reflecting the log up to `position`.
+    /// Marks the replica as reflecting the log up to `position`.
     pub fn advance(&mut self, position: LogPosition) {
         debug_assert!(position >= self.position);
         self.position = position;
     }
 
-    /// Applies one change. Changes that find the graph already so (a follow of someone
-    /// followed) change nothing, as in the read model.
-    pub fn apply(&mut self, change: GraphChange) {
-        match change {
-            GraphChange::Relation(change) => {
-                if let Some(count) = fold::fold(self, change) {
-                    self.count(count);
-                }
-            }
-            GraphChange::Posts(author, delta) => self.timelines.count(author, delta),
-            GraphChange::Published(author, post) => self.timelines.publish(author, post),
-            GraphChange::Deleted(author, post) => self.timelines.delete(author, post),
-            GraphChange::Like {
-                post,
-                author,
-                user,
-                on,
-            } => self.timelines.like(post, author, user, on),
-            GraphChange::Comment {
-                post,
-                author,
-                n,
-                by,
-            } => self.timelines.comment(post, author, n, by),
-            GraphChange::Uncomment(post, n) => self.timelines.uncomment(post, n),
-            GraphChange::Account(event) => {
-                if let AccountEvent::UserErased { user } = event {
-                    self.erase(user.get());
-                }
-                self.accounts.apply(event);
-            }
-        }
+    /// An estimate of the heap every model holds, in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.relations.heap_bytes() + self.accounts.heap_bytes() + self.posts.heap_bytes()
     }
 
-    /// Moves the counters by a follow that began or ended.
-    fn count(&mut self, count: FollowCount) {
-        self.follows = self.follows.wrapping_add_signed(count.by);
-        if count.mutual {
-            for user in [count.follower, count.followee] {
-                self.users.entry(user as u64).or_default().friends += count.by;
-                // An erasure ends both follows before it counts (`fold::erase`): the node
-                // kept its counter until now, and is dropped once nothing is left in it.
-                self.forget_if_empty(user as u64);
-            }
-        }
-    }
-
-    /// Folds `user`'s erasure: every edge of theirs ends both ways, as the read model's fold
-    /// ends them, their posts are gone and their node with them. Folding it again (the load
-    /// may hold it already) changes nothing.
-    fn erase(&mut self, user: i64) {
-        for count in fold::erase(self, user) {
-            self.count(count);
-        }
-        self.timelines.erase(user as u64);
-        self.forget_if_empty(user as u64);
-    }
-
-    /// Whether `from` mutes `to` at `now`.
-    pub fn muting(&self, from: UserId, to: UserId, now: DateTime<Utc>) -> bool {
-        self.muter(from, now)(to.get() as u64)
-    }
-
-    /// Whom `from` mutes at `now`, asked of many users: `from`'s mutes are found once.
-    fn muter(&self, from: UserId, now: DateTime<Utc>) -> impl Fn(u64) -> bool + '_ {
-        let now = now.timestamp_micros();
-        let mutes = self.mutes.get(&(from.get() as u64));
-        move |to| {
-            mutes.is_some_and(|mutes| {
-                mutes
-                    .iter()
-                    .any(|&(b, _, until)| b == to && until.is_none_or(|u| u > now))
-            })
-        }
-    }
-
-    /// `user`'s mutes in force at `now`, newest first, strictly after the key `after`: each
-    /// muted user, since when, and until when.
-    pub fn mutes(
-        &self,
-        user: UserId,
-        after: Option<(DateTime<Utc>, i64)>,
-        limit: i64,
-        now: DateTime<Utc>,
-    ) -> Vec<(ListEntry, Option<DateTime<Utc>>)> {
-        let now = now.timestamp_micros();
-        let mut live: Vec<(Micros, u64, Option<Micros>)> = self
-            .mutes
-            .get(&(user.get() as u64))
-            .map(|mutes| {
-                mutes
-                    .iter()
-                    .filter(|m| m.2.is_none_or(|u| u > now))
-                    .map(|&(b, since, until)| (since, b, until))
-                    .collect()
-            })
-            .unwrap_or_default();
-        live.sort_unstable_by_key(|m| std::cmp::Reverse((m.0, m.1)));
-        let key = after.map(|(t, id)| (t.timestamp_micros(), id.max(0) as u64));
-        live.into_iter()
-            .filter(|m| key.is_none_or(|k| (m.0, m.1) < k))
-            .take(limit.max(0) as usize)
-            .map(|(since, b, until)| (edge((since, b)), until.map(micros)))
-            .collect()
-    }
-
-    /// The accounts with a revocation or a ban: the token check's table.
-    pub fn accounts(&self) -> &Accounts {
-        &self.accounts
-    }
-
-    /// Adds follows(a, b) unless it holds; whether it was added.
-    fn follow(&mut self, a: u64, b: u64, at: Micros) -> bool {
-        let node = self.users.entry(a).or_default();
-        let Err(i) = node.following.binary_search_by_key(&b, |&(id, _)| id) else {
-            return false;
-        };
-        node.following.insert(i, (b, at));
-        insert_sorted(&mut self.users.entry(b).or_default().followers, (at, a));
-        true
-    }
-
-    /// Removes follows(a, b) if it holds; whether it did.
-    fn unfollow(&mut self, a: u64, b: u64) -> bool {
-        let Some(node) = self.users.get_mut(&a) else {
-            return false;
-        };
-        let Ok(i) = node.following.binary_search_by_key(&b, |&(id, _)| id) else {
-            return false;
-        };
-        let (_, since) = node.following.remove(i);
-        if let Some(node) = self.users.get_mut(&b) {
-            if let Ok(i) = node.followers.binary_search(&(since, a)) {
-                node.followers.remove(i);
-            }
-        }
-        true
-    }
-
-    /// Adds `(since, other)` to `user`'s list `list` unless `pair` is in `set`.
-    fn list_insert(&mut self, kind: EdgeKind, (a, b): (u64, u64), since: Micros) -> bool {
-        let (set, owner, other) = match kind {
-            EdgeKind::Block => (&mut self.blocks, a, b),
-            _ => (&mut self.requests, b, a),
-        };
-        if !set.insert((a, b)) {
-            return false;
-        }
-        let node = self.users.entry(owner).or_default();
-        let list = match kind {
-            EdgeKind::Block => &mut node.blocking,
-            _ => &mut node.requested_by,
-        };
-        insert_sorted(list, (since, other));
-        true
-    }
-
-    /// Removes `pair` from `set` and `other` from its owner's list; whether it was there.
-    fn list_remove(&mut self, kind: EdgeKind, (a, b): (u64, u64)) -> bool {
-        let (set, owner, other) = match kind {
-            EdgeKind::Block => (&mut self.blocks, a, b),
-            _ => (&mut self.requests, b, a),
-        };
-        if !set.remove(&(a, b)) {
-            return false;
-        }
-        if let Some(node) = self.users.get_mut(&owner) {
-            let list = match kind {
-                EdgeKind::Block => &mut node.blocking,
-                _ => &mut node.requested_by,
-            };
-            list.retain(|&(_, id)| id != other);
-        }
-        self.forget_if_empty(owner);
-        true
-    }
-
-    fn forget_if_empty(&mut self, user: u64) {
-        if self.users.get(&user).is_some_and(Node::is_empty) {
-            self.users.remove(&user);
-        }
-    }
-
-    fn node(&self, user: UserId) -> Option<&Node> {
-        self.users.get(&(user.get() as u64))
-    }
-
-    /// The facts between `from` and `to`, from `from`'s side.
-    pub fn facts(&self, from: UserId, to: UserId) -> Facts {
-        let (a, b) = (from.get() as u64, to.get() as u64);
-        Facts {
-            following: self.node(from).and_then(|n| n.follows(b)).is_some(),
-            followed_by: self.node(to).and_then(|n| n.follows(a)).is_some(),
-            blocking: self.blocks.contains(&(a, b)),
-            blocked_by: self.blocks.contains(&(b, a)),
-            requested: self.requests.contains(&(a, b)),
-            requested_by: self.requests.contains(&(b, a)),
-        }
-    }
-
-    /// `from`'s relation to each of `to`, in the order asked; `muting` only when `mutes_at`
-    /// is given (answers to `from` themselves), as of that time.
-    pub fn relations(
-        &self,
-        from: UserId,
-        to: &[UserId],
-        mutes_at: Option<DateTime<Utc>>,
-    ) -> Vec<Relation> {
-        to.iter()
-            .map(|&to| {
-                let muting = mutes_at.is_some_and(|now| self.muting(from, to, now));
-                Relation::new(from, to, self.facts(from, to)).with_muting(muting)
-            })
-            .collect()
-    }
-
-    /// `user`'s counters.
+    /// `user`'s counters: the graph's and the posts'.
     pub fn counts(&self, user: UserId) -> Counts {
-        let posts = self.timelines.live(user.get() as u64);
-        self.node(user).map_or(
-            Counts {
-                posts,
-                ..Counts::default()
-            },
-            |n| Counts {
-                following: n.following.len() as i64,
-                followers: n.followers.len() as i64,
-                friends: n.friends,
-                posts,
-            },
-        )
-    }
-
-    /// Whom `user` follows, newest first, `limit` after skipping `offset`.
-    pub fn following(&self, user: UserId, offset: i64, limit: i64) -> Vec<ListEntry> {
-        let all = self.node(user).map_or_else(Vec::new, |n| {
-            n.following.iter().map(|&(id, since)| (since, id)).collect()
-        });
-        newest(all, offset, limit)
-    }
-
-    /// `user`'s friends, newest friendship first (a friendship begins with the later of its
-    /// two follows), `limit` after skipping `offset`.
-    pub fn friends(&self, user: UserId, offset: i64, limit: i64) -> Vec<ListEntry> {
-        let a = user.get() as u64;
-        let all = self.node(user).map_or_else(Vec::new, |n| {
-            n.following
-                .iter()
-                .filter_map(|&(b, since)| {
-                    let back = self.users.get(&b)?.follows(a)?;
-                    Some((since.max(back), b))
-                })
-                .collect()
-        });
-        newest(all, offset, limit)
-    }
-
-    /// Followers of `user` whom `viewer` follows, newest follow of `user` first, strictly
-    /// after the key `after`; and how many there are. Walks `viewer`'s following (bounded by
-    /// the follow limit) and looks each one up: no scan of `user`'s followers, however many.
-    pub fn known_followers(
-        &self,
-        viewer: UserId,
-        user: UserId,
-        after: Option<(DateTime<Utc>, i64)>,
-        limit: i64,
-    ) -> (Vec<ListEntry>, i64) {
-        let target = user.get() as u64;
-        let mut known: Vec<(Micros, u64)> = self.node(viewer).map_or_else(Vec::new, |n| {
-            n.following
-                .iter()
-                .filter_map(|&(f, _)| Some((self.users.get(&f)?.follows(target)?, f)))
-                .collect()
-        });
-        let total = known.len() as i64;
-        known.sort_unstable();
-        (before(&known, after, limit), total)
-    }
-
-    /// A page of `list` for `user` (who follows them, whom they block, or who asks to follow
-    /// them), newest first,
-    /// strictly after the key `after` (from the newest when none).
-    pub fn keyed(
-        &self,
-        list: KeyedList,
-        user: UserId,
-        after: Option<(DateTime<Utc>, i64)>,
-        limit: i64,
-    ) -> Vec<ListEntry> {
-        self.node(user).map_or_else(Vec::new, |n| {
-            let entries = match list {
-                KeyedList::Followers => &n.followers,
-                KeyedList::Blocking => &n.blocking,
-                KeyedList::FollowRequests => &n.requested_by,
-            };
-            before(entries, after, limit)
-        })
-    }
-}
-
-impl RelationTables for MemoryGraph {
-    fn begin(&mut self, kind: EdgeKind, (a, b): UserPair, since: DateTime<Utc>) -> bool {
-        let (pair, at) = ((a as u64, b as u64), since.timestamp_micros());
-        match kind {
-            EdgeKind::Follow => self.follow(pair.0, pair.1, at),
-            EdgeKind::Block | EdgeKind::Request => self.list_insert(kind, pair, at),
-        }
-    }
-
-    fn end(&mut self, kind: EdgeKind, (a, b): UserPair) -> bool {
-        let pair = (a as u64, b as u64);
-        match kind {
-            EdgeKind::Follow => {
-                let ended = self.unfollow(pair.0, pair.1);
-                self.forget_if_empty(pair.0);
-                self.forget_if_empty(pair.1);
-                ended
-            }
-            EdgeKind::Block | EdgeKind::Request => self.list_remove(kind, pair),
-        }
-    }
-
-    fn follows(&self, (a, b): UserPair) -> bool {
-        let node = self.users.get(&(a as u64));
-        node.and_then(|n| n.follows(b as u64)).is_some()
-    }
-
-    fn mute(&mut self, (a, b): UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>) {
-        let mutes = self.mutes.entry(a as u64).or_default();
-        mutes.retain(|m| m.0 != b as u64);
-        let until = until.map(|t| t.timestamp_micros());
-        mutes.push((b as u64, since.timestamp_micros(), until));
-    }
-
-    fn unmute(&mut self, (a, b): UserPair) {
-        if let Some(mutes) = self.mutes.get_mut(&(a as u64)) {
-            mutes.retain(|m| m.0 != b as u64);
-            if mutes.is_empty() {
-                self.mutes.remove(&(a as u64));
-            }
-        }
-    }
-}
-
-impl ErasableTables for MemoryGraph {
-    fn edges_of(&self, user: i64) -> Vec<(EdgeKind, UserPair)> {
-        let u = user as u64;
-        let mut edges = Vec::new();
-        if let Some(node) = self.users.get(&u) {
-            let follows = node.following.iter().map(|&(b, _)| (user, b as i64));
-            let followers = node.followers.iter().map(|&(_, a)| (a as i64, user));
-            edges.extend(follows.chain(followers).map(|p| (EdgeKind::Follow, p)));
-        }
-        for (kind, set) in [
-            (EdgeKind::Block, &self.blocks),
-            (EdgeKind::Request, &self.requests),
-        ] {
-            let on = set.iter().filter(|&&(a, b)| a == u || b == u);
-            edges.extend(on.map(|&(a, b)| (kind, (a as i64, b as i64))));
-        }
-        edges
-    }
-
-    fn unmute_all(&mut self, user: i64) {
-        let u = user as u64;
-        self.mutes.remove(&u);
-        self.mutes.retain(|_, mutes| {
-            mutes.retain(|m| m.0 != u);
-            !mutes.is_empty()
-        });
-    }
-}
-
-/// Inserts `entry` into an ascending list at its place.
-fn insert_sorted(list: &mut Vec<(Micros, u64)>, entry: (Micros, u64)) {
-    let i = list.partition_point(|&e| e < entry);
-    list.insert(i, entry);
-}
-
-/// The `limit` newest of `all` after skipping `offset`, by `(since, id)` descending.
-fn newest(mut all: Vec<(Micros, u64)>, offset: i64, limit: i64) -> Vec<ListEntry> {
-    let (offset, limit) = (offset.max(0) as usize, limit.max(0) as usize);
-    if offset >= all.len() || limit == 0 {
-        return vec![];
-    }
-    let wanted = (offset + limit).min(all.len());
-    let desc = |x: &(Micros, u64), y: &(Micros, u64)| y.cmp(x);
-    if wanted < all.len() {
-        all.select_nth_unstable_by(wanted - 1, desc);
-        all.truncate(wanted);
-    }
-    all.sort_unstable_by(desc);
-    all.into_iter().skip(offset).map(edge).collect()
-}
-
-/// Up to `limit` entries of an ascending list, newest first, strictly below `after`.
-fn before(
-    list: &[(Micros, u64)],
-    after: Option<(DateTime<Utc>, i64)>,
-    limit: i64,
-) -> Vec<ListEntry> {
-    let end = match after {
-        None => list.len(),
-        Some((since, id)) => {
-            let key = (since.timestamp_micros(), id.max(0) as u64);
-            list.partition_point(|&e| e < key)
-        }
-    };
-    list[..end]
-        .iter()
-        .rev()
-        .take(limit.max(0) as usize)
-        .copied()
-        .map(edge)
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn u(id: i64) -> UserId {
-        UserId::try_from(id).unwrap()
-    }
-
-    fn edge(kind: EdgeKind, a: i64, b: i64, at: Option<Micros>) -> GraphChange {
-        GraphChange::Relation(match at {
-            Some(at) => RelationChange::Begin(kind, (a, b), micros(at)),
-            None => RelationChange::End(kind, (a, b)),
-        })
-    }
-
-    fn follow(a: i64, b: i64, at: Micros) -> GraphChange {
-        edge(EdgeKind::Follow, a, b, Some(at))
-    }
-
-    fn unfollow(a: i64, b: i64) -> GraphChange {
-        edge(EdgeKind::Follow, a, b, None)
-    }
-
-    fn block(a: i64, b: i64, at: Micros) -> GraphChange {
-        edge(EdgeKind::Block, a, b, Some(at))
-    }
-
-    fn unblock(a: i64, b: i64) -> GraphChange {
-        edge(EdgeKind::Block, a, b, None)
-    }
-
-    #[test]
-    fn follows_blocks_and_counts_fold_like_the_read_model() {
-        let mut g = MemoryGraph::default();
-        g.apply(follow(1, 2, 10));
-        g.apply(follow(2, 1, 20));
-        g.apply(follow(1, 3, 30));
-        g.apply(follow(1, 3, 40)); // already following: nothing
-        assert_eq!(g.counts(u(1)).following, 2);
-        assert_eq!(g.counts(u(1)).friends, 1);
-        assert_eq!(g.counts(u(2)).friends, 1);
-        assert_eq!(g.follows(), 3);
-        let f = g.facts(u(1), u(2));
-        assert!(f.following && f.followed_by && !f.blocking && !f.blocked_by);
-        // Friends since the later follow.
-        let friends = g.friends(u(1), 0, 10);
-        assert_eq!(friends.len(), 1);
-        assert_eq!(friends[0].since.timestamp_micros(), 20);
-        // Newest first.
-        let following: Vec<i64> = g
-            .following(u(1), 0, 10)
-            .iter()
-            .map(|e| e.user.get())
-            .collect();
-        assert_eq!(following, vec![3, 2]);
-        assert_eq!(g.following(u(1), 1, 10).len(), 1);
-        assert!(g.following(u(1), 2, 10).is_empty());
-
-        g.apply(unfollow(2, 1));
-        g.apply(unfollow(1, 2));
-        g.apply(block(1, 2, 50));
-        assert_eq!(g.counts(u(1)).friends, 0);
-        assert_eq!(g.counts(u(2)), Counts::default());
-        let f = g.facts(u(2), u(1));
-        assert!(!f.following && !f.followed_by && !f.blocking && f.blocked_by);
-        assert_eq!(g.keyed(KeyedList::Blocking, u(1), None, 10).len(), 1);
-        g.apply(unblock(1, 2));
-        assert_eq!(g.blocks(), 0);
-        g.apply(GraphChange::Posts(7, 1));
-        g.apply(GraphChange::Posts(7, -1));
-        g.apply(unfollow(1, 3));
-        assert_eq!(g.users(), 0, "empty nodes are dropped");
-    }
-
-    #[test]
-    fn an_erasure_ends_a_friendship_once() {
-        let mut g = MemoryGraph::default();
-        g.apply(follow(2, 5, 10));
-        g.apply(follow(5, 2, 20));
-        g.apply(follow(3, 5, 30));
-        assert_eq!(g.counts(u(2)).friends, 1);
-        g.apply(GraphChange::Account(AccountEvent::UserErased {
-            user: u(5),
-        }));
-        assert_eq!(g.counts(u(2)), Counts::default());
-        assert_eq!(g.counts(u(3)), Counts::default());
-        assert!(g.friends(u(2), 0, 10).is_empty());
-        assert_eq!(g.follows(), 0);
-        assert_eq!(g.users(), 0, "no node is left holding a counter");
-    }
-
-    #[test]
-    fn followers_page_by_search_after_key() {
-        let mut g = MemoryGraph::default();
-        for (follower, at) in [(5, 100), (6, 100), (7, 200), (8, 300)] {
-            g.apply(follow(follower, 1, at));
-        }
-        let page = g.keyed(KeyedList::Followers, u(1), None, 2);
-        let ids: Vec<i64> = page.iter().map(|e| e.user.get()).collect();
-        assert_eq!(ids, vec![8, 7]);
-        let last = page.last().unwrap();
-        let page = g.keyed(
-            KeyedList::Followers,
-            u(1),
-            Some((last.since, last.user.get())),
-            10,
-        );
-        let ids: Vec<i64> = page.iter().map(|e| e.user.get()).collect();
-        assert_eq!(ids, vec![6, 5], "ties on time by id, descending");
+        let posts = self.posts.timelines().live(user.get() as u64);
+        self.relations.counts(user, posts)
     }
 }

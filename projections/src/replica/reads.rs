@@ -5,14 +5,14 @@ use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
 
 use super::live::LiveGraph;
-use super::MemoryGraph;
+use super::Replica;
 use crate::relations::query::{Counts, ListEntry};
 use crate::relations::reads::{GraphReads, KeyedList, OffsetList, OffsetSlice};
 use relations_domain::privacy::Access;
 
 impl LiveGraph {
     /// `f` on the replica, which a request reads from only once it is loaded (it stays so).
-    fn read<R>(&self, f: impl FnOnce(&MemoryGraph) -> R) -> R {
+    fn read<R>(&self, f: impl FnOnce(&Replica) -> R) -> R {
         self.with(f).expect("a replica is read from once loaded")
     }
 }
@@ -26,7 +26,7 @@ impl GraphReads for LiveGraph {
         to: &[UserId],
         mutes_at: Option<DateTime<Utc>>,
     ) -> Result<Vec<Relation>, sqlx::Error> {
-        Ok(self.read(|g| g.relations(from, to, mutes_at)))
+        Ok(self.read(|g| g.relations().relations(from, to, mutes_at)))
     }
 
     async fn mutes(
@@ -36,7 +36,7 @@ impl GraphReads for LiveGraph {
         limit: i64,
         now: DateTime<Utc>,
     ) -> Result<Vec<(ListEntry, Option<DateTime<Utc>>)>, sqlx::Error> {
-        Ok(self.read(|g| g.mutes(user, after, limit, now)))
+        Ok(self.read(|g| g.relations().mutes(user, after, limit, now)))
     }
 
     async fn known_followers(
@@ -46,7 +46,7 @@ impl GraphReads for LiveGraph {
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
     ) -> Result<(Vec<ListEntry>, i64), sqlx::Error> {
-        Ok(self.read(|g| g.known_followers(viewer, user, after, limit)))
+        Ok(self.read(|g| g.relations().known_followers(viewer, user, after, limit)))
     }
 
     async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error> {
@@ -70,8 +70,8 @@ impl GraphReads for LiveGraph {
     ) -> Result<OffsetSlice, sqlx::Error> {
         Ok(self.read(|g| {
             let edges = match list {
-                OffsetList::Following => g.following(user, offset, limit),
-                OffsetList::Friends => g.friends(user, offset, limit),
+                OffsetList::Following => g.relations().following(user, offset, limit),
+                OffsetList::Friends => g.relations().friends(user, offset, limit),
             };
             OffsetSlice {
                 edges,
@@ -87,6 +87,6 @@ impl GraphReads for LiveGraph {
         after: Option<(DateTime<Utc>, i64)>,
         limit: i64,
     ) -> Result<Vec<ListEntry>, sqlx::Error> {
-        Ok(self.read(|g| g.keyed(list, user, after, limit)))
+        Ok(self.read(|g| g.relations().keyed(list, user, after, limit)))
     }
 }

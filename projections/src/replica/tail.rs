@@ -1,13 +1,12 @@
-//! The replica's reader of the log: it replays the log from the load's lower checkpoint, then
+//! The replica's reader of the log: it replays the log from the load's lowest checkpoint, then
 //! follows it like any projector (`relations_store::log::read_after`: below the horizon, whole
-//! transactions), decoding each batch outside the replica's lock.
+//! transactions), reading and opening each batch outside the replica's lock.
 
-use relations_domain::LogEvent;
 use relations_store::log::{self, RecordedEvent};
 use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
 
-use super::{GraphChange, MemoryGraph};
+use super::Replica;
 use crate::error::ProjectionError;
 
 /// Events read per step.
@@ -15,35 +14,26 @@ const BATCH: i64 = 5000;
 
 /// What a step hands the replica.
 pub(super) enum Update {
-    /// The graph after its replay (installed whole).
-    Loaded(Box<MemoryGraph>),
-    /// Changes to apply, the position they bring it to, and the batch they come from.
-    Changes(Vec<GraphChange>, LogPosition, Vec<RecordedEvent>),
+    /// The replica after its replay (installed whole).
+    Loaded(Box<Replica>),
+    /// A batch to apply, and the position it brings the replica to.
+    Batch(Vec<RecordedEvent>, LogPosition),
     /// The load's replay moved on; nothing to install yet.
     Replaying,
 }
 
-/// Where the replica's reader has read to, and until where each kind of event is already in
-/// the loaded graph.
+/// Where the replica's reader has read to.
 pub(super) struct ReplicaTail {
-    /// The graph being replayed, until it reaches both checkpoints; then `None` (it lives in
-    /// the replica).
-    pub(super) pending: Option<Box<MemoryGraph>>,
+    /// The replica being replayed, until it is caught up; then `None` (it lives in
+    /// [`super::live::LiveGraph`]).
+    pub(super) pending: Option<Box<Replica>>,
     pub(super) position: LogPosition,
-    /// Relation events up to here were in `rm_follows` and `rm_blocks`.
-    pub(super) relations_loaded: LogPosition,
-    /// Post events up to here were in `feed_authors`.
-    pub(super) posts_loaded: LogPosition,
-    /// Like and thread events up to here were in `rm_likes` and `rm_comments`.
-    pub(super) engagement_loaded: LogPosition,
-    /// Account events up to here were folded by the load.
-    pub(super) accounts_loaded: LogPosition,
     /// What opens the posts' content, when posts are held.
     pub(super) keys: Option<Keyring>,
 }
 
 impl ReplicaTail {
-    /// Reads and decodes the next batch. `None` when there was nothing below the horizon.
+    /// Reads the next batch. `None` when there was nothing below the horizon.
     pub(super) async fn next(&mut self, pool: &PgPool) -> Result<Option<Update>, ProjectionError> {
         let mut events = {
             let mut conn = pool.acquire().await?;
@@ -55,53 +45,25 @@ impl ReplicaTail {
         }
         let Some(last) = events.last().map(|e| e.position) else {
             // Caught up: a finished replay is installed now.
-            return Ok(self.pending.take().map(|mut graph| {
-                graph.settle();
-                Update::Loaded(graph)
+            return Ok(self.pending.take().map(|mut replica| {
+                replica.settle();
+                Update::Loaded(replica)
             }));
         };
-        let changes = self.decode(&events)?;
         self.position = last;
         metrics::counter!("relations_graph_events_total").increment(events.len() as u64);
-        let Some(graph) = &mut self.pending else {
-            return Ok(Some(Update::Changes(changes, last, events)));
+        let Some(replica) = &mut self.pending else {
+            return Ok(Some(Update::Batch(events, last)));
         };
-        for change in changes {
-            graph.apply(change);
-        }
-        graph.advance(last);
+        apply(replica, &events, last);
         Ok(Some(Update::Replaying))
     }
+}
 
-    /// The batch's changes, skipping what the load already held.
-    fn decode(&self, events: &[RecordedEvent]) -> Result<Vec<GraphChange>, ProjectionError> {
-        let mut changes = Vec::with_capacity(events.len());
-        for event in events {
-            let at = event.position;
-            // Engagement is kept only beside held posts.
-            let engagement = self.keys.is_some() && at > self.engagement_loaded;
-            match &event.event {
-                LogEvent::Relation(relation) if at > self.relations_loaded => {
-                    changes.push(GraphChange::of_relation(relation, event.occurred_at));
-                }
-                LogEvent::Post(post) if at > self.posts_loaded => {
-                    changes.push(GraphChange::of_post(post.clone()));
-                }
-                LogEvent::Account(account) if at > self.accounts_loaded => {
-                    changes.push(GraphChange::Account(account.clone()));
-                }
-                LogEvent::Like(like) if engagement => changes.extend(GraphChange::of_like(*like)),
-                LogEvent::Thread(thread) if engagement => {
-                    changes.extend(GraphChange::of_thread(thread.clone()));
-                }
-                // What the load already held.
-                LogEvent::Relation(_)
-                | LogEvent::Post(_)
-                | LogEvent::Account(_)
-                | LogEvent::Like(_)
-                | LogEvent::Thread(_) => {}
-            }
-        }
-        Ok(changes)
+/// Applies a batch to `replica`, in log order, and advances it to `last`.
+pub(super) fn apply(replica: &mut Replica, events: &[RecordedEvent], last: LogPosition) {
+    for event in events {
+        replica.apply(event.position, event.occurred_at, &event.event);
     }
+    replica.advance(last);
 }

@@ -4,12 +4,12 @@ use axum::extract::State;
 use axum::Json;
 use chrono::Utc;
 use relations_projections::error::ProjectionError;
+use relations_projections::feed::held::page::FeedAsk;
 use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::query::{
     self as feed_read, Inbox, InboxEntries, InboxRange, PageStart, PgInbox, SeqPage,
 };
 use relations_projections::privacy::ReadFilter;
-use relations_projections::replica::feed::FeedAsk;
 use relations_store::LogPosition;
 use sqlx::PgPool;
 

@@ -3,9 +3,9 @@
 use axum::extract::State;
 use axum::Json;
 use chrono::Utc;
+use relations_projections::feed::held::page::FeedAsk;
 use relations_projections::feed::query as feed_read;
 use relations_projections::privacy::ReadFilter;
-use relations_projections::replica::feed::FeedAsk;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};

@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use foldhash::HashMap; // as the replica's other tables (see its module)
 use relations_domain::{PostId, UserId, Visibility};
 
-use super::engagement::{Engagement, Shown};
+use crate::engagement::held::{Engagement, Shown};
 use crate::views::PostView;
 
 /// How many posts are held.
@@ -146,6 +146,11 @@ impl Timelines {
         self.caps.on()
     }
 
+    /// How many posts it holds at most.
+    pub fn caps(&self) -> Caps {
+        self.caps
+    }
+
     /// The newest seq given (the newest post's, deleted or not).
     pub fn head(&self) -> i64 {
         self.head
@@ -188,7 +193,7 @@ impl Timelines {
     }
 
     /// The seq a post published now gets; counted and held.
-    pub fn publish(&mut self, author: u64, post: HeldPost) {
+    pub fn publish_held(&mut self, author: u64, post: HeldPost) {
         self.head += 1;
         let post = HeldPost {
             seq: self.head,
@@ -251,7 +256,7 @@ impl Timelines {
     }
 
     /// `author` deleted `post`: it is live and held no more.
-    pub fn delete(&mut self, author: u64, post: PostId) {
+    pub fn delete_held(&mut self, author: u64, post: PostId) {
         if let Some(timeline) = self.by_author.get_mut(&author) {
             timeline.live -= 1;
             if let Some(i) = timeline.posts.iter().rposition(|p| p.id == post) {
@@ -263,14 +268,17 @@ impl Timelines {
         self.forget_if_empty(author);
     }
 
-    /// `user` is erased: every post of theirs is deleted, with its likes and comments, and
-    /// every like and live comment of theirs on others' posts is void.
-    pub fn erase(&mut self, user: u64) {
-        if let Some(timeline) = self.by_author.remove(&user) {
+    /// Every post of `author` is deleted, with its likes and comments.
+    pub fn delete_author(&mut self, author: u64) {
+        if let Some(timeline) = self.by_author.remove(&author) {
             for post in timeline.posts {
                 self.engagement.forget(post.id);
             }
         }
+    }
+
+    /// Every like and live comment of `user` on others' posts is void (an erasure).
+    pub fn void_engagement(&mut self, user: u64) {
         self.engagement.erase(user);
     }
 
@@ -306,12 +314,12 @@ impl Timelines {
 
     /// The load's likes and comments, of posts held or about to be published by its replay
     /// (kept whether held or not until [`Timelines::settle`]).
-    pub(super) fn engagement_mut(&mut self) -> &mut Engagement {
+    pub(crate) fn engagement_mut(&mut self) -> &mut Engagement {
         &mut self.engagement
     }
 
     /// The replay is over: engagement the load read for posts that did not end up held goes.
-    pub(super) fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         let by_author = &self.by_author;
         self.engagement
             .retain_held(|author, post| by_author.get(&author).is_some_and(|t| t.holds(post)));
@@ -397,7 +405,7 @@ mod tests {
             total: 1_000_000,
         });
         for n in 0..50_000u128 {
-            t.publish((n % 10) as u64, post(n));
+            t.publish_held((n % 10) as u64, post(n));
         }
         // 10 authors hold 2 posts each; the order once grew with every post published.
         assert_eq!(t.held(), 20);
@@ -417,7 +425,7 @@ mod tests {
             total: 4,
         });
         for (n, author) in [(1, 7), (2, 7), (3, 7), (4, 8), (5, 8), (6, 9)] {
-            t.publish(author, post(n));
+            t.publish_held(author, post(n));
         }
         assert_eq!(t.head(), 6);
         // 7 held 1..3, dropped 1 at its cap; the total cap then dropped 2.
@@ -428,13 +436,14 @@ mod tests {
         assert_eq!(unknown(&t, 8), 0, "all of 8's posts are held");
         assert_eq!(unknown(&t, 9), 0);
         // 7 deletes its held post: 2 live, none held, all below 3.
-        t.delete(7, post(3).id);
+        t.delete_held(7, post(3).id);
         assert_eq!((t.live(7), unknown(&t, 7)), (2, 3));
         // Deleting the unheld ones (their ids are not held) leaves nothing to know.
-        t.delete(7, post(1).id);
-        t.delete(7, post(2).id);
+        t.delete_held(7, post(1).id);
+        t.delete_held(7, post(2).id);
         assert!(t.live(7) == 0 && t.of(7).is_none());
-        t.erase(8);
+        t.delete_author(8);
+        t.void_engagement(8);
         assert!(seqs(&t, 8).is_empty());
         assert_eq!(t.held(), 1);
     }
@@ -446,7 +455,7 @@ mod tests {
             total: 10,
         });
         for n in 1..=5 {
-            t.publish(1, post(n));
+            t.publish_held(1, post(n));
         }
         let below: Vec<i64> = t.of(1).unwrap().below(4).map(|p| p.seq).collect();
         assert_eq!(below, vec![3, 2, 1]);
@@ -455,9 +464,9 @@ mod tests {
     #[test]
     fn nothing_is_held_when_off_but_posts_are_counted() {
         let mut t = Timelines::new(Caps::OFF);
-        t.publish(1, post(1));
+        t.publish_held(1, post(1));
         assert_eq!((t.head(), t.held(), t.live(1)), (1, 0, 1));
-        t.delete(1, post(1).id);
+        t.delete_held(1, post(1).id);
         assert!(
             t.by_author.is_empty(),
             "an author with nothing left is dropped"

@@ -16,8 +16,8 @@ use relations_domain::privacy::{self, Access, Privacy, Reader};
 use relations_domain::{UserId, Visibility};
 
 use super::timelines::{HeldPost, Timeline};
-use super::MemoryGraph;
 use crate::feed::query::SeqPage;
+use crate::replica::Replica;
 
 /// What a feed read asks.
 #[derive(Debug, Clone, Copy)]
@@ -71,20 +71,21 @@ struct Source<'g> {
     unknown_top: i64,
 }
 
-impl MemoryGraph {
+impl Replica {
     /// The authors whose posts make `ask.reader`'s feed, or `None` when posts are not held.
     /// One pass over the followed (or recommended) authors, each looked up once in the
     /// timelines (an author with no live post has no entry and is passed over there) and once
     /// in the accounts; the reader's mutes are found once.
     fn feed_sources(&self, ask: FeedAsk<'_>) -> Option<Vec<Source<'_>>> {
-        if !self.timelines.on() {
+        let (relations, timelines) = (self.relations(), self.timelines());
+        if !timelines.on() {
             return None;
         }
         let reader = ask.reader;
-        let muted = self.muter(reader, ask.now);
+        let muted = relations.muter(reader, ask.now);
         let source = |author: u64, judge: fn(Privacy, UserId, UserId) -> Judge| {
-            let timeline = self.timelines.of(author)?;
-            let user = super::user(author);
+            let timeline = timelines.of(author)?;
+            let user = crate::relations::memory::user(author);
             let (banned, privacy) = self.accounts().standing(user);
             if banned || muted(author) {
                 return None;
@@ -93,15 +94,15 @@ impl MemoryGraph {
                 author,
                 judge: judge(privacy, reader, user),
                 timeline,
-                unknown_top: self.timelines.unknown_below(timeline) - 1,
+                unknown_top: timelines.unknown_below(timeline) - 1,
             })
         };
-        let followed = self.node(reader).map(|n| &n.following[..]).unwrap_or(&[]);
+        let followed = relations.followees(reader);
         let sources = if followed.is_empty() {
             ask.recommended
                 .iter()
                 .filter(|&&author| {
-                    let facts = self.facts(reader, author);
+                    let facts = relations.facts(reader, author);
                     author != reader && !facts.blocking && !facts.blocked_by
                 })
                 .filter_map(|author| source(author.get() as u64, Judge::recommended))
@@ -162,18 +163,18 @@ impl MemoryGraph {
         }
         let more = found.len() == want;
         found.truncate(want - 1);
-        let engagement = self.timelines.engagement();
+        let engagement = self.timelines().engagement();
         let page = SeqPage {
             next: more.then(|| found.last().map(|p| p.1.seq)).flatten(),
             items: found
                 .iter()
                 .map(|(author, post)| {
                     let shown = engagement.shown(post.id, ask.reader.get() as u64);
-                    post.view(super::user(*author), shown)
+                    post.view(crate::relations::memory::user(*author), shown)
                 })
                 .collect(),
         };
-        Some((page, self.timelines.head()))
+        Some((page, self.timelines().head()))
     }
 
     /// How many posts of `ask.reader`'s feed are newer than `mark`; `None` when memory cannot
@@ -198,10 +199,10 @@ impl MemoryGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::feed::held::timelines::Caps;
     use crate::relations::fold::{EdgeKind, RelationChange};
-    use crate::replica::timelines::Caps;
-    use crate::replica::GraphChange;
-    use relations_domain::{AccountEvent, PostId};
+    use relations_domain::{AccountEvent, LogEvent, PostId};
+    use relations_store::LogPosition;
 
     fn u(id: i64) -> UserId {
         UserId::try_from(id).unwrap()
@@ -211,12 +212,23 @@ mod tests {
         DateTime::<Utc>::from_timestamp_micros(1_000_000).unwrap()
     }
 
-    fn follow(g: &mut MemoryGraph, a: i64, b: i64) {
-        let change = RelationChange::Begin(EdgeKind::Follow, (a, b), now());
-        g.apply(GraphChange::Relation(change));
+    fn change(g: &mut Replica, change: RelationChange) {
+        g.parts_mut().0.change(change);
     }
 
-    fn publish(g: &mut MemoryGraph, author: i64, visibility: Visibility) -> PostId {
+    fn account(g: &mut Replica, event: AccountEvent) {
+        let at = LogPosition {
+            transaction_id: 1,
+            global_position: 1,
+        };
+        g.apply(at, now(), &LogEvent::Account(event));
+    }
+
+    fn follow(g: &mut Replica, a: i64, b: i64) {
+        change(g, RelationChange::Begin(EdgeKind::Follow, (a, b), now()));
+    }
+
+    fn publish(g: &mut Replica, author: i64, visibility: Visibility) -> PostId {
         let id = PostId::from_uuid(uuid::Uuid::new_v4());
         let post = HeldPost {
             seq: 0,
@@ -225,7 +237,8 @@ mod tests {
             visibility,
             content: "p".into(),
         };
-        g.apply(GraphChange::Published(author as u64, post));
+        let posts = g.parts_mut().2.timelines_mut();
+        posts.publish_held(author as u64, post);
         id
     }
 
@@ -241,8 +254,8 @@ mod tests {
         page.items.iter().map(|p| p.id).collect()
     }
 
-    fn graph(per_author: usize) -> MemoryGraph {
-        MemoryGraph::new(Caps {
+    fn graph(per_author: usize) -> Replica {
+        Replica::new(Caps {
             per_author,
             total: 1000,
         })
@@ -268,7 +281,7 @@ mod tests {
             "nor whether more follow b1"
         );
         // Once a1 is deleted, 1's live posts are all held, and the feed ends in memory.
-        g.apply(GraphChange::Deleted(1, a1));
+        g.parts_mut().2.timelines_mut().delete_held(1, a1);
         let (page, _) = g.feed_page(ask(10, &[]), Some(3), 2).unwrap();
         assert_eq!((ids(&page), page.next), (vec![b1], None));
         assert_eq!(g.feed_new_count(ask(10, &[]), 0), Some(3));
@@ -306,12 +319,10 @@ mod tests {
         let mine = publish(&mut g, 1, Visibility::Followers);
         publish(&mut g, 2, Visibility::Public);
         let mute = RelationChange::Mute((10, 2), now(), None);
-        g.apply(GraphChange::Relation(mute));
+        change(&mut g, mute);
         let (page, _) = g.feed_page(ask(10, &[]), None, 10).unwrap();
         assert_eq!(ids(&page), vec![mine], "a muted author is left out");
-        g.apply(GraphChange::Account(AccountEvent::UserBanned {
-            user: u(1),
-        }));
+        account(&mut g, AccountEvent::UserBanned { user: u(1) });
         assert!(g
             .feed_page(ask(10, &[]), None, 10)
             .unwrap()
@@ -325,7 +336,7 @@ mod tests {
         publish(&mut g, 3, Visibility::Followers);
         publish(&mut g, 4, Visibility::Public);
         let block = RelationChange::Begin(EdgeKind::Block, (4, 11), now());
-        g.apply(GraphChange::Relation(block));
+        change(&mut g, block);
         let (page, _) = g.feed_page(ask(11, &recommended), None, 10).unwrap();
         assert_eq!(ids(&page), vec![public]);
     }
@@ -335,16 +346,14 @@ mod tests {
         let mut g = graph(32);
         follow(&mut g, 10, 1);
         publish(&mut g, 1, Visibility::Public);
-        g.apply(GraphChange::Account(AccountEvent::UserErased {
-            user: u(1),
-        }));
+        account(&mut g, AccountEvent::UserErased { user: u(1) });
         let (page, head) = g.feed_page(ask(10, &[]), None, 10).unwrap();
         assert_eq!((page.items.len(), head), (0, 1));
     }
 
     #[test]
     fn nothing_is_answered_when_no_post_is_held() {
-        let g = MemoryGraph::new(Caps::OFF);
+        let g = Replica::new(Caps::OFF);
         assert_eq!(g.feed_page(ask(10, &[]), None, 10), None);
         assert_eq!(g.feed_new_count(ask(10, &[]), 0), None);
     }

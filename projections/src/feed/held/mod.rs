@@ -1,0 +1,255 @@
+//! The feed's part of the replica (issue 28; issue 43: each read model owns its memory):
+//! every author's newest posts with their likes and live comments ([`timelines`]), loaded from
+//! `rm_posts`, `feed_authors` and projector `engagement`'s tables, folded forward by the feed
+//! fold's posts part ([`super::fold::fold_posts`]), and the feed page read from them
+//! ([`page`]).
+
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use relations_domain::{AccountEvent, LogEvent, Post, PostEvent, PostId, ThreadEvent};
+use relations_store::log::{self, RecordedEvent};
+use relations_store::LogPosition;
+use sqlx::{PgConnection, Row};
+
+use super::fold::{fold_posts, in_memory, FeedChange, Folded, NewPost, PostTables};
+use crate::replica::MemoryModel;
+use crate::runtime::checkpoint;
+use timelines::{Caps, HeldPost, Timelines};
+
+pub mod page;
+pub mod timelines;
+
+/// The held posts and their engagement, and where the load left each.
+#[derive(Debug, Default, Clone)]
+pub struct HeldPosts {
+    timelines: Timelines,
+    /// Post events up to here were in `rm_posts` and `feed_authors`.
+    posts_loaded: LogPosition,
+    /// Like and thread events up to here were in `rm_likes` and `rm_comments`.
+    engagement_loaded: LogPosition,
+}
+
+impl HeldPosts {
+    /// Nothing held yet; up to `caps` once loaded.
+    pub fn new(caps: Caps) -> Self {
+        Self {
+            timelines: Timelines::new(caps),
+            ..Self::default()
+        }
+    }
+
+    /// Every author's recent posts.
+    pub fn timelines(&self) -> &Timelines {
+        &self.timelines
+    }
+
+    /// [`HeldPosts::timelines`], to change (tests).
+    #[cfg(test)]
+    pub(crate) fn timelines_mut(&mut self) -> &mut Timelines {
+        &mut self.timelines
+    }
+
+    /// The newest posts projector `feed` wrote, up to the caps, and its newest seq; the lowest
+    /// seq it may hold.
+    async fn load_posts(&mut self, tx: &mut PgConnection) -> Result<i64, sqlx::Error> {
+        let head: i64 = sqlx::query_scalar("SELECT COALESCE(max(seq), 0) FROM rm_posts")
+            .fetch_one(&mut *tx)
+            .await?;
+        let caps = self.timelines.caps();
+        let from = (head - caps.total as i64 + 1).max(1);
+        self.timelines.start(head, from);
+        let mut rows =
+            sqlx::query("SELECT author, posts FROM feed_authors WHERE posts <> 0").fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let (author, posts): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            self.timelines.count(author as u64, posts);
+        }
+        drop(rows);
+        if !caps.on() {
+            return Ok(from);
+        }
+        let sql = format!(
+            "SELECT {} FROM rm_posts WHERE seq >= $1 AND NOT deleted ORDER BY seq",
+            super::query::POST_COLUMNS
+        );
+        let mut rows = sqlx::query(&sql).bind(from).fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let (seq, view) =
+                super::query::post(&row).map_err(|e| sqlx::Error::Decode(e.into()))?;
+            let (author, post) = HeldPost::of_view(seq, view);
+            self.timelines.hold(author, post);
+        }
+        Ok(from)
+    }
+
+    /// The likes and live comments projector `engagement` wrote of the posts held (from
+    /// `rm_posts` at seq `from` and above) and of those `gap`'s events publish (after projector
+    /// `feed`'s checkpoint, up to `engagement`'s, when it is ahead: the replay publishes them
+    /// but skips their likes and comments). Whatever ends up not held goes when the replay is
+    /// over ([`MemoryModel::settle`]).
+    async fn load_engagement(
+        &mut self,
+        tx: &mut PgConnection,
+        from: i64,
+        gap: &[RecordedEvent],
+    ) -> Result<(), sqlx::Error> {
+        let (mut ids, mut authors) = (Vec::new(), Vec::new());
+        for event in gap {
+            if let LogEvent::Post(PostEvent::PostPublished {
+                post_id, author, ..
+            }) = event.event
+            {
+                ids.push(post_id.uuid());
+                authors.push(author.get());
+            }
+        }
+        // The posts, as `(post_id, author)`.
+        const POSTS: &str = "(SELECT post_id, author FROM rm_posts WHERE seq >= $1 AND NOT deleted
+              UNION ALL SELECT * FROM unnest($2::uuid[], $3::bigint[])) AS p(post_id, author)";
+        let likes = format!(
+            "SELECT p.post_id, p.author, l.user_id FROM rm_likes l
+               JOIN {POSTS} ON l.target = 'post:' || p.post_id::text"
+        );
+        let comments = format!(
+            "SELECT p.post_id, p.author, c.author, c.n FROM rm_comments c
+               JOIN {POSTS} ON c.post = p.post_id WHERE NOT c.deleted"
+        );
+        let engagement = self.timelines.engagement_mut();
+        for (sql, like) in [(likes, true), (comments, false)] {
+            let query = sqlx::query(&sql).bind(from).bind(&ids).bind(&authors);
+            let mut rows = query.fetch(&mut *tx);
+            while let Some(row) = rows.try_next().await? {
+                let post = PostId::from_uuid(row.try_get(0)?);
+                let (author, by): (i64, i64) = (row.try_get(1)?, row.try_get(2)?);
+                match like {
+                    true => engagement.like(post, author as u64, by as u64, true),
+                    false => {
+                        let n: i32 = row.try_get(3)?;
+                        engagement.comment(post, author as u64, n as u32, by as u64);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds a like or thread event of a held post.
+    fn engage(&mut self, event: &LogEvent) {
+        match event {
+            LogEvent::Like(like) => {
+                let (user, target, author, on) = like.parts();
+                if let relations_domain::LikeTarget::Post(post) = target {
+                    let (author, user) = (author.get() as u64, user.get() as u64);
+                    self.timelines.like(post, author, user, on);
+                }
+            }
+            LogEvent::Thread(ThreadEvent::CommentAdded {
+                post_id,
+                comment,
+                author,
+                post_author,
+                ..
+            }) => {
+                let (by, post_author) = (author.get() as u64, post_author.get() as u64);
+                self.timelines.comment(*post_id, post_author, *comment, by);
+            }
+            LogEvent::Thread(ThreadEvent::CommentDeleted {
+                post_id, comment, ..
+            }) => self.timelines.uncomment(*post_id, *comment),
+            // Pins change no count; the rest is not engagement.
+            LogEvent::Thread(ThreadEvent::CommentPinned { .. })
+            | LogEvent::Thread(ThreadEvent::CommentUnpinned { .. })
+            | LogEvent::Relation(_)
+            | LogEvent::Post(_)
+            | LogEvent::Account(_) => {}
+        }
+    }
+}
+
+impl MemoryModel for HeldPosts {
+    async fn checkpoint(
+        &mut self,
+        tx: &mut PgConnection,
+    ) -> Result<Option<LogPosition>, sqlx::Error> {
+        self.posts_loaded = checkpoint::read(&mut *tx, super::NAME).await?;
+        // Without held posts no engagement is kept: the replay need not start earlier for it.
+        self.engagement_loaded = match self.timelines.on() {
+            true => checkpoint::read(&mut *tx, crate::engagement::NAME).await?,
+            false => self.posts_loaded,
+        };
+        Ok(Some(self.posts_loaded.min(self.engagement_loaded)))
+    }
+
+    async fn load(&mut self, tx: &mut PgConnection, _: LogPosition) -> Result<(), sqlx::Error> {
+        let from = self.load_posts(tx).await?;
+        if self.timelines.on() {
+            let (posts, engagement) = (self.posts_loaded, self.engagement_loaded);
+            let gap = log::read_type(tx, Post::TYPE, posts, engagement).await?;
+            self.load_engagement(tx, from, &gap).await?;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, at: LogPosition, occurred_at: DateTime<Utc>, event: &LogEvent) {
+        match event {
+            LogEvent::Post(_) if at > self.posts_loaded => {
+                if let Some(change) = FeedChange::of_event(event, occurred_at) {
+                    in_memory(fold_posts(&mut self.timelines, &change)).expect("in memory");
+                }
+            }
+            // Engagement is kept only beside held posts.
+            LogEvent::Like(_) | LogEvent::Thread(_)
+                if self.timelines.on() && at > self.engagement_loaded =>
+            {
+                self.engage(event)
+            }
+            // Folding an erasure twice changes nothing.
+            LogEvent::Account(AccountEvent::UserErased { user }) => {
+                let change = FeedChange::Erased(user.get());
+                in_memory(fold_posts(&mut self.timelines, &change)).expect("in memory");
+                self.timelines.void_engagement(user.get() as u64);
+            }
+            // What the load held, and what is not the posts'.
+            LogEvent::Post(_)
+            | LogEvent::Like(_)
+            | LogEvent::Thread(_)
+            | LogEvent::Account(_)
+            | LogEvent::Relation(_) => {}
+        }
+    }
+
+    fn settle(&mut self) {
+        self.timelines.settle();
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.timelines.heap_bytes()
+    }
+}
+
+/// The held timelines as the feed fold's post tables: a publish is numbered and held, a
+/// deletion or an erasure takes posts out. They hold only each author's newest posts, so a
+/// deletion is answered `None` (the fold's posts part asks no seq of them).
+impl PostTables for Timelines {
+    async fn publish(&mut self, post: &NewPost<'_>) -> Folded<i64> {
+        let held = HeldPost {
+            seq: 0,
+            id: PostId::from_uuid(post.id),
+            created_at: post.created_at.timestamp_micros(),
+            visibility: post.visibility,
+            content: post.content.unwrap_or_default().into(),
+        };
+        self.publish_held(post.author as u64, held);
+        Ok(self.head())
+    }
+
+    async fn delete(&mut self, post: uuid::Uuid, author: i64) -> Folded<Option<i64>> {
+        self.delete_held(author as u64, PostId::from_uuid(post));
+        Ok(None)
+    }
+
+    async fn delete_all(&mut self, author: i64) -> Folded<()> {
+        self.delete_author(author as u64);
+        Ok(())
+    }
+}
