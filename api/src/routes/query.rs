@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
+use relations_projections::feed::reader::FeedReader;
 use relations_projections::privacy;
 use relations_projections::relations::query::ListEntry;
 use relations_projections::relations::reads::Source;
@@ -36,6 +37,26 @@ pub async fn graph_source(
         },
     }
     Ok(wait_for_essential(state, min_position).await?)
+}
+
+/// The feed's reader for a request (posts: the feed, `new_count`, timelines), once it
+/// reflects `min_position`: the read models' pool and the graph source are waited for here,
+/// once for every read of posts.
+pub async fn feed_reader(
+    state: &AppState,
+    min_position: Option<LogPosition>,
+) -> Result<FeedReader<'_>, ApiError> {
+    let reads = wait_for_essential(state, min_position).await?;
+    let source = graph_source(state, min_position).await?;
+    Ok(FeedReader {
+        replica: &state.graph,
+        inboxes: &state.inboxes,
+        likes: &state.likes,
+        primary: &state.pool,
+        reads,
+        source,
+        min_position,
+    })
 }
 
 /// [`graph_source`] for a read about `user` (`/users/{id}/...`): 404 when the user is erased,

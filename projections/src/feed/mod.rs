@@ -40,6 +40,7 @@ pub mod inbox_cache;
 mod memory;
 pub mod query;
 pub mod read_marks;
+pub mod reader;
 mod settings;
 mod sql;
 pub mod stream;

@@ -56,6 +56,10 @@ use change::{admits, comment_causes, Cause, Change, ChangeReader, GroupDelta, Ne
 /// The projector's name.
 pub const NAME: &str = "notifications";
 
+/// What its reads read, and so wait for with `min_position`: its own tables, and projector
+/// `feed`'s `rm_posts` for the posts that groups are about (who may read them, issue 26).
+pub const READS: [&str; 2] = [NAME, crate::feed::NAME];
+
 /// See the module docs.
 pub struct Notifications;
 

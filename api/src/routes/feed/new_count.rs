@@ -2,10 +2,6 @@
 
 use axum::extract::State;
 use axum::Json;
-use chrono::Utc;
-use relations_projections::feed::held::page::FeedAsk;
-use relations_projections::feed::query as feed_read;
-use relations_projections::privacy::ReadFilter;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -14,7 +10,7 @@ use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::contract::BearerQueryErrors;
-use crate::routes::query::{graph_source, wait_for_essential};
+use crate::routes::query::feed_reader;
 use crate::state::AppState;
 
 /// `new_count`'s answer: `{count}`.
@@ -42,29 +38,9 @@ pub async fn new_count(
     actor: Actor,
     ApiQuery(p): ApiQuery<NewCountParams>,
 ) -> Result<Json<NewCount>, ApiError> {
-    let pool = wait_for_essential(&state, p.min_position).await?;
     let recommended = state.config.recommended();
     let pending = state.read_marks.pending(actor.user);
-    let source = graph_source(&state, p.min_position).await?;
-    let mark = feed_read::read_mark(pool, actor.user, pending).await?;
-    let ask = FeedAsk {
-        reader: actor.user,
-        recommended: &recommended,
-        now: Utc::now(),
-    };
-    let in_memory = state.graph.with(|graph| {
-        let behind = p.min_position.is_some_and(|at| graph.position() < at);
-        (!behind).then(|| graph.feed_new_count(ask, mark)).flatten()
-    });
-    let count = match in_memory.flatten() {
-        Some(count) => count,
-        None => {
-            let filter = ReadFilter {
-                source,
-                viewer: Some(actor.user),
-            };
-            feed_read::new_count(pool, &filter, actor.user, &recommended, mark).await?
-        }
-    };
+    let feed = feed_reader(&state, p.min_position).await?;
+    let count = feed.new_count(actor.user, &recommended, pending).await?;
     Ok(Json(NewCount { count }))
 }

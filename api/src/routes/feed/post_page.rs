@@ -1,19 +1,16 @@
 //! What the feed and an author's timeline (`/api/v1/users/{id}/posts`) share: seed 003's
-//! paging (`max_time`, `size`, `cursor`) and the engagement shown on each post.
+//! paging (`max_time`, `size`, `cursor`) and the page they answer (the reads themselves,
+//! with each post's engagement, are `relations_projections::feed::reader`'s).
 
 use chrono::{DateTime, Utc};
-use relations_domain::{PostId, UserId};
-use relations_projections::engagement::query as engagement_read;
 use relations_projections::feed::query::{PageStart, SeqPage};
 use relations_projections::views::PostView;
 use relations_store::LogPosition;
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiError;
 use crate::routes::page::Cursor;
-use crate::state::AppState;
 
 /// Paging of posts (seed 003): `max_time`, `size`, `cursor`.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -86,36 +83,4 @@ fn parse_time(raw: &str) -> Result<DateTime<Utc>, ApiError> {
     DateTime::parse_from_rfc3339(raw)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| bad())
-}
-
-/// Fills `posts`' like and comment counts, and for a bearer whether they like each one: one
-/// read of the counts for the page (from `pool`, the one the page was read from), and one
-/// check of the like-state cache, side by side. The cache's fills read the primary, for the reason
-/// [`super::list`]'s inbox fills do.
-pub async fn with_engagement(
-    state: &AppState,
-    pool: &PgPool,
-    posts: &mut [PostView],
-    viewer: Option<UserId>,
-) -> Result<(), ApiError> {
-    if posts.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
-    // The counts (PostgreSQL) and the like states (Redis) are asked at once.
-    let liked = async {
-        match viewer {
-            Some(viewer) => state.likes.liked(&state.pool, viewer, &ids).await.map(Some),
-            None => Ok(None),
-        }
-    };
-    let (stats, liked) = tokio::join!(engagement_read::post_stats(pool, &ids), liked);
-    let (stats, liked) = (stats?, liked?);
-    for (i, post) in posts.iter_mut().enumerate() {
-        let (likes, comments) = stats.get(&post.id).copied().unwrap_or((0, 0));
-        post.like_count = likes;
-        post.comment_count = comments;
-        post.liked = liked.as_ref().map(|l| l[i]);
-    }
-    Ok(())
 }

@@ -13,18 +13,11 @@ use crate::error::ApiError;
 use crate::routes::query::{graph_source, wait_for_projectors};
 use crate::state::AppState;
 
-/// What the list and the unread count read: the notifications, and the feed's `rm_posts` for
-/// the posts that groups are about ([`readable`]).
-pub const READ_MODELS: [&str; 2] = [
-    relations_projections::notifications::NAME,
-    relations_projections::feed::NAME,
-];
-
 /// For each of `asks` (what reading a group asks: `None`, nothing), whether `viewer` may read
 /// it now: whether they may read the group's post (issue 26's rule, judged on the graph at the
 /// moment of reading, as the feed judges its pages). A post the feed has not folded yet (author
 /// 0), or whose stored visibility does not parse, is read by nobody until it has: a read with
-/// `min_position` waits for the feed too ([`READ_MODELS`]).
+/// `min_position` waits for the feed too (`relations_projections::notifications::READS`).
 pub async fn readable(
     state: &AppState,
     viewer: UserId,

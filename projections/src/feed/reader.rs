@@ -1,0 +1,194 @@
+//! The feed as the service reads it (issue 43, item 4): every choice a read of posts makes is
+//! made here, so that a handler parses, calls and renders. A feed page comes from the
+//! replica's held timelines when they can answer it exactly, else from PostgreSQL through the
+//! Redis inbox cache (or the inbox table, for a read that asks for its own writes); each post
+//! carries its engagement; what the reader may read is judged on the graph at the moment of
+//! reading (issue 26).
+
+use async_trait::async_trait;
+use chrono::Utc;
+use relations_domain::privacy as privacy_rule;
+use relations_domain::{PostId, UserId};
+use relations_store::LogPosition;
+use sqlx::PgPool;
+
+use super::held::page::FeedAsk;
+use super::inbox_cache::InboxCache;
+use super::query::{self, Inbox, InboxEntries, InboxRange, PageStart, PgInbox, SeqPage};
+use crate::engagement::like_cache::LikeCache;
+use crate::engagement::query as engagement_query;
+use crate::error::ProjectionError;
+use crate::privacy::{self, ReadFilter};
+use crate::relations::reads::Source;
+use crate::replica::live::LiveGraph;
+use crate::views::PostView;
+
+/// Reads of posts, for one request: the caches and the replica, and the pool and graph source
+/// that reflect the request's `min_position` (the caller waited for both once).
+pub struct FeedReader<'a> {
+    /// The replica: first pages and `new_count` from memory.
+    pub replica: &'a LiveGraph,
+    /// The inbox cache.
+    pub inboxes: &'a InboxCache,
+    /// The like-state cache.
+    pub likes: &'a LikeCache,
+    /// The primary, which the caches fill from (see [`LoadsFromPrimary`]).
+    pub primary: &'a PgPool,
+    /// The read models' pool, reflecting `min_position`.
+    pub reads: &'a PgPool,
+    /// The graph's facts, reflecting `min_position`.
+    pub source: Source<'a>,
+    /// The position the request asked to see (read-your-writes), if any.
+    pub min_position: Option<LogPosition>,
+}
+
+impl FeedReader<'_> {
+    /// A page of `reader`'s feed (the recommended authors' posts when they follow nobody),
+    /// each post with its engagement; and the newest seq, the read mark a first page sets.
+    pub async fn page(
+        &self,
+        reader: UserId,
+        recommended: &[UserId],
+        start: PageStart,
+        size: i64,
+    ) -> Result<(SeqPage, i64), ProjectionError> {
+        let ask = FeedAsk {
+            reader,
+            recommended,
+            now: Utc::now(),
+        };
+        if let Some(answer) = self.held_page(ask, start, size) {
+            metrics::counter!("relations_feed_pages_total", "source" => "memory").increment(1);
+            return Ok(answer);
+        }
+        metrics::counter!("relations_feed_pages_total", "source" => "postgres").increment(1);
+        // Read-your-writes must not wait on the cache projector: read the inbox table.
+        let cached = LoadsFromPrimary(self.inboxes, self.primary);
+        let inbox: &dyn Inbox = match self.min_position {
+            Some(_) => &PgInbox,
+            None => &cached,
+        };
+        let filter = self.filter(reader);
+        let read = query::feed(self.reads, inbox, &filter, reader, recommended, start, size);
+        let (mut page, head) = read.await?;
+        self.engage(&mut page.items, Some(reader)).await?;
+        Ok((page, head))
+    }
+
+    /// How many posts of `reader`'s feed are newer than their read mark (`pending`: a mark
+    /// not written yet).
+    pub async fn new_count(
+        &self,
+        reader: UserId,
+        recommended: &[UserId],
+        pending: Option<i64>,
+    ) -> Result<i64, ProjectionError> {
+        let mark = query::read_mark(self.reads, reader, pending).await?;
+        let ask = FeedAsk {
+            reader,
+            recommended,
+            now: Utc::now(),
+        };
+        let in_memory = self.replica.with(|replica| {
+            let behind = self.min_position.is_some_and(|at| replica.position() < at);
+            (!behind)
+                .then(|| replica.feed_new_count(ask, mark))
+                .flatten()
+        });
+        match in_memory.flatten() {
+            Some(count) => Ok(count),
+            None => {
+                query::new_count(self.reads, &self.filter(reader), reader, recommended, mark).await
+            }
+        }
+    }
+
+    /// A page of `author`'s live posts that `viewer` may read, newest first, with their
+    /// engagement.
+    pub async fn timeline(
+        &self,
+        author: UserId,
+        viewer: Option<UserId>,
+        start: PageStart,
+        size: i64,
+    ) -> Result<SeqPage, ProjectionError> {
+        // What the viewer may read of the author, by the graph now: a filter on a column.
+        let access = privacy::access(self.source, viewer, &[author]).await?[&author];
+        let readable = privacy_rule::readable(access.privacy, access.reader);
+        let mut page = query::timeline(self.reads, author, &readable, start, size).await?;
+        self.engage(&mut page.items, viewer).await?;
+        Ok(page)
+    }
+
+    /// Fills `posts`' like and comment counts, and for a viewer whether they like each one:
+    /// the counts from the read models' pool and the like states from their cache, side by
+    /// side.
+    pub async fn engage(
+        &self,
+        posts: &mut [PostView],
+        viewer: Option<UserId>,
+    ) -> Result<(), ProjectionError> {
+        if posts.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
+        let liked = async {
+            match viewer {
+                Some(viewer) => self.likes.liked(self.primary, viewer, &ids).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let (stats, liked) = tokio::join!(engagement_query::post_stats(self.reads, &ids), liked);
+        let (stats, liked) = (stats?, liked?);
+        for (i, post) in posts.iter_mut().enumerate() {
+            let (likes, comments) = stats.get(&post.id).copied().unwrap_or((0, 0));
+            post.like_count = likes;
+            post.comment_count = comments;
+            post.liked = liked.as_ref().map(|l| l[i]);
+        }
+        Ok(())
+    }
+
+    /// What `reader` may read, judged on this read's graph source.
+    fn filter(&self, reader: UserId) -> ReadFilter<'_> {
+        ReadFilter {
+            source: self.source,
+            viewer: Some(reader),
+        }
+    }
+
+    /// The page from the replica's held timelines (issue 28), with its engagement, when it
+    /// reflects `min_position` and can answer exactly: no `max_time` (a time bound needs every
+    /// post's time), no post below what it holds.
+    fn held_page(&self, ask: FeedAsk<'_>, start: PageStart, size: i64) -> Option<(SeqPage, i64)> {
+        if start.max_time.is_some() {
+            return None;
+        }
+        self.replica
+            .with(|replica| {
+                if self.min_position.is_some_and(|at| replica.position() < at) {
+                    return None;
+                }
+                replica.feed_page(ask, start.before, size)
+            })
+            .flatten()
+    }
+}
+
+/// The inbox cache, filled from the primary whatever pool the rest of the page reads. A fill
+/// stores what it read only if the inbox's generation did not move meanwhile, and projector
+/// `feed_cache` moves it only after projector `feed` wrote the change on the primary: a fill
+/// from a standby that has not replayed that change yet would cache a stale inbox for good.
+/// The like-state cache fills from the primary for the same reason.
+struct LoadsFromPrimary<'a>(&'a InboxCache, &'a PgPool);
+
+#[async_trait]
+impl Inbox for LoadsFromPrimary<'_> {
+    async fn entries(
+        &self,
+        _reads: &PgPool,
+        range: InboxRange,
+    ) -> Result<InboxEntries, ProjectionError> {
+        self.0.entries(self.1, range).await
+    }
+}
