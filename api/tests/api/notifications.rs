@@ -525,6 +525,63 @@ async fn an_erasure_takes_every_notification_both_ways_and_rebuild_gives_the_sam
     assert!(verify.status.success());
 }
 
+/// Every row of the notifications' tables, every column, in key order (the cause keys and
+/// groups as text).
+async fn notification_rows(app: &TestApp) -> Vec<String> {
+    let tables = [
+        "SELECT recipient, cause, grp, kind, actor, post, comment, tx, gp, at FROM notify_causes",
+        "SELECT recipient, grp, kind, post, comment, count, actors, tx, gp, latest_at, place_tx,
+                place_gp FROM notify_groups",
+        "SELECT post, n, author, post_author FROM notify_comments",
+        "SELECT muter, muted, until FROM notify_mutes",
+    ];
+    let mut rows = Vec::new();
+    for sql in tables {
+        let text = format!("SELECT t::text FROM ({sql}) AS t ORDER BY 1");
+        let table: Vec<String> = sqlx::query_scalar(&text)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+        rows.extend(table);
+    }
+    rows
+}
+
+/// A rebuild folds the whole log in memory (as `verify` does) and writes each table with one
+/// `COPY` (issue 43): every row, every column, as the runner wrote it, after a history with
+/// every kind of cause and every kind of undo.
+#[tokio::test]
+async fn a_rebuild_in_memory_writes_every_notification_row_as_the_runner_did() {
+    let app = spawn_app().await;
+    let (p1, _) = app.publish(1, "one").await;
+    let (p2, _) = app.publish(2, "two").await;
+    for follower in [2, 3, 4, 5] {
+        relation(&app, "follow", follower, 1).await;
+    }
+    for liker in [2, 3, 4, 5, 6] {
+        like(&app, liker, &format!("posts/{p1}"), "like").await;
+    }
+    like(&app, 6, &format!("posts/{p1}"), "unlike").await;
+    let (c3, _) = comment(&app, 3, &p1, None).await;
+    comment(&app, 4, &p1, Some(&c3)).await;
+    like(&app, 1, &format!("comments/{c3}"), "like").await;
+    comment(&app, 5, &p2, None).await;
+    let (status, _) = app.mute(1, 5, Value::Null).await;
+    assert_eq!(status, StatusCode::OK);
+    like(&app, 5, &format!("posts/{p1}"), "unlike").await;
+    like(&app, 5, &format!("posts/{p1}"), "like").await;
+    relation(&app, "block", 1, 4).await;
+    let (status, _) = app.delete_post(2, &p2).await;
+    assert_eq!(status, StatusCode::OK);
+    let last = relation(&app, "follow", 7, 1).await.expect("a follow");
+    groups(&app, 1, &last).await;
+    assert_verified(&app).await;
+    let before = notification_rows(&app).await;
+    assert!(before.len() > 8, "{before:#?}");
+    relations(&app, &["rebuild", "notifications"]);
+    assert_eq!(notification_rows(&app).await, before);
+}
+
 /// `user`'s notification stream on `instance`.
 async fn listen(instance: &TestApp, user: i64, last_event_id: Option<&str>) -> Reader {
     let token = instance.token(user);

@@ -69,6 +69,11 @@ impl Projector for Notifications {
         NAME
     }
 
+    /// A rebuild folds the whole log in memory, as `verify` does, and writes each table at once.
+    fn bulk(&self) -> Option<Box<dyn crate::runtime::projector::BulkFold>> {
+        Some(Box::<model::NotificationsBulk>::default())
+    }
+
     fn tables(&self) -> &'static [&'static str] {
         &[
             "notify_causes",

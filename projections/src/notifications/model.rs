@@ -1,8 +1,15 @@
 //! The notifications folded in memory from [`Change`]s: what the SQL projector must hold,
-//! row for row. `verify` folds the log with it; it is written from the rules (the module docs
-//! of `super`), not from the projector's SQL.
+//! row for row. `verify` folds the log with it, and a rebuild folds the whole log with it and
+//! writes every table with one `COPY` ([`NotificationsBulk`]); it is written from the rules
+//! (the module docs of `super`), not from the projector's SQL. Live causes are indexed by
+//! actor, post and recipient, so that a block, a mute, a deletion or an erasure finds what it
+//! removes without walking every cause.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt::Write as _;
+
+use async_trait::async_trait;
+use sqlx::PgConnection;
 
 use chrono::{DateTime, Utc};
 use relations_domain::PostId;
@@ -12,6 +19,11 @@ use uuid::Uuid;
 
 use super::change::{admits, comment_causes, Cause, Change, ChangeReader, GroupDelta};
 use crate::error::ProjectionError;
+use crate::runtime::projector::BulkFold;
+use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_text, copy_timestamp};
+
+/// A live cause's key: (recipient, cause).
+type Key = (i64, String);
 
 /// Every live notification, comment author and mute, as folded.
 #[derive(Debug, Default)]
@@ -25,6 +37,10 @@ pub struct Model {
     pub mutes: BTreeMap<(i64, i64), Option<DateTime<Utc>>>,
     /// Each live group's place (the last cause that joined it) and its live causes.
     pub places: BTreeMap<(i64, String), (LogPosition, usize)>,
+    /// Live causes' keys by actor, by post, by recipient.
+    by_actor: HashMap<i64, HashSet<Key>>,
+    by_post: HashMap<Uuid, HashSet<Key>>,
+    by_recipient: HashMap<i64, HashSet<Key>>,
 }
 
 impl Model {
@@ -47,20 +63,68 @@ impl Model {
             .or_insert((cause.position, 0));
         place.0 = place.0.max(cause.position);
         place.1 += 1;
-        self.causes
-            .insert((cause.recipient, cause.cause.clone()), cause);
+        let key = (cause.recipient, cause.cause.clone());
+        self.by_actor
+            .entry(cause.actor)
+            .or_default()
+            .insert(key.clone());
+        if let Some(post) = cause.post {
+            self.by_post.entry(post).or_default().insert(key.clone());
+        }
+        self.by_recipient
+            .entry(cause.recipient)
+            .or_default()
+            .insert(key.clone());
+        if let Some(old) = self.causes.insert(key.clone(), cause) {
+            // Never made by the reader: a cause is removed before it is made again.
+            self.unindex(&key, &old);
+        }
     }
 
-    /// Removes the causes `gone` picks; a group left without any loses its place.
-    fn remove(&mut self, gone: impl Fn(&Cause) -> bool) {
-        let keys: Vec<(i64, String)> = self
-            .causes
-            .iter()
-            .filter(|(_, c)| gone(c))
-            .map(|(k, _)| k.clone())
-            .collect();
+    /// Takes `key` of `cause` out of the indexes.
+    fn unindex(&mut self, key: &Key, cause: &Cause) {
+        fn out<K: std::hash::Hash + Eq>(index: &mut HashMap<K, HashSet<Key>>, at: K, key: &Key) {
+            if let std::collections::hash_map::Entry::Occupied(mut keys) = index.entry(at) {
+                keys.get_mut().remove(key);
+                if keys.get().is_empty() {
+                    keys.remove();
+                }
+            }
+        }
+        out(&mut self.by_actor, cause.actor, key);
+        if let Some(post) = cause.post {
+            out(&mut self.by_post, post, key);
+        }
+        out(&mut self.by_recipient, cause.recipient, key);
+    }
+
+    /// The keys of the live causes by `actor`.
+    fn of_actor(&self, actor: i64) -> Vec<Key> {
+        self.by_actor
+            .get(&actor)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// The keys of the live causes about `post`.
+    fn of_post(&self, post: Uuid) -> Vec<Key> {
+        self.by_post
+            .get(&post)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// Removes those of the causes `keys` that `gone` picks; a group left without any loses
+    /// its place.
+    fn remove(&mut self, keys: Vec<Key>, gone: impl Fn(&Cause) -> bool) {
         for key in keys {
-            self.forget(&key);
+            if self.causes.get(&key).is_some_and(&gone) {
+                self.forget(&key);
+            }
         }
     }
 
@@ -69,6 +133,7 @@ impl Model {
         let Some(cause) = self.causes.remove(key) else {
             return;
         };
+        self.unindex(key, &cause);
         let group = (cause.recipient, cause.group);
         if let Some(place) = self.places.get_mut(&group) {
             place.1 -= 1;
@@ -94,18 +159,21 @@ impl Model {
             Change::Remove { recipient, cause } => self.forget(&(recipient, cause)),
             Change::CommentDeleted { post, n } => {
                 let key = format!("comment:{}.{n}", PostId::from_uuid(post));
-                self.remove(|c| c.post == Some(post) && (c.cause == key || c.comment == Some(n)));
+                let about = self.of_post(post);
+                self.remove(about, |c| c.cause == key || c.comment == Some(n));
             }
-            Change::PostDeleted { post } => self.remove(|c| c.post == Some(post)),
-            Change::Block(a, b) => self
-                .remove(|c| (c.recipient, c.actor) == (a, b) || (c.recipient, c.actor) == (b, a)),
+            Change::PostDeleted { post } => self.remove(self.of_post(post), |_| true),
+            Change::Block(a, b) => {
+                self.remove(self.of_actor(b), |c| c.recipient == a);
+                self.remove(self.of_actor(a), |c| c.recipient == b);
+            }
             Change::Mute {
                 muter,
                 muted,
                 until,
             } => {
                 self.mutes.insert((muter, muted), until);
-                self.remove(|c| (c.recipient, c.actor) == (muter, muted));
+                self.remove(self.of_actor(muted), |c| c.recipient == muter);
             }
             Change::Unmute { muter, muted } => {
                 self.mutes.remove(&(muter, muted));
@@ -117,11 +185,10 @@ impl Model {
                     .filter(|(_, (_, post_author))| *post_author == user)
                     .map(|((post, _), _)| *post)
                     .collect();
-                self.remove(|c| {
-                    c.recipient == user
-                        || c.actor == user
-                        || c.post.is_some_and(|p| posts.contains(&p))
-                });
+                let mut keys = self.of_actor(user);
+                keys.extend(self.by_recipient.get(&user).into_iter().flatten().cloned());
+                keys.extend(posts.into_iter().flat_map(|post| self.of_post(post)));
+                self.remove(keys, |_| true);
                 self.comments
                     .retain(|_, (author, post_author)| *author != user && *post_author != user);
                 self.mutes
@@ -151,5 +218,81 @@ impl Model {
                 (g, place)
             })
             .collect()
+    }
+}
+
+/// The whole log folded in memory for a rebuild ([`Model`], as `verify` folds it), then every
+/// table written with one `COPY`.
+#[derive(Debug, Default)]
+pub(super) struct NotificationsBulk {
+    model: Model,
+}
+
+/// A nullable column in `COPY`'s text format.
+fn nullable(value: Option<impl std::fmt::Display>) -> String {
+    value.map_or_else(|| "\\N".to_owned(), |v| v.to_string())
+}
+
+#[async_trait]
+impl BulkFold for NotificationsBulk {
+    fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        self.model.fold(event)
+    }
+
+    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+        let model = &self.model;
+        let mut rows = String::with_capacity(model.causes.len() * 96);
+        for c in model.causes.values() {
+            let (tx, gp) = (c.position.transaction_id, c.position.global_position);
+            writeln!(
+                rows,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{tx}\t{gp}\t{}",
+                c.recipient,
+                copy_text(&c.cause),
+                copy_text(&c.group),
+                c.kind.name(),
+                c.actor,
+                nullable(c.post),
+                nullable(c.comment),
+                copy_timestamp(c.at),
+            )
+            .expect("a String");
+        }
+        let target =
+            "notify_causes (recipient, cause, grp, kind, actor, post, comment, tx, gp, at)";
+        copy_in(conn, target, rows).await?;
+        let mut rows = String::new();
+        for (g, place) in model.groups() {
+            let actors: Vec<String> = g.actors.iter().map(i64::to_string).collect();
+            let (tx, gp) = (g.position.transaction_id, g.position.global_position);
+            let (place_tx, place_gp) = (place.transaction_id, place.global_position);
+            writeln!(
+                rows,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{{{}}}\t{tx}\t{gp}\t{}\t{place_tx}\t{place_gp}",
+                g.recipient,
+                copy_text(&g.group),
+                g.kind.name(),
+                nullable(g.post),
+                nullable(g.comment),
+                g.count,
+                actors.join(","),
+                copy_timestamp(g.at),
+            )
+            .expect("a String");
+        }
+        let target = "notify_groups (recipient, grp, kind, post, comment, count, actors, tx, gp, \
+                      latest_at, place_tx, place_gp)";
+        copy_in(conn, target, rows).await?;
+        let mut rows = String::new();
+        for ((post, n), (author, post_author)) in &model.comments {
+            writeln!(rows, "{post}\t{n}\t{author}\t{post_author}").expect("a String");
+        }
+        copy_in(conn, "notify_comments (post, n, author, post_author)", rows).await?;
+        let mut rows = String::new();
+        for ((muter, muted), until) in &model.mutes {
+            let until = copy_nullable_timestamp(*until);
+            writeln!(rows, "{muter}\t{muted}\t{until}").expect("a String");
+        }
+        copy_in(conn, "notify_mutes (muter, muted, until)", rows).await
     }
 }

@@ -125,7 +125,12 @@ pub async fn notifications(
     ApiQuery(types): ApiQuery<TypesParams>,
 ) -> Result<Json<NotificationPage>, ApiError> {
     let kinds = types.kinds()?;
-    let pool = wait_for_projectors(&state, &relations_projections::notifications::READS, page.min_position).await?;
+    let pool = wait_for_projectors(
+        &state,
+        &relations_projections::notifications::READS,
+        page.min_position,
+    )
+    .await?;
     let user = actor.user.get();
     let marker = notify_read::marker(pool, user).await?;
     let (mut rows, snapshot) =

@@ -44,7 +44,12 @@ pub async fn unread_count(
     actor: Actor,
     ApiQuery(p): ApiQuery<UnreadParams>,
 ) -> Result<Json<UnreadCount>, ApiError> {
-    let pool = wait_for_projectors(&state, &relations_projections::notifications::READS, p.min_position).await?;
+    let pool = wait_for_projectors(
+        &state,
+        &relations_projections::notifications::READS,
+        p.min_position,
+    )
+    .await?;
     let counts = notify_read::unread_count(pool, actor.user.get()).await?;
     let asks: Vec<_> = counts.iter().map(|(ask, _)| ask.clone()).collect();
     let shown = visible::readable(&state, actor.user, p.min_position, &asks).await?;
