@@ -96,12 +96,18 @@ async fn fold_in_memory(
 ) -> Result<u64, ProjectionError> {
     let mut after = LogPosition::START;
     let mut folded = 0u64;
-    loop {
-        let batch = log::read_after(conn, after, BULK_BATCH).await?;
-        let Some(last) = batch.last() else { break };
+    let mut batch = log::read_after(conn, after, BULK_BATCH).await?;
+    while let Some(last) = batch.last() {
         after = last.position;
         folded += batch.len() as u64;
-        bulk.fold_batch(batch).await?;
+        // The next batch is asked for before this one is folded: PostgreSQL reads and sends
+        // it on the other core meanwhile.
+        let (next, done) = tokio::join!(
+            log::read_after(conn, after, BULK_BATCH),
+            bulk.fold_batch(batch)
+        );
+        done?;
+        batch = next?;
         progress(folded);
     }
     tracing::info!(
