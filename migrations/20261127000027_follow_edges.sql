@@ -2,7 +2,7 @@
 -- its user, and each follower's rule-3 count (`follow_guard`) must lose one; until now the
 -- write side had no index to find those followers, so projector `following` settled them when
 -- it folded the erasure (`erased_users.guard_settled`). The write side now keeps its own index
--- of who follows whom, and the erasure settles the counts in its own transaction
+-- of who follows whom, and the store settles the counts right after the erasure commits
 -- (store/src/guards/erasure.rs).
 CREATE TABLE follow_edges
 (
@@ -75,7 +75,7 @@ DELETE FROM follow_edges
  WHERE followee IN (SELECT user_id FROM erased_users)
     OR follower IN (SELECT user_id FROM erased_users);
 
--- Every erasure from now on is settled in its own transaction.
-ALTER TABLE erased_users ALTER COLUMN guard_settled SET DEFAULT true;
-COMMENT ON COLUMN erased_users.guard_settled IS
-    'Always true since migration 20261127000027: the erasure settles its followers'' rule-3 counts itself.';
+-- From now on the store settles each erasure's followers right after it commits
+-- (store/src/guards/erasure.rs, `settle_followers`), and sets `guard_settled` when none is
+-- left; no reader of the log does. Roll this release out readers first (as every release):
+-- a `project` process of an older release would settle an erasure again.

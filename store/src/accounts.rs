@@ -6,7 +6,7 @@ use sqlx::PgPool;
 
 use crate::error::StoreError;
 use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
-use crate::guards::erasure::ErasureGuard;
+use crate::guards::erasure::{settle_followers, ErasureGuard};
 use crate::idempotency::Idempotency;
 use crate::metadata::EventMetadata;
 use crate::position::LogPosition;
@@ -26,6 +26,7 @@ pub struct AccountOutcome {
 #[derive(Clone)]
 pub struct AccountStore {
     executor: Executor<AccountCommandOf>,
+    pool: PgPool,
 }
 
 impl AccountStore {
@@ -36,8 +37,11 @@ impl AccountStore {
         workers: Workers,
         render: Render<AccountOutcome>,
     ) -> Self {
+        // An erasure whose followers' settling a stopped process cut short is settled now.
+        settle_in_background(&pool);
         Self {
-            executor: Executor::spawn(pool, None, signal, workers, render),
+            executor: Executor::spawn(pool.clone(), None, signal, workers, render),
+            pool,
         }
     }
 
@@ -52,13 +56,38 @@ impl AccountStore {
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<AccountOutcome>, StoreError> {
+        let erasure = matches!(command, AccountCommand::Erase { .. });
         let command = AccountCommandOf {
             stream: command.user().to_string(),
             actor,
             command,
         };
-        self.executor.execute(command, metadata, idempotency).await
+        let executed = self
+            .executor
+            .execute(command, metadata, idempotency)
+            .await?;
+        if erasure {
+            // The erased user's followers' rule-3 counts, right after the answer.
+            settle_in_background(&self.pool);
+        }
+        Ok(executed)
     }
+}
+
+/// Runs [`settle_followers`] on a task of its own, when there is a runtime to run it on.
+fn settle_in_background(pool: &PgPool) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let pool = pool.clone();
+    runtime.spawn(async move {
+        match settle_followers(&pool).await {
+            Ok(0) => {}
+            Ok(settled) => tracing::info!(settled, "erased users' followers settled"),
+            // The next erasure or start settles what is left.
+            Err(error) => tracing::warn!(%error, "settling erased users' followers failed"),
+        }
+    });
 }
 
 /// `user`'s account, folded from its stream (for a reader that has no replica of the log yet).

@@ -32,6 +32,7 @@ pub use engagement::{
 };
 pub use error::StoreError;
 pub use executor::{Executed, Render, Workers};
+pub use guards::erasure::settle_followers;
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
 pub use keys::{KeyError, Keyring, MasterKey};
 pub use metadata::EventMetadata;

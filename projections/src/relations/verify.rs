@@ -31,8 +31,9 @@ pub(crate) struct RelationFold {
     pub mutes: BTreeMap<UserPair, Option<i64>>,
     /// user -> (following, followers, friends), as the fold counts them.
     counts: BTreeMap<i64, FollowCounts>,
-    /// Erased users.
-    pub erased: BTreeSet<i64>,
+    /// Each erased user -> who followed them when they were erased (the follows the store
+    /// settles right after the erasure: `follow_edges` keeps them until then).
+    pub erased: BTreeMap<i64, Vec<i64>>,
 }
 
 impl ErasableTables for RelationFold {
@@ -89,7 +90,9 @@ impl RelationFold {
             AccountEvent::GraphShown { user } => self.hidden_graphs.remove(&user.get()),
             AccountEvent::UserErased { user } => {
                 let user = user.get();
-                self.erased.insert(user);
+                let followers = self.edges.follows.iter().filter(|&&(_, b)| b == user);
+                self.erased
+                    .insert(user, followers.map(|&(a, _)| a).collect());
                 for count in fold::erase(self, user) {
                     count.add_to(&mut self.counts);
                 }
@@ -225,17 +228,38 @@ impl FollowingCheck {
         )
         .await?;
         let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
-        // The store's own index of follows, which an erasure settles its followers' counts by.
-        let edges = pairs(&mut *conn, "SELECT follower, followee FROM follow_edges").await?;
+        // The store's own index of follows. A follow of an erased user stays in it, and counted
+        // in its follower's row, until the store settles the erasure (`guard_settled`): it must
+        // be one the user had when erased.
+        let unsettled: BTreeSet<i64> =
+            sqlx::query_scalar("SELECT user_id FROM erased_users WHERE NOT guard_settled")
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .collect();
+        let (pending, edges): (BTreeSet<_>, BTreeSet<_>) =
+            pairs(&mut *conn, "SELECT follower, followee FROM follow_edges")
+                .await?
+                .into_iter()
+                .partition(|(_, followee)| unsettled.contains(followee));
         diff(
             "follow_edges (follower, followee)",
             &self.relations.edges.follows,
             &edges,
             out,
         );
+        for &(follower, user) in &pending {
+            *expected.entry(follower).or_default() += 1;
+            let erased = self.relations.erased.get(&user);
+            if !erased.is_some_and(|followers| followers.contains(&follower)) {
+                out.push(format!(
+                    "follow_edges: {follower} -> {user} is not a follow {user} had when erased"
+                ));
+            }
+        }
         let erased = pairs(&mut *conn, "SELECT user_id, 0::bigint FROM erased_users").await?;
         let expected_erased: BTreeSet<(i64, i64)> =
-            self.relations.erased.iter().map(|&u| (u, 0)).collect();
+            self.relations.erased.keys().map(|&u| (u, 0)).collect();
         diff("erased_users (user, 0)", &expected_erased, &erased, out);
         for &(requester, _) in self
             .relations

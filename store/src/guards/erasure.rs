@@ -49,15 +49,16 @@ impl Guard<AccountEvent> for ErasureGuard {
 
 /// The erasure's write-side statements for `users`, in its transaction: the `erased_users`
 /// rows (what refuses every later command), the users' data keys (crypto-shredding: their
-/// sealed content becomes unreadable wherever it went), their follows both ways with the
-/// followers' rule-3 counts that held one of them (found by the write side's own index of
-/// follows, `follow_edges`), their pending requests both ways with the requesters' counts they
-/// held, their account locks and their own guard rows.
+/// sealed content becomes unreadable wherever it went), their own follows, their pending
+/// requests both ways with the requesters' counts they held, their account locks and their
+/// own guard rows. Their followers' rule-3 counts are settled right after, by the store
+/// ([`settle_followers`]): an account with 100,000 followers would otherwise hold the answer
+/// for seconds; until then each is over by one, which only errs on the safe side of the limit.
 ///
-/// Every guard row the erasures change (their followers', their requesters' and their own) is
-/// locked first, in one statement and in ascending order, as the follow guard locks them:
-/// locked a user at a time, or the users' own rows last, two erasures or a follow group could
-/// each hold a row the other waits for.
+/// Every guard row the erasures change (their requesters' and their own) is locked first, in
+/// one statement and in ascending order, as the follow guard locks them: locked a user at a
+/// time, or the users' own rows last, two erasures or a follow group could each hold a row the
+/// other waits for.
 async fn erase(conn: &mut PgConnection, users: &[UserId]) -> Result<(), StoreError> {
     let users: Vec<i64> = users.iter().map(|u| u.get()).collect();
     let statements = [
@@ -65,12 +66,8 @@ async fn erase(conn: &mut PgConnection, users: &[UserId]) -> Result<(), StoreErr
         "DELETE FROM data_keys WHERE user_id = ANY($1)",
         "SELECT 1 FROM follow_guard WHERE user_id = ANY($1)
              OR user_id IN (SELECT requester FROM pending_requests WHERE target = ANY($1))
-             OR user_id IN (SELECT follower FROM follow_edges WHERE followee = ANY($1))
           ORDER BY user_id FOR NO KEY UPDATE",
-        // A follower of two of the users loses one count per follow.
-        "WITH f AS (DELETE FROM follow_edges WHERE followee = ANY($1) RETURNING follower),
-              n AS (SELECT follower, count(*) AS n FROM f GROUP BY follower)
-         UPDATE follow_guard g SET following = g.following - n.n FROM n WHERE g.user_id = n.follower",
+        // Their own follows; the follows of them are settled by `settle_followers`.
         "DELETE FROM follow_edges WHERE follower = ANY($1)",
         // A requester asking two of the users loses one count per request.
         "WITH r AS (DELETE FROM pending_requests WHERE target = ANY($1) RETURNING requester),
@@ -85,4 +82,80 @@ async fn erase(conn: &mut PgConnection, users: &[UserId]) -> Result<(), StoreErr
         sqlx::query(sql).bind(&users).execute(&mut *conn).await?;
     }
     Ok(())
+}
+
+/// Followers settled per transaction.
+const SETTLE_CHUNK: i64 = 2_000;
+
+/// Settles every erasure's followers (see [`erase`]): each follow of an erased user still in
+/// `follow_edges` is taken out, and its follower's rule-3 count with it, a chunk of followers
+/// per transaction (their guard rows locked in ascending order first, as every writer of them
+/// does); an erasure with none left is marked settled. Each follow is settled once whoever
+/// runs this, and however many run it at once: the delete that takes the follow out is what
+/// decrements. The store runs it after each erasure and when it starts (an erasure whose
+/// settling was cut short); the number of follows settled.
+pub async fn settle_followers(pool: &sqlx::PgPool) -> Result<u64, StoreError> {
+    let mut settled = 0;
+    loop {
+        let user: Option<i64> = sqlx::query_scalar(
+            "SELECT user_id FROM erased_users WHERE NOT guard_settled ORDER BY erased_at LIMIT 1",
+        )
+        .fetch_optional(pool)
+        .await?;
+        let Some(user) = user else {
+            return Ok(settled);
+        };
+        loop {
+            let chunk = settle_chunk(pool, user).await?;
+            if chunk == 0 {
+                break;
+            }
+            settled += chunk;
+        }
+        sqlx::query(
+            "UPDATE erased_users SET guard_settled = true
+              WHERE user_id = $1 AND NOT EXISTS (SELECT 1 FROM follow_edges WHERE followee = $1)",
+        )
+        .bind(user)
+        .execute(pool)
+        .await?;
+    }
+}
+
+/// Settles up to [`SETTLE_CHUNK`] followers of erased `user` in one transaction; how many.
+async fn settle_chunk(pool: &sqlx::PgPool, user: i64) -> Result<u64, StoreError> {
+    let mut tx = pool.begin().await?;
+    let result = async {
+        let followers: Vec<i64> = sqlx::query_scalar(
+            "SELECT follower FROM follow_edges WHERE followee = $1 ORDER BY follower LIMIT $2",
+        )
+        .bind(user)
+        .bind(SETTLE_CHUNK)
+        .fetch_all(&mut *tx)
+        .await?;
+        if followers.is_empty() {
+            return Ok(0);
+        }
+        sqlx::query(
+            "SELECT 1 FROM follow_guard WHERE user_id = ANY($1) ORDER BY user_id FOR NO KEY UPDATE",
+        )
+        .bind(&followers)
+        .execute(&mut *tx)
+        .await?;
+        // A follower erased too has no guard row left: their follow is taken out all the same.
+        let done: i64 = sqlx::query_scalar(
+            "WITH f AS (DELETE FROM follow_edges WHERE followee = $1 AND follower = ANY($2)
+                        RETURNING follower),
+                  u AS (UPDATE follow_guard g SET following = g.following - 1 FROM f
+                         WHERE g.user_id = f.follower)
+             SELECT count(*) FROM f",
+        )
+        .bind(user)
+        .bind(&followers)
+        .fetch_one(&mut *tx)
+        .await?;
+        Ok::<_, sqlx::Error>(done as u64)
+    }
+    .await;
+    Ok(crate::db::end_transaction(tx, result, |_| true).await?)
 }
