@@ -217,20 +217,14 @@ impl FollowingCheck {
         Ok(())
     }
 
-    async fn compare_guards(
+    /// The store's own index of follows against the fold. A follow of an erased user stays in
+    /// it, and counted in its follower's guard row, until the store settles the erasure
+    /// (`guard_settled`): it must be one the user had when erased. Those counts, by follower.
+    async fn compare_edges(
         &self,
         conn: &mut PgConnection,
         out: &mut Vec<String>,
-    ) -> Result<(), ProjectionError> {
-        let guards = pairs(
-            &mut *conn,
-            "SELECT user_id, following::bigint FROM follow_guard WHERE following <> 0",
-        )
-        .await?;
-        let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
-        // The store's own index of follows. A follow of an erased user stays in it, and counted
-        // in its follower's row, until the store settles the erasure (`guard_settled`): it must
-        // be one the user had when erased.
+    ) -> Result<BTreeMap<i64, i64>, ProjectionError> {
         let unsettled: BTreeSet<i64> =
             sqlx::query_scalar("SELECT user_id FROM erased_users WHERE NOT guard_settled")
                 .fetch_all(&mut *conn)
@@ -248,8 +242,9 @@ impl FollowingCheck {
             &edges,
             out,
         );
+        let mut counted: BTreeMap<i64, i64> = BTreeMap::new();
         for &(follower, user) in &pending {
-            *expected.entry(follower).or_default() += 1;
+            *counted.entry(follower).or_default() += 1;
             let erased = self.relations.erased.get(&user);
             if !erased.is_some_and(|followers| followers.contains(&follower)) {
                 out.push(format!(
@@ -257,6 +252,20 @@ impl FollowingCheck {
                 ));
             }
         }
+        Ok(counted)
+    }
+
+    async fn compare_guards(
+        &self,
+        conn: &mut PgConnection,
+        out: &mut Vec<String>,
+    ) -> Result<(), ProjectionError> {
+        let guards = pairs(
+            &mut *conn,
+            "SELECT user_id, following::bigint FROM follow_guard WHERE following <> 0",
+        )
+        .await?;
+        let mut expected = self.compare_edges(conn, out).await?;
         let erased = pairs(&mut *conn, "SELECT user_id, 0::bigint FROM erased_users").await?;
         let expected_erased: BTreeSet<(i64, i64)> =
             self.relations.erased.keys().map(|&u| (u, 0)).collect();
