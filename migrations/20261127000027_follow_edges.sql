@@ -14,36 +14,32 @@ CREATE TABLE follow_edges
 -- An erasure also drops the user's own follows.
 CREATE INDEX follow_edges_follower ON follow_edges (follower);
 
--- Kept by every statement that appends to the log, in the same transaction, whatever wrote it
--- (the executors, an unlock's approvals, the benchmark's bulk load, an older binary during a
--- rolling deploy): each directed pair's last `Followed` or `Unfollowed` of the statement
--- decides. A pair's events are serialized by its stream's lock, and no event names an erased
--- user, so no two transactions write one row.
+-- Kept by every transaction that appends a follow or an unfollow, whatever appends it (the
+-- executors, an unlock's approvals, the benchmark's bulk load, an older binary during a
+-- rolling deploy), row by row in the order appended. Only those two events fire it: a
+-- statement trigger with a transition table copied every appended row, payload and all, and
+-- cost the follow command about 15% (BENCHMARKS.md, seventeenth round). A pair's events are
+-- serialized by its stream's lock, and no event names an erased user, so no two
+-- transactions write one row.
 CREATE FUNCTION follow_edges_keep() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    who  bigint := (NEW.payload -> NEW.event_type ->> 'follower')::bigint;
+    whom bigint := (NEW.payload -> NEW.event_type ->> 'followee')::bigint;
 BEGIN
-    WITH changed AS (
-        SELECT DISTINCT ON (follower, followee) follower, followee, follows
-          FROM (SELECT (payload -> event_type ->> 'follower')::bigint AS follower,
-                       (payload -> event_type ->> 'followee')::bigint AS followee,
-                       event_type = 'Followed' AS follows, global_position
-                  FROM appended
-                 WHERE aggregate_type = 'relation'
-                   AND event_type IN ('Followed', 'Unfollowed')) AS e
-         ORDER BY follower, followee, global_position DESC),
-    ended AS (
-        DELETE FROM follow_edges f USING changed c
-         WHERE NOT c.follows AND f.followee = c.followee AND f.follower = c.follower)
-    INSERT INTO follow_edges (followee, follower)
-    SELECT followee, follower FROM changed WHERE follows ORDER BY followee, follower
-    ON CONFLICT DO NOTHING;
+    IF NEW.event_type = 'Followed' THEN
+        INSERT INTO follow_edges (followee, follower) VALUES (whom, who) ON CONFLICT DO NOTHING;
+    ELSE
+        DELETE FROM follow_edges WHERE followee = whom AND follower = who;
+    END IF;
     RETURN NULL;
 END;
 $$;
 
 CREATE TRIGGER events_follow_edges
     AFTER INSERT ON events
-    REFERENCING NEW TABLE AS appended
-    FOR EACH STATEMENT EXECUTE FUNCTION follow_edges_keep();
+    FOR EACH ROW
+    WHEN (NEW.aggregate_type = 'relation' AND NEW.event_type IN ('Followed', 'Unfollowed'))
+    EXECUTE FUNCTION follow_edges_keep();
 
 -- The index as the log leaves it: each directed pair's last follow event, in log order.
 INSERT INTO follow_edges (followee, follower)
