@@ -171,6 +171,11 @@ pub type Author = (i64, bool);
 pub trait FeedTables: PostTables {
     /// The threshold and the cap.
     fn settings(&self) -> Settings;
+    /// Whether runs are folded at once ([`fold_changes`]): what saves round trips to
+    /// PostgreSQL only costs tables in memory their bookkeeping.
+    fn in_runs(&self) -> bool {
+        true
+    }
     /// Adds each follow unless it is there; the ones added.
     async fn follow(&mut self, pairs: &[UserPair]) -> Folded<HashSet<UserPair>>;
     /// Removes the follow if it is there; whether it was.
@@ -346,7 +351,7 @@ pub type Change<'a> = (LogPosition, Option<FeedChange<'a>>);
 pub async fn fold_changes<T: FeedTables>(tables: &mut T, changes: &[Change<'_>]) -> Folded<()> {
     let mut rest = changes;
     while let Some(((_, first), _)) = rest.split_first() {
-        let kind = Run::of(first);
+        let kind = Run::of(first).filter(|_| tables.in_runs());
         let len = match kind {
             Some(_) => rest.iter().take_while(|(_, c)| Run::of(c) == kind).count(),
             None => 1,

@@ -75,6 +75,8 @@ pub(super) struct FeedMemory {
     settings: Settings,
     /// Whether inboxes and posts' text are kept (a rebuild's) or not (verify's).
     whole: bool,
+    /// Whether runs are folded at once (the tests' way of checking them against one by one).
+    runs: bool,
     pub(super) posts: Vec<PostRow>,
     seq_of: HashMap<uuid::Uuid, i64>,
     /// Each author's live posts, ascending seq.
@@ -98,6 +100,7 @@ impl FeedMemory {
         Self {
             settings,
             whole,
+            runs: false,
             posts: Vec::new(),
             seq_of: HashMap::new(),
             timelines: HashMap::new(),
@@ -135,6 +138,13 @@ impl FeedMemory {
             "{posts:?}\n{:?}\n{authors:?}\n{:?}\n{inboxes:?}\n{:?}\n{:?}",
             self.following, self.mode_changes, self.banned, self.mutes
         )
+    }
+
+    /// These tables, folding runs at once as PostgreSQL's do.
+    #[cfg(test)]
+    pub(super) fn folding_runs(mut self) -> Self {
+        self.runs = true;
+        self
     }
 
     fn cap(&self) -> usize {
@@ -206,6 +216,12 @@ impl PostTables for FeedMemory {
 impl FeedTables for FeedMemory {
     fn settings(&self) -> Settings {
         self.settings
+    }
+
+    /// One by one: a run's sets and maps cost the rebuild about a fifth (BENCHMARKS.md,
+    /// seventeenth round) and save no round trip here.
+    fn in_runs(&self) -> bool {
+        self.runs
     }
 
     async fn follow(&mut self, pairs: &[UserPair]) -> Folded<HashSet<UserPair>> {

@@ -125,6 +125,7 @@ fn history(ops: &[Op]) -> (Vec<Change<'static>>, Model) {
 fn folded(settings: Settings, changes: &[Change<'_>], in_runs: bool) -> FeedMemory {
     let mut tables = FeedMemory::new(settings, true);
     if in_runs {
+        tables = tables.folding_runs();
         in_memory(fold_changes(&mut tables, changes)).expect("folded");
     } else {
         for (at, change) in changes.iter().filter_map(|(at, c)| Some((*at, (*c)?))) {
