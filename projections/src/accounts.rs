@@ -61,10 +61,6 @@ impl MemoryModel for Accounts {
             | LogEvent::Like(_) => {}
         }
     }
-
-    fn heap_bytes(&self) -> usize {
-        self.accounts.capacity() * (std::mem::size_of::<(u64, Account)>() + 1)
-    }
 }
 
 impl Accounts {

@@ -20,7 +20,7 @@ pub mod verify;
 pub mod visible;
 
 use async_trait::async_trait;
-use relations_domain::{LikeTarget, LogEvent, ThreadEvent, UserId};
+use relations_domain::{LikeTarget, LogEvent, ThreadEvent};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::Keyring;
 use sqlx::PgConnection;
@@ -78,10 +78,7 @@ impl Engagement {
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
         if let Some(user) = erased_user(event) {
-            // This process opens none of the user's content from now on (their key is gone).
-            if let Ok(erased) = UserId::try_from(user) {
-                self.keys.forget(erased);
-            }
+            log::forget_erased(&self.keys, std::slice::from_ref(event));
             return erase(conn, user).await;
         }
         match &event.event {

@@ -34,10 +34,7 @@ impl FeedBulk {
 #[async_trait]
 impl BulkFold for FeedBulk {
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        if let Some(user) = event.event.erased_user() {
-            // Nothing of the user's is opened from now on (their key is gone).
-            self.keys.forget(user);
-        }
+        log::forget_erased(&self.keys, std::slice::from_ref(event));
         in_memory(fold_events(&mut self.tables, std::slice::from_ref(event)))
     }
 
@@ -46,9 +43,7 @@ impl BulkFold for FeedBulk {
     /// for borrowed events, cost the 50k rebuild 5%).
     async fn fold_batch(&mut self, mut events: Vec<RecordedEvent>) -> Result<(), ProjectionError> {
         log::reveal(&self.keys, &mut events).await?;
-        for user in events.iter().filter_map(|e| e.event.erased_user()) {
-            self.keys.forget(user);
-        }
+        log::forget_erased(&self.keys, &events);
         in_memory(fold_events(&mut self.tables, &events))
     }
 

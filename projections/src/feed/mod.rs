@@ -100,10 +100,7 @@ impl Projector for Feed {
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
         let events = log::revealed(&self.keys, events).await?;
-        for user in events.iter().filter_map(|e| e.event.erased_user()) {
-            // This process opens none of the user's content from now on (their key is gone).
-            self.keys.forget(user);
-        }
+        log::forget_erased(&self.keys, &events);
         let mut tables = sql::SqlTables {
             conn,
             settings: self.settings,

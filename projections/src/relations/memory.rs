@@ -559,10 +559,6 @@ impl MemoryModel for RelationsMemory {
             LogEvent::Account(_) | LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) => {}
         }
     }
-
-    fn heap_bytes(&self) -> usize {
-        RelationsMemory::heap_bytes(self)
-    }
 }
 
 /// `(from, to, since)` of an edge row.

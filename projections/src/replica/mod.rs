@@ -117,11 +117,6 @@ impl Replica {
         self.position = position;
     }
 
-    /// An estimate of the heap every model holds, in bytes.
-    pub fn heap_bytes(&self) -> usize {
-        self.relations.heap_bytes() + self.accounts.heap_bytes() + self.posts.heap_bytes()
-    }
-
     /// `user`'s counters: the graph's and the posts'.
     pub fn counts(&self, user: UserId) -> Counts {
         let posts = self.posts.timelines().live(user.get() as u64);

@@ -1,5 +1,5 @@
-//! What a read model served from memory offers the replica (issue 43, item 3): its load, its
-//! fold of the log and its size, written in the model's own folder. The replica only composes
+//! What a read model served from memory offers the replica (issue 43, item 3): its load and
+//! its fold of the log, written in the model's own folder. The replica only composes
 //! them ([`super::Replica`]): a new model costs its folder and one line in
 //! [`each_model`](super::each_model).
 
@@ -29,7 +29,4 @@ pub trait MemoryModel {
 
     /// The load's replay is over: what it read only for the replay's sake may go.
     fn settle(&mut self) {}
-
-    /// An estimate of the heap it holds, in bytes.
-    fn heap_bytes(&self) -> usize;
 }

@@ -170,6 +170,14 @@ fn author(event: &RecordedEvent) -> Option<i64> {
     event.event.content_author().map(|author| author.get())
 }
 
+/// Forgets the key of every user `events` erase: a reader that opened a batch opens none of an
+/// erased user's content after their erasure (their key is gone from the store with it).
+pub fn forget_erased(keys: &Keyring, events: &[RecordedEvent]) {
+    for user in events.iter().filter_map(|e| e.event.erased_user()) {
+        keys.forget(user);
+    }
+}
+
 /// `events` as readers fold them ([`reveal`]): borrowed as they are when none carries content
 /// still to reveal, else a revealed copy.
 pub async fn revealed<'e>(

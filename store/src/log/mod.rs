@@ -17,7 +17,7 @@ mod read;
 mod replay;
 mod rewrite;
 
-pub use content::{reveal, revealed, CONTENT_TYPES, SEALED_VERSION};
+pub use content::{forget_erased, reveal, revealed, CONTENT_TYPES, SEALED_VERSION};
 pub use envelope::{BadEnvelope, ENVELOPE_SCHEMA};
 pub use event::RecordedEvent;
 pub use horizon::{

@@ -221,10 +221,6 @@ impl MemoryModel for HeldPosts {
     fn settle(&mut self) {
         self.timelines.settle();
     }
-
-    fn heap_bytes(&self) -> usize {
-        self.timelines.heap_bytes()
-    }
 }
 
 /// The held timelines as the feed fold's post tables: a publish is numbered and held, a
