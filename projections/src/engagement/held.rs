@@ -90,10 +90,17 @@ impl Engagement {
         self.by_post.remove(&post);
     }
 
-    /// `user` is erased: each like of theirs is void and each live comment deleted.
-    pub fn erase(&mut self, user: u64) {
+    /// Each like of `user` is void (an erasure).
+    pub fn unlike_all(&mut self, user: u64) {
         self.by_post.retain(|_, stats| {
             stats.likers.remove(&user);
+            !stats.is_empty()
+        });
+    }
+
+    /// Each live comment of `user` is deleted (an erasure).
+    pub fn uncomment_all(&mut self, user: u64) {
+        self.by_post.retain(|_, stats| {
             stats.comments.retain(|&(_, by)| by != user);
             !stats.is_empty()
         });
@@ -170,7 +177,8 @@ mod tests {
         e.uncomment(p(1), 1);
         assert_eq!(shown(&e, 1, 3), (1, 1, false));
         // User 2's erasure voids their like and comment: nothing is left, nor an entry.
-        e.erase(2);
+        e.unlike_all(2);
+        e.uncomment_all(2);
         assert_eq!(shown(&e, 1, 2), (0, 0, false));
         assert_eq!(e.held(), (0, 0));
     }

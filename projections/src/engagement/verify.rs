@@ -1,34 +1,25 @@
-//! `verify`'s check of projector `engagement`: likes, counts and comments against a fold of
-//! the `like` and `thread` events and the erasures, written from the rules (not from the
-//! projector's SQL).
+//! `verify`'s check of projector `engagement`: its tables against the one fold
+//! ([`super::fold`]) of the log up to its checkpoint into tables in memory, row for row; and
+//! the fold's counts against what the rules say they are, recounted from the rows (each count
+//! is the number of rows that stand, each visibility the tombstone rule), so that a fault in
+//! the fold itself shows too.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
-use relations_domain::{LikeEvent, LikeTarget, LogEvent, ThreadEvent};
+use relations_domain::LikeTarget;
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
+use super::fold::{fold, EngagementChange, Key};
+use super::memory::{CommentRow, EngagementMemory};
 use crate::error::ProjectionError;
-use crate::runtime::projector::erased_user;
+use crate::feed::fold::in_memory;
 use crate::runtime::verify::{diff, Check};
-
-/// A comment as folded: (author, parent, content, deleted, pinned).
-#[derive(Debug, Clone)]
-struct Folded {
-    author: i64,
-    parent: Option<i32>,
-    content: Option<String>,
-    deleted: bool,
-    pinned: bool,
-}
-
-/// A comment's key: (post, n).
-type Key = (uuid::Uuid, i32);
 
 /// A compared comment row: (post, n, author, parent, content, deleted, pinned, likes,
 /// replies, visible).
-type CommentRow = (
+type Row = (
     uuid::Uuid,
     i32,
     i64,
@@ -41,76 +32,120 @@ type CommentRow = (
     bool,
 );
 
+/// How differences name the tables compared.
+const STATS: &str = "rm_post_stats (post, likes, comments)";
+const COMMENTS: &str =
+    "rm_comments (post, n, author, parent, content, deleted, pinned, likes, replies, visible)";
+
 /// The engagement read models against the events.
 #[derive(Debug, Default)]
 pub struct EngagementCheck {
-    likes: BTreeSet<(String, i64)>,
-    comments: BTreeMap<Key, Folded>,
+    tables: EngagementMemory,
 }
 
 impl EngagementCheck {
-    fn likes_of(&self, target: &str) -> i64 {
-        let from = (target.to_owned(), i64::MIN);
-        self.likes
-            .range(from..)
-            .take_while(|(t, _)| t == target)
-            .count() as i64
+    /// The tables folded into.
+    #[cfg(test)]
+    pub(super) fn tables_mut(&mut self) -> &mut EngagementMemory {
+        &mut self.tables
     }
 
-    /// The rows `rm_post_stats` (those not zero) and `rm_comments` should hold, from the
-    /// events folded.
-    fn expected_rows(&self) -> (BTreeSet<(uuid::Uuid, i64, i64)>, BTreeSet<CommentRow>) {
-        let (visible, replies) = self.visibility();
+    /// Where the folded counts differ from the rules' recount (nothing when right).
+    pub(super) fn recount_mismatches(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let (stats, comments) = self.recounted();
+        diff(
+            &format!("folded {STATS} recounted"),
+            &stats,
+            &self.stats(),
+            &mut out,
+        );
+        diff(
+            &format!("folded {COMMENTS} recounted"),
+            &comments,
+            &self.comments(),
+            &mut out,
+        );
+        out
+    }
+
+    /// `rm_post_stats` as folded, rows of nothing left out.
+    fn stats(&self) -> BTreeSet<(uuid::Uuid, i64, i64)> {
+        let stats = self.tables.stats.iter();
+        stats
+            .filter(|(_, &(l, c))| (l, c) != (0, 0))
+            .map(|(&p, &(l, c))| (p, l, c))
+            .collect()
+    }
+
+    /// `rm_comments` as folded.
+    fn comments(&self) -> BTreeSet<Row> {
+        let rows = self.tables.comments.iter();
+        rows.map(|(&(post, n), c)| row(post, n, c.clone()))
+            .collect()
+    }
+
+    /// The counts and visibility the rules give, recounted from the folded likes and
+    /// comments: a post's likes are its rows of `rm_likes`, its comments the live ones; a
+    /// comment is visible while live or while it has a visible reply.
+    fn recounted(&self) -> (BTreeSet<(uuid::Uuid, i64, i64)>, BTreeSet<Row>) {
         let mut stats: BTreeMap<uuid::Uuid, (i64, i64)> = BTreeMap::new();
-        for (target, _) in &self.likes {
-            if let Ok(LikeTarget::Post(post)) = target.parse() {
-                stats.entry(post.uuid()).or_default().0 += 1;
+        let mut comment_likes: BTreeMap<Key, i64> = BTreeMap::new();
+        for (target, _) in &self.tables.likes {
+            match target {
+                LikeTarget::Post(post) => stats.entry(post.uuid()).or_default().0 += 1,
+                LikeTarget::Comment(c) => {
+                    *comment_likes
+                        .entry((c.post.uuid(), c.n as i32))
+                        .or_default() += 1
+                }
             }
         }
-        let mut comments = BTreeSet::new();
-        for (&(post, n), c) in &self.comments {
-            if !c.deleted {
-                stats.entry(post).or_default().1 += 1;
-            }
-            let id = format!("comment:{}.{n}", relations_domain::PostId::from_uuid(post));
-            comments.insert((
-                post,
-                n,
-                c.author,
-                c.parent,
-                c.content.clone(),
-                c.deleted,
-                c.pinned,
-                self.likes_of(&id),
-                replies.get(&(post, n)).copied().unwrap_or(0),
-                visible.contains(&(post, n)),
-            ));
-        }
-        let stats = stats
-            .into_iter()
-            .filter(|(_, (l, c))| (*l, *c) != (0, 0))
-            .map(|(p, (l, c))| (p, l, c))
-            .collect();
-        (stats, comments)
-    }
-
-    /// Visible comments and each one's visible direct replies: a comment is visible while live
-    /// or while it has a visible reply.
-    fn visibility(&self) -> (BTreeSet<Key>, BTreeMap<Key, i64>) {
         let mut visible = BTreeSet::new();
         let mut replies: BTreeMap<Key, i64> = BTreeMap::new();
         // Children have higher numbers than their parents: walk from the newest down.
-        for (&(post, n), c) in self.comments.iter().rev() {
-            let shown = !c.deleted || replies.get(&(post, n)).copied().unwrap_or(0) > 0;
-            if shown {
+        for (&(post, n), c) in self.tables.comments.iter().rev() {
+            if !c.deleted {
+                stats.entry(post).or_default().1 += 1;
+            }
+            if !c.deleted || replies.get(&(post, n)).copied().unwrap_or(0) > 0 {
                 visible.insert((post, n));
                 if let Some(p) = c.parent {
                     *replies.entry((post, p)).or_default() += 1;
                 }
             }
         }
-        (visible, replies)
+        let comments = self.tables.comments.iter().map(|(&key, c)| {
+            let recount = CommentRow {
+                likes: comment_likes.get(&key).copied().unwrap_or(0),
+                replies: replies.get(&key).copied().unwrap_or(0),
+                visible: visible.contains(&key),
+                ..c.clone()
+            };
+            row(key.0, key.1, recount)
+        });
+        let stats = stats.into_iter().filter(|(_, (l, c))| (*l, *c) != (0, 0));
+        (
+            stats.map(|(p, (l, c))| (p, l, c)).collect(),
+            comments.collect(),
+        )
     }
+}
+
+fn row(post: uuid::Uuid, n: i32, c: CommentRow) -> Row {
+    let CommentRow {
+        author,
+        parent,
+        content,
+        deleted,
+        pinned,
+        likes,
+        replies,
+        visible,
+    } = c;
+    (
+        post, n, author, parent, content, deleted, pinned, likes, replies, visible,
+    )
 }
 
 #[async_trait]
@@ -120,62 +155,10 @@ impl Check for EngagementCheck {
     }
 
     fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        if let Some(user) = erased_user(event) {
-            // The user's likes are void, their comments deleted (the visibility rule decides
-            // which stay as tombstones).
-            self.likes.retain(|(_, u)| *u != user);
-            for c in self.comments.values_mut().filter(|c| c.author == user) {
-                (c.deleted, c.pinned, c.content) = (true, false, None);
-            }
-            return Ok(());
+        match EngagementChange::of(event) {
+            Some(change) => in_memory(fold(&mut self.tables, &change)),
+            None => Ok(()),
         }
-        match &event.event {
-            LogEvent::Like(like) => match *like {
-                LikeEvent::Liked { user, target, .. } => {
-                    self.likes.insert((target.to_string(), user.get()));
-                }
-                LikeEvent::Unliked { user, target, .. } => {
-                    self.likes.remove(&(target.to_string(), user.get()));
-                }
-            },
-            LogEvent::Thread(threaded) => {
-                let event = threaded.clone();
-                let id = event.comment();
-                let key = (id.post.uuid(), id.n as i32);
-                match event {
-                    ThreadEvent::CommentAdded {
-                        author,
-                        parent,
-                        content,
-                        ..
-                    } => {
-                        self.comments.insert(
-                            key,
-                            Folded {
-                                author: author.get(),
-                                parent: parent.map(|p| p as i32),
-                                content: content.map(|c| c.as_str().to_owned()),
-                                deleted: false,
-                                pinned: false,
-                            },
-                        );
-                    }
-                    ThreadEvent::CommentDeleted { .. } => {
-                        if let Some(c) = self.comments.get_mut(&key) {
-                            (c.deleted, c.pinned, c.content) = (true, false, None);
-                        }
-                    }
-                    ThreadEvent::CommentPinned { .. } | ThreadEvent::CommentUnpinned { .. } => {
-                        let pinned = matches!(event, ThreadEvent::CommentPinned { .. });
-                        if let Some(c) = self.comments.get_mut(&key) {
-                            c.pinned = pinned;
-                        }
-                    }
-                }
-            }
-            LogEvent::Relation(_) | LogEvent::Post(_) | LogEvent::Account(_) => {}
-        }
-        Ok(())
     }
 
     async fn compare(
@@ -183,13 +166,16 @@ impl Check for EngagementCheck {
         conn: &mut PgConnection,
         out: &mut Vec<String>,
     ) -> Result<(), ProjectionError> {
+        out.extend(self.recount_mismatches());
+        let (stats, comments) = (self.stats(), self.comments());
         let likes: BTreeSet<(String, i64)> = sqlx::query_as("SELECT target, user_id FROM rm_likes")
             .fetch_all(&mut *conn)
             .await?
             .into_iter()
             .collect();
-        diff("rm_likes (target, user)", &self.likes, &likes, out);
-        let (expected_stats, expected_comments) = self.expected_rows();
+        let folded = self.tables.likes.iter();
+        let folded = folded.map(|(t, u)| (t.to_string(), *u)).collect();
+        diff("rm_likes (target, user)", &folded, &likes, out);
         let actual_stats: BTreeSet<(uuid::Uuid, i64, i64)> = sqlx::query_as(
             "SELECT post, like_count, comment_count FROM rm_post_stats
               WHERE like_count <> 0 OR comment_count <> 0",
@@ -198,25 +184,15 @@ impl Check for EngagementCheck {
         .await?
         .into_iter()
         .collect();
-        diff(
-            "rm_post_stats (post, likes, comments)",
-            &expected_stats,
-            &actual_stats,
-            out,
-        );
-        diff(
-            "rm_comments (post, n, author, parent, content, deleted, pinned, likes, replies, visible)",
-            &expected_comments,
-            &comment_rows(conn).await?,
-            out,
-        );
+        diff(STATS, &stats, &actual_stats, out);
+        diff(COMMENTS, &comments, &comment_rows(conn).await?, out);
         Ok(())
     }
 }
 
-/// Every row of `rm_comments`, as [`CommentRow`]s.
-async fn comment_rows(conn: &mut PgConnection) -> Result<BTreeSet<CommentRow>, sqlx::Error> {
-    let rows: Vec<CommentRow> = sqlx::query_as(
+/// Every row of `rm_comments`, as [`Row`]s.
+async fn comment_rows(conn: &mut PgConnection) -> Result<BTreeSet<Row>, sqlx::Error> {
+    let rows: Vec<Row> = sqlx::query_as(
         "SELECT post, n, author, parent, content, deleted, pinned, like_count, reply_count,
                 visible FROM rm_comments",
     )

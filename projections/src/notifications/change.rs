@@ -10,6 +10,7 @@ use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use uuid::Uuid;
 
+use crate::engagement::fold::EngagementChange;
 use crate::error::ProjectionError;
 use crate::relations::fold::{approval, EdgeKind, RelationChange};
 use crate::runtime::projector::erased_user;
@@ -179,7 +180,7 @@ impl ChangeReader {
         Ok(match &event.event {
             LogEvent::Relation(relation) => self.relation(*relation, position, at),
             LogEvent::Like(liked) => vec![like(*liked, position, at)],
-            LogEvent::Thread(threaded) => thread(threaded.clone(), position, at),
+            LogEvent::Thread(threaded) => thread(threaded, position, at),
             LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {
                 post: post_id.uuid(),
             }],
@@ -306,31 +307,23 @@ fn like(event: LikeEvent, position: LogPosition, at: DateTime<Utc>) -> Change {
     })
 }
 
-fn thread(event: ThreadEvent, position: LogPosition, at: DateTime<Utc>) -> Vec<Change> {
-    match event {
-        ThreadEvent::CommentAdded {
-            post_id,
-            comment,
-            author,
-            post_author,
-            parent,
-            ..
-        } => vec![Change::Comment(NewComment {
-            post: post_id.uuid(),
-            n: comment as i32,
-            author: author.get(),
-            post_author: post_author.get(),
-            parent: parent.map(|p| p as i32),
+/// A thread event's change, read as the engagement fold reads it.
+fn thread(event: &ThreadEvent, position: LogPosition, at: DateTime<Utc>) -> Vec<Change> {
+    match EngagementChange::of_thread(event) {
+        EngagementChange::Commented(c) => vec![Change::Comment(NewComment {
+            post: c.key.0,
+            n: c.key.1,
+            author: c.author,
+            post_author: c.post_author,
+            parent: c.parent,
             position,
             at,
         })],
-        ThreadEvent::CommentDeleted {
-            post_id, comment, ..
-        } => vec![Change::CommentDeleted {
-            post: post_id.uuid(),
-            n: comment as i32,
-        }],
-        ThreadEvent::CommentPinned { .. } | ThreadEvent::CommentUnpinned { .. } => vec![],
+        EngagementChange::Uncommented((post, n)) => vec![Change::CommentDeleted { post, n }],
+        // Pins notify nobody; a thread event is neither a like nor an erasure.
+        EngagementChange::Pinned(..) | EngagementChange::Like(_) | EngagementChange::Erased(_) => {
+            vec![]
+        }
     }
 }
 

@@ -6,12 +6,15 @@
 
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use relations_domain::{AccountEvent, LogEvent, Post, PostEvent, PostId, ThreadEvent};
+use relations_domain::{AccountEvent, LikeTarget, LogEvent, Post, PostEvent, PostId};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
 use super::fold::{fold_posts, in_memory, FeedChange, Folded, NewPost, PostTables};
+use crate::engagement::fold::{
+    self as engagement, EngagementChange, EngagementTables, Like, NewComment,
+};
 use crate::replica::MemoryModel;
 use crate::runtime::checkpoint;
 use timelines::{Caps, HeldPost, Timelines};
@@ -132,36 +135,13 @@ impl HeldPosts {
         }
         Ok(())
     }
+}
 
-    /// Folds a like or thread event of a held post.
-    fn engage(&mut self, event: &LogEvent) {
-        match event {
-            LogEvent::Like(like) => {
-                let (user, target, author, on) = like.parts();
-                if let relations_domain::LikeTarget::Post(post) = target {
-                    let (author, user) = (author.get() as u64, user.get() as u64);
-                    self.timelines.like(post, author, user, on);
-                }
-            }
-            LogEvent::Thread(ThreadEvent::CommentAdded {
-                post_id,
-                comment,
-                author,
-                post_author,
-                ..
-            }) => {
-                let (by, post_author) = (author.get() as u64, post_author.get() as u64);
-                self.timelines.comment(*post_id, post_author, *comment, by);
-            }
-            LogEvent::Thread(ThreadEvent::CommentDeleted {
-                post_id, comment, ..
-            }) => self.timelines.uncomment(*post_id, *comment),
-            // Pins change no count; the rest is not engagement.
-            LogEvent::Thread(ThreadEvent::CommentPinned { .. })
-            | LogEvent::Thread(ThreadEvent::CommentUnpinned { .. })
-            | LogEvent::Relation(_)
-            | LogEvent::Post(_)
-            | LogEvent::Account(_) => {}
+impl HeldPosts {
+    /// Folds a like, thread or erasure event into the held posts' engagement.
+    fn engage(&mut self, event: &LogEvent, occurred_at: DateTime<Utc>) {
+        if let Some(change) = EngagementChange::of_event(event, occurred_at) {
+            in_memory(engagement::fold(&mut self.timelines, &change)).expect("in memory");
         }
     }
 }
@@ -201,13 +181,13 @@ impl MemoryModel for HeldPosts {
             LogEvent::Like(_) | LogEvent::Thread(_)
                 if self.timelines.on() && at > self.engagement_loaded =>
             {
-                self.engage(event)
+                self.engage(event, occurred_at)
             }
             // Folding an erasure twice changes nothing.
             LogEvent::Account(AccountEvent::UserErased { user }) => {
                 let change = FeedChange::Erased(user.get());
                 in_memory(fold_posts(&mut self.timelines, &change)).expect("in memory");
-                self.timelines.void_engagement(user.get() as u64);
+                self.engage(event, occurred_at);
             }
             // What the load held, and what is not the posts'.
             LogEvent::Post(_)
@@ -247,5 +227,59 @@ impl PostTables for Timelines {
     async fn delete_all(&mut self, author: i64) -> Folded<()> {
         self.delete_author(author as u64);
         Ok(())
+    }
+}
+
+/// The held timelines as the engagement fold's tables: who likes each held post and its live
+/// comments, kept only beside held posts (likes of comments, tombstones and pins are not
+/// shown from memory). Its counts are the sizes of those sets, so the fold's `count_*` keep
+/// nothing.
+impl EngagementTables for Timelines {
+    async fn like(&mut self, like: &Like) -> Folded<bool> {
+        if let LikeTarget::Post(post) = like.target {
+            self.like(post, like.author as u64, like.user as u64, like.on);
+        }
+        Ok(false)
+    }
+
+    async fn count_likes(&mut self, _: &[(LikeTarget, i64)]) -> Folded<()> {
+        Ok(())
+    }
+
+    async fn count_comments(&mut self, _: &[(uuid::Uuid, i64)]) -> Folded<()> {
+        Ok(())
+    }
+
+    async fn count_replies(&mut self, _: &[(engagement::Key, i64)]) -> Folded<()> {
+        Ok(())
+    }
+
+    async fn comment(&mut self, c: &NewComment<'_>) -> Folded<bool> {
+        let post = PostId::from_uuid(c.key.0);
+        self.comment(post, c.post_author as u64, c.key.1 as u32, c.author as u64);
+        Ok(false)
+    }
+
+    async fn uncomment(&mut self, (post, n): engagement::Key) -> Folded<bool> {
+        self.uncomment(PostId::from_uuid(post), n as u32);
+        Ok(false)
+    }
+
+    async fn uncomment_all(&mut self, user: i64) -> Folded<Vec<engagement::Key>> {
+        self.engagement_mut().uncomment_all(user as u64);
+        Ok(Vec::new())
+    }
+
+    async fn unlike_all(&mut self, user: i64) -> Folded<Vec<LikeTarget>> {
+        self.engagement_mut().unlike_all(user as u64);
+        Ok(Vec::new())
+    }
+
+    async fn pin(&mut self, _: engagement::Key, _: bool) -> Folded<()> {
+        Ok(())
+    }
+
+    async fn hide(&mut self, _: &[engagement::Key]) -> Folded<Vec<engagement::Key>> {
+        Ok(Vec::new())
     }
 }

@@ -277,11 +277,6 @@ impl Timelines {
         }
     }
 
-    /// Every like and live comment of `user` on others' posts is void (an erasure).
-    pub fn void_engagement(&mut self, user: u64) {
-        self.engagement.erase(user);
-    }
-
     /// Whether `post` of `author` is held.
     pub fn holds(&self, author: u64, post: PostId) -> bool {
         self.by_author.get(&author).is_some_and(|t| t.holds(post))
@@ -312,8 +307,8 @@ impl Timelines {
         self.engagement.uncomment(post, n);
     }
 
-    /// The load's likes and comments, of posts held or about to be published by its replay
-    /// (kept whether held or not until [`Timelines::settle`]).
+    /// The held likes and comments, as the load found them and as an erasure voids them (the
+    /// load's are kept whether held or not until [`Timelines::settle`]).
     pub(crate) fn engagement_mut(&mut self) -> &mut Engagement {
         &mut self.engagement
     }
@@ -443,7 +438,6 @@ mod tests {
         t.delete_held(7, post(2).id);
         assert!(t.live(7) == 0 && t.of(7).is_none());
         t.delete_author(8);
-        t.void_engagement(8);
         assert!(seqs(&t, 8).is_empty());
         assert_eq!(t.held(), 1);
     }
