@@ -99,6 +99,34 @@ impl std::fmt::Debug for JwtConfig {
     }
 }
 
+/// What every command of the read side run from the CLI (`project`, `rebuild`, `verify`)
+/// needs: the database, the content's keys and the feed's settings.
+#[derive(Debug, Clone, Args)]
+pub struct ReadSideConfig {
+    #[command(flatten)]
+    feed: FeedConfig,
+    #[command(flatten)]
+    database: DatabaseConfig,
+    #[command(flatten)]
+    keys: KeysConfig,
+}
+
+impl ReadSideConfig {
+    /// The pool, the keyring over it and the feed's settings.
+    pub async fn connect(
+        &self,
+    ) -> anyhow::Result<(
+        sqlx::PgPool,
+        relations_store::Keyring,
+        relations_projections::feed::Settings,
+    )> {
+        let master_key = self.keys.master_key()?;
+        let pool = self.database.connect().await?;
+        let keys = relations_store::Keyring::new(master_key, pool.clone());
+        Ok((pool, keys, self.feed.settings()))
+    }
+}
+
 /// The master key of the content's envelope encryption (issue 25): it wraps every user's data
 /// key, so every process that writes or reads post and comment content needs it.
 #[derive(Clone, Args)]

@@ -8,7 +8,7 @@ use relations_projections::Projector;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DatabaseConfig, FeedConfig, KafkaConfig, KeysConfig, RedisConfig};
+use crate::config::{KafkaConfig, ReadSideConfig, RedisConfig};
 use crate::startup::{cancel_on_signal, spawn_projectors};
 
 /// `relations project` arguments.
@@ -34,11 +34,7 @@ pub struct ProjectArgs {
     #[command(flatten)]
     redis: RedisConfig,
     #[command(flatten)]
-    feed: FeedConfig,
-    #[command(flatten)]
-    database: DatabaseConfig,
-    #[command(flatten)]
-    keys: KeysConfig,
+    read_side: ReadSideConfig,
 }
 
 /// Who assigns a Kafka consumer group's partitions.
@@ -68,18 +64,15 @@ impl ProjectArgs {
 
 /// Runs the chosen projectors until a signal.
 pub async fn run(args: ProjectArgs) -> anyhow::Result<()> {
-    let master_key = args.keys.master_key()?;
-    let pool = args.database.connect().await?;
-    let keys = relations_store::Keyring::new(master_key, pool.clone());
+    let (pool, keys, settings) = args.read_side.connect().await?;
     let caches = args
         .redis
         .connect()?
-        .map(|redis| relations_projections::Caches::new(redis, args.feed.settings()));
-    let projectors: Vec<_> =
-        relations_projections::all(args.feed.settings(), &keys, caches.as_ref())
-            .into_iter()
-            .filter(|p| args.wanted(p.name()))
-            .collect();
+        .map(|redis| relations_projections::Caches::new(redis, settings));
+    let projectors: Vec<_> = relations_projections::all(settings, &keys, caches.as_ref())
+        .into_iter()
+        .filter(|p| args.wanted(p.name()))
+        .collect();
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     match args.source {

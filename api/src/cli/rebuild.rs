@@ -4,7 +4,7 @@ use anyhow::Context;
 
 use relations_projections::runtime::rebuild::{rebuild, PublishedProgress};
 
-use crate::config::{DatabaseConfig, FeedConfig, KeysConfig};
+use crate::config::ReadSideConfig;
 
 /// `relations rebuild` arguments.
 #[derive(Debug, clap::Args)]
@@ -12,32 +12,20 @@ pub struct RebuildArgs {
     /// The projector (`following`, `feed`, `history`, `engagement`, `notifications`).
     name: String,
     #[command(flatten)]
-    feed: FeedConfig,
-    #[command(flatten)]
-    database: DatabaseConfig,
-    #[command(flatten)]
-    keys: KeysConfig,
+    read_side: ReadSideConfig,
 }
 
 /// Rebuilds with a progress bar on stderr.
 pub async fn run(args: RebuildArgs) -> anyhow::Result<()> {
-    let RebuildArgs {
-        name,
-        feed,
-        database,
-        keys,
-    } = args;
-    let master_key = keys.master_key()?;
-    let pool = database.connect().await?;
-    let keys = relations_store::Keyring::new(master_key, pool.clone());
-    let projector =
-        relations_projections::by_name(&name, feed.settings(), &keys).with_context(|| {
-            let names: Vec<_> = relations_projections::all(feed.settings(), &keys, None)
-                .iter()
-                .map(|p| p.name())
-                .collect();
-            format!("no projector named {name:?}; there are {names:?}")
-        })?;
+    let RebuildArgs { name, read_side } = args;
+    let (pool, keys, settings) = read_side.connect().await?;
+    let projector = relations_projections::by_name(&name, settings, &keys).with_context(|| {
+        let names: Vec<_> = relations_projections::all(settings, &keys, None)
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        format!("no projector named {name:?}; there are {names:?}")
+    })?;
     let bar = indicatif::ProgressBar::new(0).with_style(indicatif::ProgressStyle::with_template(
         "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
     )?);

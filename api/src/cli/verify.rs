@@ -1,6 +1,6 @@
 //! `relations verify`: fold the log afresh and compare every read model; exit 1 on a difference.
 
-use crate::config::{DatabaseConfig, FeedConfig, KeysConfig};
+use crate::config::ReadSideConfig;
 
 /// `relations verify` arguments.
 #[derive(Debug, clap::Args)]
@@ -13,24 +13,17 @@ pub struct VerifyArgs {
     #[arg(long)]
     only: Vec<String>,
     #[command(flatten)]
-    feed: FeedConfig,
-    #[command(flatten)]
-    database: DatabaseConfig,
-    #[command(flatten)]
-    keys: KeysConfig,
+    read_side: ReadSideConfig,
 }
 
 /// Prints each difference; fails when there is any.
 pub async fn run(args: VerifyArgs) -> anyhow::Result<()> {
-    let master_key = args.keys.master_key()?;
-    let pool = args.database.connect().await?;
-    let keys = relations_store::Keyring::new(master_key, pool.clone());
+    let (pool, keys, settings) = args.read_side.connect().await?;
     let scope = relations_projections::runtime::verify::Scope {
         whole_log: args.whole_log,
         projectors: args.only,
     };
-    let differences =
-        relations_projections::verify(&pool, args.feed.settings(), &keys, &scope).await?;
+    let differences = relations_projections::verify(&pool, settings, &keys, &scope).await?;
     if differences.is_empty() {
         println!("read models agree with the log");
         return Ok(());

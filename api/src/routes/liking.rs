@@ -2,25 +2,33 @@
 
 use crate::outcome::Liking;
 use axum::http::StatusCode;
-use relations_domain::{LikeCommand, LikeTarget, UserId};
-use relations_store::PostAccess;
+use relations_domain::{LikeCommand, LikeTarget};
 
 use crate::error::ApiError;
 use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::readable::{likable_post, live_comment};
 use crate::state::AppState;
 
-/// Likes (`like`) or unlikes `target`, whose author is `author`, on `post`: rule 7, then the
-/// decision (refused as not found when the caller may not read the post, or when the comment
-/// liked, found live at version `thread_seen` of its thread, was deleted since).
-pub async fn run_like(
+/// Likes (`like`) or unlikes `target`: found readable (a post) or live (a comment) by the
+/// caller, rule 7, then the decision (refused as not found when the caller may not read the
+/// post, or when the comment liked, found live at version `thread_seen` of its thread, was
+/// deleted since).
+pub async fn like(
     state: AppState,
     mut request: CommandRequest,
     target: LikeTarget,
-    author: UserId,
-    post: PostAccess,
-    thread_seen: Option<usize>,
     like: bool,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
+    let (author, post, thread_seen) = match target {
+        LikeTarget::Post(post) => {
+            let access = likable_post(&state, request.actor(), post).await?;
+            (access.author, access, None)
+        }
+        LikeTarget::Comment(comment) => {
+            let found = live_comment(&state, request.actor(), comment).await?;
+            (found.author, found.post, Some(found.seen))
+        }
+    };
     let command = LikeCommand {
         user: request.actor(),
         target,

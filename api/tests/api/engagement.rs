@@ -301,29 +301,39 @@ async fn likes_around_deletion(
 }
 
 /// 16 clients like through `path` as new users one after the other until it answers 404,
-/// while `delete` runs 200 ms in, with likes in flight: how many likes were answered, and what
-/// the deletion answered.
+/// while `delete` runs once 16 likes have been answered, with likes in flight: how many likes
+/// were answered, and what the deletion answered.
 async fn likes_racing(
     app: &TestApp,
     path: &str,
     delete: impl std::future::Future<Output = (StatusCode, Value)>,
 ) -> (usize, (StatusCode, Value)) {
-    let client = |c: i64| async move {
-        let mut liked = 0;
-        for user in (1_000 * (c + 1)..).take(200) {
-            let (status, body) = post_as(app, user, path.to_owned()).await;
-            match status {
-                StatusCode::OK => liked += 1,
-                _ => {
-                    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
-                    return liked;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let answered = AtomicUsize::new(0);
+    let client = |c: i64| {
+        let answered = &answered;
+        async move {
+            let mut liked = 0;
+            for user in (1_000 * (c + 1)..).take(200) {
+                let (status, body) = post_as(app, user, path.to_owned()).await;
+                match status {
+                    StatusCode::OK => {
+                        liked += 1;
+                        answered.fetch_add(1, Ordering::Relaxed);
+                    }
+                    _ => {
+                        assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+                        return liked;
+                    }
                 }
             }
+            panic!("{path} never went")
         }
-        panic!("{path} never went")
     };
     let (liked, deleted) = tokio::join!(join_all((0..16).map(client)), async {
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        while answered.load(Ordering::Relaxed) < 16 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         delete.await
     });
     (liked.iter().sum(), deleted)

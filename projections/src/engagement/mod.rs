@@ -54,8 +54,7 @@ impl Projector for Engagement {
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let events = log::revealed(&self.keys, events).await?;
-        log::forget_erased(&self.keys, &events);
+        let events = log::revealed_to_fold(&self.keys, events).await?;
         fold::fold_events(&mut sql::SqlTables { conn }, &events).await
     }
 }

@@ -99,20 +99,11 @@ impl Projector for Feed {
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let events = log::revealed(&self.keys, events).await?;
-        log::forget_erased(&self.keys, &events);
+        let events = log::revealed_to_fold(&self.keys, events).await?;
         let mut tables = sql::SqlTables {
             conn,
             settings: self.settings,
         };
         fold::fold_events(&mut tables, &events).await
-    }
-
-    async fn apply(
-        &self,
-        conn: &mut PgConnection,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
-        self.apply_batch(conn, std::slice::from_ref(event)).await
     }
 }

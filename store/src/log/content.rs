@@ -178,6 +178,17 @@ pub fn forget_erased(keys: &Keyring, events: &[RecordedEvent]) {
     }
 }
 
+/// A batch as a projector folds it: [`revealed`], then the keys of the users it erases
+/// forgotten ([`forget_erased`]).
+pub async fn revealed_to_fold<'e>(
+    keys: &Keyring,
+    events: &'e [RecordedEvent],
+) -> Result<Cow<'e, [RecordedEvent]>, KeyError> {
+    let events = revealed(keys, events).await?;
+    forget_erased(keys, &events);
+    Ok(events)
+}
+
 /// `events` as readers fold them ([`reveal`]): borrowed as they are when none carries content
 /// still to reveal, else a revealed copy.
 pub async fn revealed<'e>(

@@ -17,7 +17,9 @@ mod read;
 mod replay;
 mod rewrite;
 
-pub use content::{forget_erased, reveal, revealed, CONTENT_TYPES, SEALED_VERSION};
+pub use content::{
+    forget_erased, reveal, revealed, revealed_to_fold, CONTENT_TYPES, SEALED_VERSION,
+};
 pub use envelope::{BadEnvelope, ENVELOPE_SCHEMA};
 pub use event::RecordedEvent;
 pub use horizon::{

@@ -8,8 +8,7 @@ use crate::error::ApiError;
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::LikeErrors;
-use crate::routes::liking::run_like;
-use crate::routes::readable::live_comment;
+use crate::routes::liking;
 use crate::state::AppState;
 
 /// Like a comment: `{changed, liked, position}`.
@@ -21,15 +20,5 @@ pub async fn like_comment(
     request: CommandRequest,
     PathId(comment): PathId<CommentId>,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
-    let found = live_comment(&state, request.actor(), comment).await?;
-    run_like(
-        state,
-        request,
-        LikeTarget::Comment(comment),
-        found.author,
-        found.post,
-        Some(found.seen),
-        true,
-    )
-    .await
+    liking::like(state, request, LikeTarget::Comment(comment), true).await
 }

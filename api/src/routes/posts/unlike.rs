@@ -8,8 +8,7 @@ use crate::error::ApiError;
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::LikeErrors;
-use crate::routes::liking::run_like;
-use crate::routes::readable::likable_post;
+use crate::routes::liking;
 use crate::state::AppState;
 
 /// Take back a like of a post.
@@ -21,15 +20,5 @@ pub async fn unlike_post(
     request: CommandRequest,
     PathId(post): PathId<PostId>,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
-    let access = likable_post(&state, request.actor(), post).await?;
-    run_like(
-        state,
-        request,
-        LikeTarget::Post(post),
-        access.author,
-        access,
-        None,
-        false,
-    )
-    .await
+    liking::like(state, request, LikeTarget::Post(post), false).await
 }
