@@ -5,7 +5,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use relations_domain::{LikeError, PostError, RelationError, ThreadError};
+use relations_domain::{LikeError, PostError, RelationError, RepostError, ThreadError};
 use relations_projections::ProjectionError;
 use relations_store::StoreError;
 use serde::Serialize;
@@ -229,6 +229,20 @@ impl From<StoreError> for ApiError {
                 message: LikeError::Blocked.to_string(),
             },
             StoreError::LikeRejected(LikeError::NotFound) => ApiError::NotFound,
+            StoreError::RepostRejected(rejection) => {
+                let message = rejection.to_string();
+                match rejection {
+                    RepostError::NotFound => ApiError::NotFound,
+                    RepostError::Blocked => ApiError::Forbidden {
+                        code: "BLOCKED",
+                        message,
+                    },
+                    RepostError::NotRepostable => ApiError::Forbidden {
+                        code: "NOT_REPOSTABLE",
+                        message,
+                    },
+                }
+            }
             // A command naming an erased user names nobody.
             StoreError::Erased => ApiError::NotFound,
             StoreError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,

@@ -10,7 +10,7 @@ use relations_domain::Relation;
 use relations_projections::views::{CommentView, PostView};
 use relations_store::{
     AccountOutcome, Deletion, LikeChange, LogPosition, NewComment, PinChange, PostOutcome,
-    Publication, RelationDecision, StoredAnswer, ThreadOutcome,
+    Publication, RelationDecision, RepostChange, StoredAnswer, ThreadOutcome,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -54,6 +54,8 @@ impl From<Publication> for Published {
                 like_count: 0,
                 comment_count: 0,
                 liked: Some(false),
+                repost_count: 0,
+                reposted: Some(false),
             },
             position: publication.position,
         }
@@ -228,6 +230,30 @@ impl From<LikeChange> for Liking {
 }
 
 impl Answer for Liking {}
+
+/// The answer to a repost or unrepost: `{changed, reposted, position}` (issue 44).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Reposting {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Reposted now.
+    pub reposted: bool,
+    /// Where the event sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+impl From<RepostChange> for Reposting {
+    fn from(change: RepostChange) -> Self {
+        Self {
+            changed: change.changed,
+            reposted: change.reposted,
+            position: change.position,
+        }
+    }
+}
+
+impl Answer for Reposting {}
 
 /// The answer to a relation command (SPEC.md: `{changed, relation, position}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::jwt::JwtKeys;
-use crate::outcome::{render, AccountChange, Liking, PostAnswer, RelationOutcome, ThreadAnswer};
+use crate::outcome::{
+    render, AccountChange, Liking, PostAnswer, RelationOutcome, Reposting, ThreadAnswer,
+};
 use crate::rate_limit::RateLimiter;
 use crate::routes;
 use crate::state::{AppState, ProjectorEntry, Shared};
@@ -129,8 +131,11 @@ impl Application {
                 keys.clone(),
                 signal.clone(),
                 config.workers(),
-                render::<_, ThreadAnswer>,
-                render::<_, Liking>,
+                relations_store::EngagementRenders {
+                    threads: render::<_, ThreadAnswer>,
+                    likes: render::<_, Liking>,
+                    reposts: render::<_, Reposting>,
+                },
             ),
             relations: RelationStore::new(
                 pool.clone(),

@@ -8,6 +8,7 @@ use crate::account::{Account, AccountCommand, AccountError, AccountEvent};
 use crate::like::{Like, LikeCommand, LikeError, LikeEvent, LikeServices};
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
 use crate::post::{Post, PostCommand, PostError, PostEvent};
+use crate::repost::{Repost, RepostCommand, RepostError, RepostEvent, RepostServices};
 use crate::thread::{Thread, ThreadCommand, ThreadError, ThreadEvent, ThreadServices};
 
 /// cqrs-es's traits for an aggregate: its event's `event_type`/`event_version`, and
@@ -79,3 +80,10 @@ aggregate!(
     ThreadServices
 );
 aggregate!(Like, LikeCommand, LikeEvent, LikeError, LikeServices);
+aggregate!(
+    Repost,
+    RepostCommand,
+    RepostEvent,
+    RepostError,
+    RepostServices
+);

@@ -3,8 +3,8 @@
 //! handled. Only the store's decoder looks at a stream's type or an event's name as text.
 
 use crate::{
-    Account, AccountEvent, Like, LikeEvent, Post, PostEvent, RelationEvent, RelationPair, Thread,
-    ThreadEvent, UserId,
+    Account, AccountEvent, Like, LikeEvent, Post, PostEvent, RelationEvent, RelationPair, Repost,
+    RepostEvent, Thread, ThreadEvent, UserId,
 };
 
 /// An event of any stream of the log.
@@ -18,6 +18,8 @@ pub enum LogEvent {
     Thread(ThreadEvent),
     /// Of a like's stream (a user and what they like).
     Like(LikeEvent),
+    /// Of a repost's stream (a user and a post they repost; issue 44).
+    Repost(RepostEvent),
     /// Of an account's stream (tokens, bans, settings, erasure).
     Account(AccountEvent),
 }
@@ -51,6 +53,7 @@ impl LogEvent {
             Post::TYPE => Self::Post(serde_json::from_str(payload)?),
             Thread::TYPE => Self::Thread(serde_json::from_str(payload)?),
             Like::TYPE => Self::Like(serde_json::from_str(payload)?),
+            Repost::TYPE => Self::Repost(serde_json::from_str(payload)?),
             Account::TYPE => Self::Account(serde_json::from_str(payload)?),
             other => return Err(DecodeError::StreamType(other.to_owned())),
         };
@@ -70,6 +73,7 @@ impl LogEvent {
             Self::Post(_) => Post::TYPE,
             Self::Thread(_) => Thread::TYPE,
             Self::Like(_) => Like::TYPE,
+            Self::Repost(_) => Repost::TYPE,
             Self::Account(_) => Account::TYPE,
         }
     }
@@ -81,6 +85,7 @@ impl LogEvent {
             Self::Post(e) => e.event_type(),
             Self::Thread(e) => e.event_type(),
             Self::Like(e) => e.event_type(),
+            Self::Repost(e) => e.event_type(),
             Self::Account(e) => e.event_type(),
         }
     }
@@ -102,7 +107,8 @@ impl LogEvent {
             | Self::Relation(_)
             | Self::Post(_)
             | Self::Thread(_)
-            | Self::Like(_) => None,
+            | Self::Like(_)
+            | Self::Repost(_) => None,
         }
     }
 
@@ -143,6 +149,7 @@ impl LogEvent {
             )
             | Self::Relation(_)
             | Self::Like(_)
+            | Self::Repost(_)
             | Self::Account(_) => None,
         }
     }

@@ -13,6 +13,7 @@ pub mod pair;
 pub mod post;
 pub mod privacy;
 pub mod relation;
+pub mod repost;
 pub mod thread;
 
 #[cfg(feature = "cqrs")]
@@ -32,6 +33,7 @@ pub use post::{
 };
 pub use privacy::{Privacy, Reader};
 pub use relation::{Facts, Relation, RelationState};
+pub use repost::{Repost, RepostCommand, RepostError, RepostEvent, RepostServices};
 pub use thread::{
     BadCommentId, CommentId, CommentState, Thread, ThreadCommand, ThreadError, ThreadEvent,
     ThreadServices,

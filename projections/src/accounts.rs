@@ -44,7 +44,8 @@ impl MemoryModel for Accounts {
                 LogEvent::Relation(_)
                 | LogEvent::Post(_)
                 | LogEvent::Thread(_)
-                | LogEvent::Like(_) => {}
+                | LogEvent::Like(_)
+                | LogEvent::Repost(_) => {}
             }
         }
         self.loaded = replay;
@@ -58,7 +59,8 @@ impl MemoryModel for Accounts {
             | LogEvent::Relation(_)
             | LogEvent::Post(_)
             | LogEvent::Thread(_)
-            | LogEvent::Like(_) => {}
+            | LogEvent::Like(_)
+            | LogEvent::Repost(_) => {}
         }
     }
 }

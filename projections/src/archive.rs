@@ -74,6 +74,12 @@ const SECTIONS: &[Section] = &[
         tie: "target",
         record: "'kind', 'like', 'target', target, 'at', since",
     },
+    Section {
+        rows: "rm_reposts WHERE user_id = $1",
+        at: "since",
+        tie: "post::text",
+        record: "'kind', 'repost', 'post', post, 'at', since",
+    },
 ];
 
 /// Where the archive has been read to: a section, and the last row's `(at, tie)` in it.

@@ -27,6 +27,11 @@ pub struct PostView {
     /// Whether the bearer likes it (answers to a bearer token only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub liked: Option<bool>,
+    /// Live reposts (projector `engagement`; issue 44).
+    pub repost_count: i64,
+    /// Whether the bearer reposts it (answers to a bearer token only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reposted: Option<bool>,
 }
 
 /// SPEC.md's `Comment`.

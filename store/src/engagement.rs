@@ -5,8 +5,8 @@
 
 use chrono::{DateTime, Utc};
 use relations_domain::{
-    CommentId, Like, LikeCommand, LikeServices, LikeTarget, PairId, PostContent, PostId, Thread,
-    ThreadCommand, ThreadServices, UserId,
+    CommentId, Like, LikeCommand, LikeServices, LikeTarget, PairId, PostContent, PostId, Repost,
+    RepostCommand, RepostServices, Thread, ThreadCommand, ThreadServices, UserId,
 };
 use sqlx::PgPool;
 
@@ -60,6 +60,17 @@ pub struct LikeChange {
     pub position: Option<LogPosition>,
 }
 
+/// A repost or unrepost decided (issue 44).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepostChange {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Reposted now.
+    pub reposted: bool,
+    /// Where the event sits in the log; none when nothing changed.
+    pub position: Option<LogPosition>,
+}
+
 /// What a thread command decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ThreadOutcome {
@@ -71,28 +82,43 @@ pub enum ThreadOutcome {
     Pinned(PinChange),
 }
 
-/// Carries out comment and like commands against the event store.
+/// Carries out comment, like and repost commands against the event store.
 #[derive(Clone)]
 pub struct EngagementStore {
     threads: Executor<ThreadCommandOf>,
     likes: Executor<LikeCommandOf>,
+    reposts: Executor<RepostCommandOf>,
+}
+
+/// How each kind of outcome is kept under its idempotency key.
+pub struct EngagementRenders {
+    /// Comments, deletions and pins.
+    pub threads: Render<ThreadOutcome>,
+    /// Likes and unlikes.
+    pub likes: Render<LikeChange>,
+    /// Reposts and unreposts.
+    pub reposts: Render<RepostChange>,
 }
 
 impl EngagementStore {
-    /// A store on `pool`; see [`crate::PostStore::new`]. Thread outcomes are kept under their
-    /// idempotency keys as `threads` renders them, likes as `likes` does; comments are sealed
-    /// with `keys`.
+    /// A store on `pool`; see [`crate::PostStore::new`]. Outcomes are kept under their
+    /// idempotency keys as `renders` says; comments are sealed with `keys`.
     pub fn new(
         pool: PgPool,
         keys: Keyring,
         signal: CommitSignal,
         workers: Workers,
-        threads: Render<ThreadOutcome>,
-        likes: Render<LikeChange>,
+        renders: EngagementRenders,
     ) -> Self {
+        let EngagementRenders {
+            threads,
+            likes,
+            reposts,
+        } = renders;
         Self {
             threads: Executor::spawn(pool.clone(), Some(keys), signal.clone(), workers, threads),
-            likes: Executor::spawn(pool, None, signal, workers, likes),
+            likes: Executor::spawn(pool.clone(), None, signal.clone(), workers, likes),
+            reposts: Executor::spawn(pool, None, signal, workers, reposts),
         }
     }
 
@@ -165,6 +191,30 @@ impl EngagementStore {
             thread_seen,
         };
         self.likes.execute(command, metadata, idempotency).await
+    }
+}
+
+impl EngagementStore {
+    /// Decides a repost or unrepost of `post` (found live by the caller) and appends its
+    /// event; refused as not found when the user may not read the post, as blocked across a
+    /// block either way, as not repostable when the post is `followers` only or its author
+    /// locked, each read under the pair's lock (issue 44).
+    #[tracing::instrument(name = "command.execute", skip_all, fields(
+        command = command.name(), user.id = %command.user, post.id = %command.post
+    ))]
+    pub async fn repost(
+        &self,
+        command: RepostCommand,
+        post: PostAccess,
+        metadata: &EventMetadata,
+        idempotency: Option<&Idempotency>,
+    ) -> Result<Executed<RepostChange>, StoreError> {
+        let command = RepostCommandOf {
+            stream: command.stream(),
+            command,
+            post,
+        };
+        self.reposts.execute(command, metadata, idempotency).await
     }
 }
 
@@ -336,6 +386,64 @@ impl StoreCommand for LikeCommandOf {
         LikeChange {
             changed: position.is_some(),
             liked: like.liked,
+            position,
+        }
+    }
+}
+
+struct RepostCommandOf {
+    command: RepostCommand,
+    stream: String,
+    post: PostAccess,
+}
+
+impl StoreCommand for RepostCommandOf {
+    type Aggregate = Repost;
+    type Guard = PairGuard;
+    type Outcome = RepostChange;
+
+    fn stream(&self) -> &str {
+        &self.stream
+    }
+
+    fn actor(&self) -> UserId {
+        self.command.user
+    }
+
+    /// The reposter and the author: an erased one is named, and refused.
+    fn users(&self) -> Vec<UserId> {
+        vec![self.command.user, self.command.author]
+    }
+
+    fn command(&self) -> RepostCommand {
+        self.command
+    }
+
+    /// A repost reads the pair of reposter and author (a block, a follow for readability)
+    /// and the post's author's lock.
+    fn ask(&self) -> PairAsk {
+        PairAsk {
+            pairs: PairId::new(self.command.user, self.command.author)
+                .ok()
+                .into_iter()
+                .collect(),
+            post: Some(self.post),
+            comment: None,
+        }
+    }
+
+    fn services(&self, guard: &PairGuard) -> RepostServices {
+        RepostServices {
+            unreadable: guard.unreadable(self.command.user, self.post),
+            blocked: guard.blocked(self.command.user, [self.command.author]),
+            not_repostable: guard.not_repostable(self.post),
+        }
+    }
+
+    fn outcome(&self, repost: &Repost, position: Option<LogPosition>) -> RepostChange {
+        RepostChange {
+            changed: position.is_some(),
+            reposted: repost.reposted,
             position,
         }
     }

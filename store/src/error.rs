@@ -1,6 +1,6 @@
 //! What can go wrong when a command meets the store.
 
-use relations_domain::{LikeError, PostError, RelationError, ThreadError};
+use relations_domain::{LikeError, PostError, RelationError, RepostError, ThreadError};
 
 /// Why a command was not carried out.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +17,9 @@ pub enum StoreError {
     /// The domain refused a like or unlike; nothing was appended.
     #[error(transparent)]
     LikeRejected(#[from] LikeError),
+    /// The domain refused a repost or unrepost; nothing was appended.
+    #[error(transparent)]
+    RepostRejected(#[from] RepostError),
     /// A user the command names is erased (issue 25): nothing is decided about them again.
     #[error("the user is erased")]
     Erased,

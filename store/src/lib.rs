@@ -28,7 +28,8 @@ mod user_locks;
 
 pub use accounts::{AccountOutcome, AccountStore};
 pub use engagement::{
-    EngagementStore, LikeChange, NewComment, PinChange, PostAccess, ThreadOutcome,
+    EngagementRenders, EngagementStore, LikeChange, NewComment, PinChange, PostAccess,
+    RepostChange, ThreadOutcome,
 };
 pub use error::StoreError;
 pub use executor::{Executed, Render, Workers};

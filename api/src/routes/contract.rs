@@ -96,6 +96,16 @@ error_sets! {
         (429, ""),
         (503, ""),
     ];
+    /// A repost's or an unrepost's errors (issue 44), judged in this order.
+    RepostErrors = [
+        (400, ""),
+        (401, ""),
+        (403, "BLOCKED: a block either way; NOT_REPOSTABLE: a followers-only post, or its author is locked (a repost only)"),
+        (404, "unknown, deleted or malformed id, or a post the caller may not read"),
+        (422, ""),
+        (429, ""),
+        (503, ""),
+    ];
     /// A pin's or an unpin's errors.
     PinErrors = [
         (400, ""),

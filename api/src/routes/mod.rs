@@ -20,6 +20,7 @@ mod posts;
 pub mod query;
 mod readable;
 mod relation;
+mod reposting;
 mod users;
 
 use axum::error_handling::HandleErrorLayer;

@@ -35,6 +35,7 @@ mod private_model;
 mod queries;
 mod rate_limit;
 mod replica;
+mod reposts;
 mod requests;
 mod rules;
 mod shared_log;

@@ -227,24 +227,30 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
                 .body(json!({ "user_id": 4 })),
             Call::new("post", path, S::UNAUTHORIZED).csv("user_id\n4\n"),
         ],
-        ("post", "/api/v1/posts/{id}/like" | "/api/v1/posts/{id}/unlike") => vec![
+        (
+            "post",
+            "/api/v1/posts/{id}/like"
+            | "/api/v1/posts/{id}/unlike"
+            | "/api/v1/posts/{id}/repost"
+            | "/api/v1/posts/{id}/unrepost",
+        ) => vec![
             Call::new("post", path.replace("{id}", &w.post), S::OK).token(t2.clone()),
             Call::new("post", path.replace("{id}", &w.post), S::FORBIDDEN).token(app.token(3)),
             Call::new("post", path.replace("{id}", "nope"), S::NOT_FOUND).token(t2.clone()),
             Call::new("post", path.replace("{id}", &w.post), S::UNAUTHORIZED),
         ],
-        ("get", "/api/v1/posts/{id}/likes") => vec![
+        ("get", "/api/v1/posts/{id}/likes" | "/api/v1/posts/{id}/reposts") => vec![
             Call::new(
                 "get",
-                format!("/api/v1/posts/{}/likes?min_position={at}", w.post),
+                format!("{}?min_position={at}", path.replace("{id}", &w.post)),
                 S::OK,
             ),
             Call::new(
                 "get",
-                format!("/api/v1/posts/{}/likes?limit=0", w.post),
+                format!("{}?limit=0", path.replace("{id}", &w.post)),
                 S::BAD_REQUEST,
             ),
-            Call::new("get", "/api/v1/posts/nope/likes", S::NOT_FOUND),
+            Call::new("get", path.replace("{id}", "nope"), S::NOT_FOUND),
         ],
         ("post", "/api/v1/posts/{id}/comments") => {
             let url = path.replace("{id}", &w.post);

@@ -11,8 +11,10 @@
 //!   comment stays as a tombstone while it has a visible reply, and a deleted comment left
 //!   without one disappears, taking one reply from its parent, which may disappear in turn
 //!   ([`hide_bare`]);
-//! - an erasure voids the user's likes (each target loses one) and deletes each of their live
-//!   comments as a deletion does.
+//! - a repost is a row per (post, user) and moves the post's repost count as a like moves its
+//!   like count (issue 44);
+//! - an erasure voids the user's likes and reposts (each target loses one) and deletes each of
+//!   their live comments as a deletion does.
 //!
 //! A run of likes ([`fold_changes`]) is folded at once where the tables can do better than one
 //! by one ([`EngagementTables::like_run`]), with the result one by one gives.
@@ -46,6 +48,21 @@ pub struct Like {
     pub on: bool,
 }
 
+/// A repost made or taken back (issue 44).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repost {
+    /// The post.
+    pub post: uuid::Uuid,
+    /// Who reposts it.
+    pub user: i64,
+    /// Its author.
+    pub author: i64,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// A repost (`true`) or its end.
+    pub on: bool,
+}
+
 /// A comment as written.
 #[derive(Debug, Clone, Copy)]
 pub struct NewComment<'a> {
@@ -68,6 +85,8 @@ pub struct NewComment<'a> {
 pub enum EngagementChange<'a> {
     /// A like given or taken back.
     Like(Like),
+    /// A repost made or taken back.
+    Repost(Repost),
     /// A comment written.
     Commented(NewComment<'a>),
     /// A comment deleted.
@@ -94,6 +113,16 @@ impl<'a> EngagementChange<'a> {
                 let (user, target, author, on) = like.parts();
                 Self::Like(Like {
                     target,
+                    user: user.get(),
+                    author: author.get(),
+                    at: occurred_at,
+                    on,
+                })
+            }
+            LogEvent::Repost(repost) => {
+                let (user, post, author, on) = repost.parts();
+                Self::Repost(Repost {
+                    post: post.uuid(),
                     user: user.get(),
                     author: author.get(),
                     at: occurred_at,
@@ -156,6 +185,16 @@ pub trait EngagementTables {
         Ok(())
     }
 
+    /// Makes (`repost.on`) or removes the row of (`repost.post`, `repost.user`); whether it
+    /// came or went.
+    async fn repost(&mut self, repost: &Repost) -> Folded<bool>;
+
+    /// Removes every repost of `user`; the posts they reposted.
+    async fn unrepost_all(&mut self, user: i64) -> Folded<Vec<uuid::Uuid>>;
+
+    /// Adds each post's change to its repost count.
+    async fn count_reposts(&mut self, moved: &[(uuid::Uuid, i64)]) -> Folded<()>;
+
     /// Adds each target's change to its like count.
     async fn count_likes(&mut self, moved: &[(LikeTarget, i64)]) -> Folded<()>;
 
@@ -198,6 +237,12 @@ pub async fn fold<T: EngagementTables + ?Sized>(
                 tables.count_likes(&[(like.target, delta)]).await?;
             }
         }
+        EngagementChange::Repost(repost) => {
+            if tables.repost(&repost).await? {
+                let delta = if repost.on { 1 } else { -1 };
+                tables.count_reposts(&[(repost.post, delta)]).await?;
+            }
+        }
         EngagementChange::Commented(comment) => {
             if tables.comment(&comment).await? {
                 if let Some(parent) = comment.parent {
@@ -220,12 +265,16 @@ pub async fn fold<T: EngagementTables + ?Sized>(
     Ok(())
 }
 
-/// Folds `user`'s erasure: every like of theirs goes and its target loses one; every live
-/// comment of theirs is deleted as a deletion deletes one.
+/// Folds `user`'s erasure: every like and repost of theirs goes and its target loses one;
+/// every live comment of theirs is deleted as a deletion deletes one.
 async fn erase<T: EngagementTables + ?Sized>(tables: &mut T, user: i64) -> Folded<()> {
     let liked = tables.unlike_all(user).await?;
     tables
         .count_likes(&net(liked.into_iter().map(|t| (t, -1))))
+        .await?;
+    let reposted = tables.unrepost_all(user).await?;
+    tables
+        .count_reposts(&net(reposted.into_iter().map(|p| (p, -1))))
         .await?;
     let deleted = tables.uncomment_all(user).await?;
     tables

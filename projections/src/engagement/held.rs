@@ -1,4 +1,4 @@
-//! The likes and live comments of the held posts (issue 28): what a feed page from memory
+//! The likes, reposts (issue 44) and live comments of the held posts (issue 28): what a feed page from memory
 //! shows of each post beside its body (its like and comment counts, and whether the reader
 //! likes it), folded from the same events as projector `engagement`'s `rm_likes` and
 //! `rm_post_stats`, so that a page needs no round trip at all.
@@ -18,13 +18,14 @@ pub struct PostStats {
     /// The post's author (an entry can be checked against the post it belongs to).
     author: u64,
     likers: HashSet<u64>,
+    reposters: HashSet<u64>,
     /// `(n, author)` of every live comment.
     comments: Vec<(u32, u64)>,
 }
 
 impl PostStats {
     fn is_empty(&self) -> bool {
-        self.likers.is_empty() && self.comments.is_empty()
+        self.likers.is_empty() && self.reposters.is_empty() && self.comments.is_empty()
     }
 }
 
@@ -37,6 +38,10 @@ pub struct Shown {
     pub comments: i64,
     /// Whether the reader likes it.
     pub liked: bool,
+    /// Live reposts.
+    pub reposts: i64,
+    /// Whether the reader reposts it.
+    pub reposted: bool,
 }
 
 /// Every held post's likes and live comments; see the module docs.
@@ -54,6 +59,8 @@ impl Engagement {
                 likes: s.likers.len() as i64,
                 comments: s.comments.len() as i64,
                 liked: s.likers.contains(&reader),
+                reposts: s.reposters.len() as i64,
+                reposted: s.reposters.contains(&reader),
             })
     }
 
@@ -65,6 +72,16 @@ impl Engagement {
             self.entry(post, author).likers.insert(user);
         } else if let Some(stats) = self.by_post.get_mut(&post) {
             stats.likers.remove(&user);
+            self.forget_if_empty(post);
+        }
+    }
+
+    /// `user` reposts `post` of `author` (`on`), or took the repost back, as [`Self::like`].
+    pub fn repost(&mut self, post: PostId, author: u64, user: u64, on: bool) {
+        if on {
+            self.entry(post, author).reposters.insert(user);
+        } else if let Some(stats) = self.by_post.get_mut(&post) {
+            stats.reposters.remove(&user);
             self.forget_if_empty(post);
         }
     }
@@ -98,6 +115,14 @@ impl Engagement {
         });
     }
 
+    /// Each repost of `user` is void (an erasure).
+    pub fn unrepost_all(&mut self, user: u64) {
+        self.by_post.retain(|_, stats| {
+            stats.reposters.remove(&user);
+            !stats.is_empty()
+        });
+    }
+
     /// Each live comment of `user` is deleted (an erasure).
     pub fn uncomment_all(&mut self, user: u64) {
         self.by_post.retain(|_, stats| {
@@ -127,7 +152,7 @@ impl Engagement {
             .by_post
             .values()
             .map(|s| {
-                s.likers.capacity() * (size_of::<u64>() + 1)
+                (s.likers.capacity() + s.reposters.capacity()) * (size_of::<u64>() + 1)
                     + s.comments.capacity() * size_of::<(u32, u64)>()
             })
             .sum();

@@ -307,6 +307,7 @@ impl Projector for LikeCacheProjector {
             LogEvent::Relation(_)
             | LogEvent::Post(_)
             | LogEvent::Thread(_)
+            | LogEvent::Repost(_)
             | LogEvent::Account(_) => return Ok(()),
         };
         let LikeTarget::Post(post) = target else {

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use relations_domain::LikeTarget;
 use uuid::Uuid;
 
-use super::fold::{EngagementTables, Folded, Key, Like, NewComment};
+use super::fold::{EngagementTables, Folded, Key, Like, NewComment, Repost};
+use super::PostCounts;
 
 /// A row of `rm_comments`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,13 +30,15 @@ pub struct CommentRow {
     pub visible: bool,
 }
 
-/// `rm_likes`, `rm_post_stats` and `rm_comments`, in memory.
+/// `rm_likes`, `rm_reposts`, `rm_post_stats` and `rm_comments`, in memory.
 #[derive(Debug, Default)]
 pub struct EngagementMemory {
     /// `rm_likes`: (target, user).
     pub likes: BTreeSet<(LikeTarget, i64)>,
-    /// `rm_post_stats`: post → (likes, comments).
-    pub stats: BTreeMap<Uuid, (i64, i64)>,
+    /// `rm_reposts`: (post, user).
+    pub reposts: BTreeSet<(Uuid, i64)>,
+    /// `rm_post_stats`.
+    pub stats: BTreeMap<Uuid, PostCounts>,
     /// `rm_comments`.
     pub comments: BTreeMap<Key, CommentRow>,
 }
@@ -52,7 +55,7 @@ impl EngagementTables for EngagementMemory {
     async fn count_likes(&mut self, moved: &[(LikeTarget, i64)]) -> Folded<()> {
         for &(target, delta) in moved {
             match target {
-                LikeTarget::Post(post) => self.stats.entry(post.uuid()).or_default().0 += delta,
+                LikeTarget::Post(post) => self.stats.entry(post.uuid()).or_default().likes += delta,
                 LikeTarget::Comment(c) => {
                     if let Some(row) = self.comments.get_mut(&(c.post.uuid(), c.n as i32)) {
                         row.likes += delta;
@@ -63,9 +66,37 @@ impl EngagementTables for EngagementMemory {
         Ok(())
     }
 
+    async fn repost(&mut self, repost: &Repost) -> Folded<bool> {
+        let pair = (repost.post, repost.user);
+        Ok(match repost.on {
+            true => self.reposts.insert(pair),
+            false => self.reposts.remove(&pair),
+        })
+    }
+
+    async fn unrepost_all(&mut self, user: i64) -> Folded<Vec<Uuid>> {
+        let mine: Vec<_> = self
+            .reposts
+            .iter()
+            .filter(|r| r.1 == user)
+            .copied()
+            .collect();
+        for repost in &mine {
+            self.reposts.remove(repost);
+        }
+        Ok(mine.into_iter().map(|(post, _)| post).collect())
+    }
+
+    async fn count_reposts(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
+        for &(post, delta) in moved {
+            self.stats.entry(post).or_default().reposts += delta;
+        }
+        Ok(())
+    }
+
     async fn count_comments(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
         for &(post, delta) in moved {
-            self.stats.entry(post).or_default().1 += delta;
+            self.stats.entry(post).or_default().comments += delta;
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
-//! Projector `engagement`: likes and comments (seed 002). Who likes what (`rm_likes`), each
-//! post's like and comment counts (`rm_post_stats`), and every comment with its like count,
+//! Projector `engagement`: likes and comments (seed 002), reposts (issue 44). Who likes what
+//! (`rm_likes`), who reposts what (`rm_reposts`), each post's like, comment and repost counts
+//! (`rm_post_stats`), and every comment with its like count,
 //! reply count and visibility (`rm_comments`).
 //!
 //! Counts are folded from the log and never written any other way, so they cannot drift: a
@@ -28,6 +29,17 @@ use sqlx::PgConnection;
 use crate::error::ProjectionError;
 use crate::runtime::projector::Projector;
 
+/// A post's counts, as `rm_post_stats` holds them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PostCounts {
+    /// Likes.
+    pub likes: i64,
+    /// Live comments.
+    pub comments: i64,
+    /// Live reposts (issue 44).
+    pub reposts: i64,
+}
+
 /// The projector's name.
 pub const NAME: &str = "engagement";
 
@@ -44,7 +56,7 @@ impl Projector for Engagement {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["rm_likes", "rm_post_stats", "rm_comments"]
+        &["rm_likes", "rm_reposts", "rm_post_stats", "rm_comments"]
     }
 
     /// The batch's content opened at once (one key look-up for its authors), then folded

@@ -177,29 +177,54 @@ pub async fn comment_by_id(
     row.as_ref().map(comment).transpose()
 }
 
-/// Who likes `target`, newest first, strictly after the key `after`.
+/// Who likes `target`, newest first, after the key `after`.
 pub async fn likers(
     pool: &PgPool,
     target: LikeTarget,
     after: Option<(DateTime<Utc>, i64)>,
     limit: i64,
 ) -> Result<Vec<ListEntry>, sqlx::Error> {
+    const LIKERS: &str = "SELECT user_id, since FROM rm_likes
+          WHERE target = $1 AND (since, user_id) < ($2, $3)
+          ORDER BY since DESC, user_id DESC LIMIT $4";
+    who(pool, LIKERS, target.to_string(), after, limit).await
+}
+
+/// Who reposts `post`, newest first, after the key `after` (issue 44).
+pub async fn reposters(
+    pool: &PgPool,
+    post: PostId,
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+) -> Result<Vec<ListEntry>, sqlx::Error> {
+    const REPOSTERS: &str = "SELECT user_id, since FROM rm_reposts
+          WHERE post = $1 AND (since, user_id) < ($2, $3)
+          ORDER BY since DESC, user_id DESC LIMIT $4";
+    who(pool, REPOSTERS, post.uuid(), after, limit).await
+}
+
+/// A page of `sql`'s `(user_id, since)` rows for `key` (`$1`), after `after` (`$2`, `$3`),
+/// at most `limit` (`$4`).
+async fn who<'q, K>(
+    pool: &PgPool,
+    sql: &'q str,
+    key: K,
+    after: Option<(DateTime<Utc>, i64)>,
+    limit: i64,
+) -> Result<Vec<ListEntry>, sqlx::Error>
+where
+    K: 'q + Send + sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
     let (since, id) = after.unwrap_or((DateTime::<Utc>::MAX_UTC, i64::MAX));
-    let rows: Vec<(i64, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT user_id, since FROM rm_likes WHERE target = $1 AND (since, user_id) < ($2, $3)
-          ORDER BY since DESC, user_id DESC LIMIT $4",
-    )
-    .bind(target.to_string())
-    .bind(since)
-    .bind(id)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
+    let rows: Vec<(i64, DateTime<Utc>)> = sqlx::query_as(sql)
+        .bind(key)
+        .bind(since)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
     rows.into_iter()
-        .map(|(id, since)| {
-            let user = UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            Ok(ListEntry { user, since })
-        })
+        .map(|(id, since)| ListEntry::of(id, since))
         .collect()
 }
 
@@ -245,25 +270,47 @@ pub async fn liked_posts_since(
         .collect())
 }
 
-/// Each post's (likes, comments); posts never liked nor commented are (0, 0).
+/// Each post's counts; posts never liked, commented on nor reposted have none.
 pub async fn post_stats(
     pool: &PgPool,
     posts: &[PostId],
-) -> Result<HashMap<PostId, (i64, i64)>, sqlx::Error> {
+) -> Result<HashMap<PostId, super::PostCounts>, sqlx::Error> {
     if posts.is_empty() {
         return Ok(HashMap::new());
     }
     let ids: Vec<uuid::Uuid> = posts.iter().map(|p| p.uuid()).collect();
-    let rows: Vec<(uuid::Uuid, i64, i64)> = sqlx::query_as(
-        "SELECT post, like_count, comment_count FROM rm_post_stats WHERE post = ANY($1)",
+    let rows: Vec<(uuid::Uuid, i64, i64, i64)> = sqlx::query_as(
+        "SELECT post, like_count, comment_count, repost_count FROM rm_post_stats
+          WHERE post = ANY($1)",
     )
     .bind(&ids)
     .fetch_all(pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(p, l, c)| (PostId::from_uuid(p), (l, c)))
-        .collect())
+    let counts = rows.into_iter().map(|(p, likes, comments, reposts)| {
+        let counts = super::PostCounts {
+            likes,
+            comments,
+            reposts,
+        };
+        (PostId::from_uuid(p), counts)
+    });
+    Ok(counts.collect())
+}
+
+/// Which of `posts` `user` reposts (issue 44).
+pub async fn reposted(
+    pool: &PgPool,
+    user: UserId,
+    posts: &[PostId],
+) -> Result<HashSet<PostId>, sqlx::Error> {
+    let ids: Vec<uuid::Uuid> = posts.iter().map(|p| p.uuid()).collect();
+    let rows: Vec<uuid::Uuid> =
+        sqlx::query_scalar("SELECT post FROM rm_reposts WHERE user_id = $1 AND post = ANY($2)")
+            .bind(user.get())
+            .bind(&ids)
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(PostId::from_uuid).collect())
 }
 
 #[cfg(test)]

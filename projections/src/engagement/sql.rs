@@ -1,11 +1,11 @@
 //! Projector `engagement`'s tables in PostgreSQL as the engagement fold's tables: `rm_likes`,
-//! `rm_post_stats` and `rm_comments`, written set-based where the fold hands over many.
+//! `rm_reposts`, `rm_post_stats` and `rm_comments`, written set-based where the fold hands over many.
 
 use relations_domain::LikeTarget;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::fold::{EngagementTables, Folded, Key, Like, NewComment};
+use super::fold::{EngagementTables, Folded, Key, Like, NewComment, Repost};
 use super::likes;
 
 /// The tables, on the projector's connection.
@@ -49,6 +49,36 @@ impl EngagementTables for SqlTables<'_> {
         }
         add_to_posts(self.conn, PostCount::Likes, &posts).await?;
         add_to_comments(self.conn, CommentCount::Likes, &comments).await
+    }
+
+    async fn repost(&mut self, repost: &Repost) -> Folded<bool> {
+        let query = match repost.on {
+            true => sqlx::query(
+                "INSERT INTO rm_reposts (post, user_id, since) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(repost.post)
+            .bind(repost.user)
+            .bind(repost.at),
+            false => sqlx::query("DELETE FROM rm_reposts WHERE post = $1 AND user_id = $2")
+                .bind(repost.post)
+                .bind(repost.user),
+        };
+        let done = query.execute(&mut *self.conn).await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn unrepost_all(&mut self, user: i64) -> Folded<Vec<Uuid>> {
+        Ok(
+            sqlx::query_scalar("DELETE FROM rm_reposts WHERE user_id = $1 RETURNING post")
+                .bind(user)
+                .fetch_all(&mut *self.conn)
+                .await?,
+        )
+    }
+
+    async fn count_reposts(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
+        add_to_posts(self.conn, PostCount::Reposts, moved).await
     }
 
     async fn count_comments(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
@@ -141,6 +171,7 @@ impl EngagementTables for SqlTables<'_> {
 enum PostCount {
     Likes,
     Comments,
+    Reposts,
 }
 
 /// Adds each post's change to one of its counts (its row made when missing), in post order.
@@ -163,6 +194,11 @@ async fn add_to_posts(
             "INSERT INTO rm_post_stats AS s (post, comment_count)
              SELECT * FROM unnest($1::uuid[], $2::bigint[]) ORDER BY 1
              ON CONFLICT (post) DO UPDATE SET comment_count = s.comment_count + excluded.comment_count"
+        }
+        PostCount::Reposts => {
+            "INSERT INTO rm_post_stats AS s (post, repost_count)
+             SELECT * FROM unnest($1::uuid[], $2::bigint[]) ORDER BY 1
+             ON CONFLICT (post) DO UPDATE SET repost_count = s.repost_count + excluded.repost_count"
         }
     };
     sqlx::query(sql)

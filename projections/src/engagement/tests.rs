@@ -1,5 +1,5 @@
-//! The one engagement fold against its reference (issue 43): random likes, unlikes, comments
-//! (replies of replies), deletions, pins and erasures. The tables folded keep the counts and
+//! The one engagement fold against its reference (issue 43): random likes, unlikes, reposts
+//! and unreposts (issue 44), comments (replies of replies), deletions, pins and erasures. The tables folded keep the counts and
 //! visibility the rules give when recounted from their rows (`verify`'s reference), and a
 //! run of likes folded at once gives what folding it one by one gives.
 
@@ -7,7 +7,7 @@ use chrono::DateTime;
 use proptest::prelude::*;
 use relations_domain::{CommentId, LikeTarget, PostId};
 
-use super::fold::{fold, fold_changes, EngagementChange, Key, Like, NewComment};
+use super::fold::{fold, fold_changes, EngagementChange, Key, Like, NewComment, Repost};
 use super::memory::EngagementMemory;
 use super::verify::EngagementCheck;
 use crate::feed::fold::in_memory;
@@ -19,6 +19,8 @@ const POSTS: u128 = 2;
 enum Op {
     /// User likes (`true`) or unlikes post p, or the c-th comment (modulo) when `Some(c)`.
     Like(i64, u128, Option<usize>, bool),
+    /// User reposts (`true`) or unreposts post p.
+    Repost(i64, u128, bool),
     /// User comments on post p, answering the c-th comment of it (modulo) when `Some(c)`.
     Comment(i64, u128, Option<usize>),
     /// The c-th comment (modulo) is deleted.
@@ -35,6 +37,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (who.clone(), post.clone(), nth.clone(), any::<bool>())
             .prop_map(|(u, p, c, on)| Op::Like(u, p, c, on)),
+        3 => (who.clone(), post.clone(), any::<bool>()).prop_map(|(u, p, on)| Op::Repost(u, p, on)),
         5 => (who.clone(), post, nth).prop_map(|(u, p, c)| Op::Comment(u, p, c)),
         3 => (0usize..32).prop_map(Op::Delete),
         1 => (0usize..32, any::<bool>()).prop_map(|(c, on)| Op::Pin(c, on)),
@@ -72,6 +75,16 @@ fn history(ops: &[Op]) -> Vec<EngagementChange<'static>> {
                 };
                 EngagementChange::Like(Like {
                     target,
+                    user,
+                    author,
+                    at,
+                    on,
+                })
+            }
+            Op::Repost(user, p, on) if !erased.contains(&user) => {
+                let (post, author) = (post(p), 9);
+                EngagementChange::Repost(Repost {
+                    post,
                     user,
                     author,
                     at,
@@ -120,7 +133,7 @@ fn history(ops: &[Op]) -> Vec<EngagementChange<'static>> {
                 }
                 EngagementChange::Erased(user)
             }
-            Op::Like(..) | Op::Comment(..) => continue,
+            Op::Like(..) | Op::Repost(..) | Op::Comment(..) => continue,
         };
         changes.push(change);
     }
@@ -142,6 +155,7 @@ proptest! {
         let mismatches = runs.recount_mismatches();
         prop_assert!(mismatches.is_empty(), "{mismatches:#?}");
         prop_assert_eq!(&runs.tables_mut().likes, &one_by_one.likes);
+        prop_assert_eq!(&runs.tables_mut().reposts, &one_by_one.reposts);
         prop_assert_eq!(&runs.tables_mut().stats, &one_by_one.stats);
         prop_assert_eq!(&runs.tables_mut().comments, &one_by_one.comments);
     }

@@ -13,6 +13,7 @@ use sqlx::PgConnection;
 
 use super::fold::{fold, EngagementChange, Key};
 use super::memory::{CommentRow, EngagementMemory};
+use super::PostCounts;
 use crate::error::ProjectionError;
 use crate::feed::fold::in_memory;
 use crate::runtime::verify::{diff, Check};
@@ -33,7 +34,19 @@ type Row = (
 );
 
 /// How differences name the tables compared.
-const STATS: &str = "rm_post_stats (post, likes, comments)";
+const STATS: &str = "rm_post_stats (post, likes, comments, reposts)";
+
+/// A compared row of `rm_post_stats`: (post, likes, comments, reposts).
+type StatsRow = (uuid::Uuid, i64, i64, i64);
+
+/// The rows of `rm_post_stats` that are not all zero.
+fn stats_rows(stats: BTreeMap<uuid::Uuid, PostCounts>) -> BTreeSet<StatsRow> {
+    let rows = stats
+        .into_iter()
+        .filter(|(_, c)| *c != PostCounts::default());
+    rows.map(|(p, c)| (p, c.likes, c.comments, c.reposts))
+        .collect()
+}
 const COMMENTS: &str =
     "rm_comments (post, n, author, parent, content, deleted, pinned, likes, replies, visible)";
 
@@ -70,12 +83,8 @@ impl EngagementCheck {
     }
 
     /// `rm_post_stats` as folded, rows of nothing left out.
-    fn stats(&self) -> BTreeSet<(uuid::Uuid, i64, i64)> {
-        let stats = self.tables.stats.iter();
-        stats
-            .filter(|(_, &(l, c))| (l, c) != (0, 0))
-            .map(|(&p, &(l, c))| (p, l, c))
-            .collect()
+    fn stats(&self) -> BTreeSet<StatsRow> {
+        stats_rows(self.tables.stats.clone())
     }
 
     /// `rm_comments` as folded.
@@ -85,15 +94,19 @@ impl EngagementCheck {
             .collect()
     }
 
-    /// The counts and visibility the rules give, recounted from the folded likes and
-    /// comments: a post's likes are its rows of `rm_likes`, its comments the live ones; a
-    /// comment is visible while live or while it has a visible reply.
-    fn recounted(&self) -> (BTreeSet<(uuid::Uuid, i64, i64)>, BTreeSet<Row>) {
-        let mut stats: BTreeMap<uuid::Uuid, (i64, i64)> = BTreeMap::new();
+    /// The counts and visibility the rules give, recounted from the folded likes, reposts
+    /// and comments: a post's likes and reposts are its rows of `rm_likes` and `rm_reposts`,
+    /// its comments the live ones; a comment is visible while live or while it has a visible
+    /// reply.
+    fn recounted(&self) -> (BTreeSet<StatsRow>, BTreeSet<Row>) {
+        let mut stats: BTreeMap<uuid::Uuid, PostCounts> = BTreeMap::new();
+        for (post, _) in &self.tables.reposts {
+            stats.entry(*post).or_default().reposts += 1;
+        }
         let mut comment_likes: BTreeMap<Key, i64> = BTreeMap::new();
         for (target, _) in &self.tables.likes {
             match target {
-                LikeTarget::Post(post) => stats.entry(post.uuid()).or_default().0 += 1,
+                LikeTarget::Post(post) => stats.entry(post.uuid()).or_default().likes += 1,
                 LikeTarget::Comment(c) => {
                     *comment_likes
                         .entry((c.post.uuid(), c.n as i32))
@@ -106,7 +119,7 @@ impl EngagementCheck {
         // Children have higher numbers than their parents: walk from the newest down.
         for (&(post, n), c) in self.tables.comments.iter().rev() {
             if !c.deleted {
-                stats.entry(post).or_default().1 += 1;
+                stats.entry(post).or_default().comments += 1;
             }
             if !c.deleted || replies.get(&(post, n)).copied().unwrap_or(0) > 0 {
                 visible.insert((post, n));
@@ -124,11 +137,7 @@ impl EngagementCheck {
             };
             row(key.0, key.1, recount)
         });
-        let stats = stats.into_iter().filter(|(_, (l, c))| (*l, *c) != (0, 0));
-        (
-            stats.map(|(p, (l, c))| (p, l, c)).collect(),
-            comments.collect(),
-        )
+        (stats_rows(stats), comments.collect())
     }
 }
 
@@ -176,9 +185,21 @@ impl Check for EngagementCheck {
         let folded = self.tables.likes.iter();
         let folded = folded.map(|(t, u)| (t.to_string(), *u)).collect();
         diff("rm_likes (target, user)", &folded, &likes, out);
-        let actual_stats: BTreeSet<(uuid::Uuid, i64, i64)> = sqlx::query_as(
-            "SELECT post, like_count, comment_count FROM rm_post_stats
-              WHERE like_count <> 0 OR comment_count <> 0",
+        let reposts: BTreeSet<(uuid::Uuid, i64)> =
+            sqlx::query_as("SELECT post, user_id FROM rm_reposts")
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .collect();
+        diff(
+            "rm_reposts (post, user)",
+            &self.tables.reposts,
+            &reposts,
+            out,
+        );
+        let actual_stats: BTreeSet<StatsRow> = sqlx::query_as(
+            "SELECT post, like_count, comment_count, repost_count FROM rm_post_stats
+              WHERE like_count <> 0 OR comment_count <> 0 OR repost_count <> 0",
         )
         .fetch_all(&mut *conn)
         .await?

@@ -132,8 +132,10 @@ impl<'a> FeedChange<'a> {
                 | AccountEvent::GraphHidden { .. }
                 | AccountEvent::GraphShown { .. } => return None,
             },
-            // Likes and comments are shown from projector `engagement`'s tables.
-            LogEvent::Thread(_) | LogEvent::Like(_) => return None,
+            // Likes and comments are shown from projector `engagement`'s tables. Reposts will
+            // bring posts into feeds (issue 44); this fold does not fold them yet, so a
+            // repost changes no feed.
+            LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Repost(_) => return None,
         })
     }
 }

@@ -161,6 +161,8 @@ pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), Proje
             like_count: 0,
             comment_count: 0,
             liked: None,
+            repost_count: 0,
+            reposted: None,
         },
     ))
 }

@@ -120,9 +120,9 @@ impl FeedReader<'_> {
         Ok(page)
     }
 
-    /// Fills `posts`' like and comment counts, and for a viewer whether they like each one:
-    /// the counts from the read models' pool and the like states from their cache, side by
-    /// side.
+    /// Fills `posts`' like, comment and repost counts, and for a viewer whether they like
+    /// and repost each one: the counts and reposts from the read models' pool and the like
+    /// states from their cache, side by side.
     pub async fn engage(
         &self,
         posts: &mut [PostView],
@@ -138,13 +138,24 @@ impl FeedReader<'_> {
                 None => Ok(None),
             }
         };
-        let (stats, liked) = tokio::join!(engagement_query::post_stats(self.reads, &ids), liked);
-        let (stats, liked) = (stats?, liked?);
+        let reposted = async {
+            match viewer {
+                Some(viewer) => engagement_query::reposted(self.reads, viewer, &ids)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        };
+        let stats = engagement_query::post_stats(self.reads, &ids);
+        let (stats, liked, reposted) = tokio::join!(stats, liked, reposted);
+        let (stats, liked, reposted) = (stats?, liked?, reposted?);
         for (i, post) in posts.iter_mut().enumerate() {
-            let (likes, comments) = stats.get(&post.id).copied().unwrap_or((0, 0));
-            post.like_count = likes;
-            post.comment_count = comments;
+            let counts = stats.get(&post.id).copied().unwrap_or_default();
+            post.like_count = counts.likes;
+            post.comment_count = counts.comments;
+            post.repost_count = counts.reposts;
             post.liked = liked.as_ref().map(|l| l[i]);
+            post.reposted = reposted.as_ref().map(|r| r.contains(&post.id));
         }
         Ok(())
     }

@@ -288,6 +288,8 @@ impl FeedHub {
                             like_count: 0,
                             comment_count: 0,
                             liked: None,
+                            repost_count: 0,
+                            reposted: None,
                         },
                     )
                 }),
@@ -354,6 +356,7 @@ impl FeedHub {
                 LogEvent::Relation(_)
                 | LogEvent::Thread(_)
                 | LogEvent::Like(_)
+                | LogEvent::Repost(_)
                 | LogEvent::Account(_) => None,
             })
             .collect()
@@ -368,7 +371,8 @@ impl FeedHub {
                 LogEvent::Relation(_)
                 | LogEvent::Post(_)
                 | LogEvent::Thread(_)
-                | LogEvent::Like(_) => None,
+                | LogEvent::Like(_)
+                | LogEvent::Repost(_) => None,
             })
             .collect();
         users.sort_unstable();

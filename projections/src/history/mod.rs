@@ -77,9 +77,11 @@ impl EdgeChange {
     pub fn of_recorded(event: &RecordedEvent) -> Result<Option<Self>, ProjectionError> {
         Ok(match &event.event {
             LogEvent::Relation(decoded) => Self::of(decoded, event.position, event.occurred_at),
-            LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Account(_) => {
-                None
-            }
+            LogEvent::Post(_)
+            | LogEvent::Thread(_)
+            | LogEvent::Like(_)
+            | LogEvent::Repost(_)
+            | LogEvent::Account(_) => None,
         })
     }
 }

@@ -180,6 +180,8 @@ impl ChangeReader {
         Ok(match &event.event {
             LogEvent::Relation(relation) => self.relation(*relation, position, at),
             LogEvent::Like(liked) => vec![like(*liked, position, at)],
+            // Issue 44's `reposted` notifications are not built yet: a repost notifies nobody.
+            LogEvent::Repost(_) => vec![],
             LogEvent::Thread(threaded) => thread(threaded, position, at),
             LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {
                 post: post_id.uuid(),
@@ -320,10 +322,11 @@ fn thread(event: &ThreadEvent, position: LogPosition, at: DateTime<Utc>) -> Vec<
             at,
         })],
         EngagementChange::Uncommented((post, n)) => vec![Change::CommentDeleted { post, n }],
-        // Pins notify nobody; a thread event is neither a like nor an erasure.
-        EngagementChange::Pinned(..) | EngagementChange::Like(_) | EngagementChange::Erased(_) => {
-            vec![]
-        }
+        // Pins notify nobody; a thread event is no like, repost or erasure.
+        EngagementChange::Pinned(..)
+        | EngagementChange::Like(_)
+        | EngagementChange::Repost(_)
+        | EngagementChange::Erased(_) => vec![],
     }
 }
 

@@ -109,9 +109,11 @@ impl RelationChange {
     pub fn of_recorded(event: &RecordedEvent) -> Option<Self> {
         match &event.event {
             LogEvent::Relation(relation) => Some(Self::of(relation, event.occurred_at)),
-            LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Account(_) => {
-                None
-            }
+            LogEvent::Post(_)
+            | LogEvent::Thread(_)
+            | LogEvent::Like(_)
+            | LogEvent::Repost(_)
+            | LogEvent::Account(_) => None,
         }
     }
 

@@ -556,7 +556,11 @@ impl MemoryModel for RelationsMemory {
             }
             LogEvent::Account(AccountEvent::UserErased { user }) => self.erase(user.get()),
             // Nothing else moves the graph.
-            LogEvent::Account(_) | LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) => {}
+            LogEvent::Account(_)
+            | LogEvent::Post(_)
+            | LogEvent::Thread(_)
+            | LogEvent::Like(_)
+            | LogEvent::Repost(_) => {}
         }
     }
 }

@@ -103,10 +103,7 @@ pub async fn mutes(
     .fetch_all(pool)
     .await?;
     rows.into_iter()
-        .map(|(id, since, until)| {
-            let user = UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            Ok((ListEntry { user, since }, until))
-        })
+        .map(|(id, since, until)| Ok((ListEntry::of(id, since)?, until)))
         .collect()
 }
 
@@ -119,15 +116,17 @@ pub struct ListEntry {
     pub since: DateTime<Utc>,
 }
 
+impl ListEntry {
+    /// The entry of a row's user id and time (an id that is no user's fails to decode).
+    pub fn of(id: i64, since: DateTime<Utc>) -> Result<Self, sqlx::Error> {
+        let user = UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+        Ok(Self { user, since })
+    }
+}
+
 fn list_entries(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<ListEntry>, sqlx::Error> {
     rows.iter()
-        .map(|row| {
-            let id: i64 = row.try_get("id")?;
-            Ok(ListEntry {
-                user: UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-                since: row.try_get("since")?,
-            })
-        })
+        .map(|row| ListEntry::of(row.try_get("id")?, row.try_get("since")?))
         .collect()
 }
 

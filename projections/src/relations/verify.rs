@@ -81,7 +81,9 @@ impl RelationFold {
                 }
                 return Ok(());
             }
-            LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) => return Ok(()),
+            LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Repost(_) => {
+                return Ok(())
+            }
         };
         match *account {
             AccountEvent::AccountLocked { user } => self.locked.insert(user.get()),

@@ -117,6 +117,13 @@ impl PairGuard {
         !may_read_post(actor, post.author, post.visibility, follows, locked)
     }
 
+    /// Whether `post` may not be reposted (issue 44): it is `followers` only (or narrower), or
+    /// its author is locked, as read under lock.
+    pub fn not_repostable(&self, post: PostAccess) -> bool {
+        let open = matches!(post.visibility, Visibility::Public | Visibility::Unlisted);
+        !open || self.locked.contains(&post.author)
+    }
+
     /// Whether `comment`, asked about as found live, was deleted since.
     pub fn comment_gone(&self, comment: CommentId) -> bool {
         self.gone_comments.contains(&comment)

@@ -1,5 +1,5 @@
 //! `/api/v1/posts[/{id}/*]`: publishing and deleting posts (rule 8), their likes and their
-//! comments (seed 002), one file each.
+//! comments (seed 002), their reposts (issue 44), one file each.
 
 mod comment;
 mod comments;
@@ -7,7 +7,10 @@ mod delete;
 mod like;
 mod likes;
 mod publish;
+mod repost;
+mod reposts;
 mod unlike;
+mod unrepost;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -22,5 +25,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(like::like_post))
         .routes(routes!(unlike::unlike_post))
         .routes(routes!(likes::likers))
+        .routes(routes!(repost::repost_post))
+        .routes(routes!(unrepost::unrepost_post))
+        .routes(routes!(reposts::reposters))
         .routes(routes!(comment::comment, comments::comments))
 }

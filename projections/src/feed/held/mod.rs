@@ -113,28 +113,46 @@ impl HeldPosts {
             "SELECT p.post_id, p.author, l.user_id FROM rm_likes l
                JOIN {POSTS} ON l.target = 'post:' || p.post_id::text"
         );
+        let reposts = format!(
+            "SELECT p.post_id, p.author, r.user_id FROM rm_reposts r
+               JOIN {POSTS} ON r.post = p.post_id"
+        );
         let comments = format!(
             "SELECT p.post_id, p.author, c.author, c.n FROM rm_comments c
                JOIN {POSTS} ON c.post = p.post_id WHERE NOT c.deleted"
         );
         let engagement = self.timelines.engagement_mut();
-        for (sql, like) in [(likes, true), (comments, false)] {
+        for (sql, kind) in [
+            (likes, Loaded::Like),
+            (reposts, Loaded::Repost),
+            (comments, Loaded::Comment),
+        ] {
             let query = sqlx::query(&sql).bind(from).bind(&ids).bind(&authors);
             let mut rows = query.fetch(&mut *tx);
             while let Some(row) = rows.try_next().await? {
                 let post = PostId::from_uuid(row.try_get(0)?);
                 let (author, by): (i64, i64) = (row.try_get(1)?, row.try_get(2)?);
-                match like {
-                    true => engagement.like(post, author as u64, by as u64, true),
-                    false => {
+                let (author, by) = (author as u64, by as u64);
+                match kind {
+                    Loaded::Like => engagement.like(post, author, by, true),
+                    Loaded::Repost => engagement.repost(post, author, by, true),
+                    Loaded::Comment => {
                         let n: i32 = row.try_get(3)?;
-                        engagement.comment(post, author as u64, n as u32, by as u64);
+                        engagement.comment(post, author, n as u32, by);
                     }
                 }
             }
         }
         Ok(())
     }
+}
+
+/// The kinds of rows the load reads of projector `engagement`'s tables.
+#[derive(Clone, Copy)]
+enum Loaded {
+    Like,
+    Repost,
+    Comment,
 }
 
 impl HeldPosts {
@@ -178,7 +196,7 @@ impl MemoryModel for HeldPosts {
                 }
             }
             // Engagement is kept only beside held posts.
-            LogEvent::Like(_) | LogEvent::Thread(_)
+            LogEvent::Like(_) | LogEvent::Repost(_) | LogEvent::Thread(_)
                 if self.timelines.on() && at > self.engagement_loaded =>
             {
                 self.engage(event, occurred_at)
@@ -192,6 +210,7 @@ impl MemoryModel for HeldPosts {
             // What the load held, and what is not the posts'.
             LogEvent::Post(_)
             | LogEvent::Like(_)
+            | LogEvent::Repost(_)
             | LogEvent::Thread(_)
             | LogEvent::Account(_)
             | LogEvent::Relation(_) => {}
@@ -240,6 +259,24 @@ impl EngagementTables for Timelines {
             self.like(post, like.author as u64, like.user as u64, like.on);
         }
         Ok(false)
+    }
+
+    async fn repost(&mut self, repost: &engagement::Repost) -> Folded<bool> {
+        let (post, author) = (PostId::from_uuid(repost.post), repost.author as u64);
+        if !repost.on || self.holds(author, post) {
+            let engagement = self.engagement_mut();
+            engagement.repost(post, author, repost.user as u64, repost.on);
+        }
+        Ok(false)
+    }
+
+    async fn unrepost_all(&mut self, user: i64) -> Folded<Vec<uuid::Uuid>> {
+        self.engagement_mut().unrepost_all(user as u64);
+        Ok(Vec::new())
+    }
+
+    async fn count_reposts(&mut self, _: &[(uuid::Uuid, i64)]) -> Folded<()> {
+        Ok(())
     }
 
     async fn count_likes(&mut self, _: &[(LikeTarget, i64)]) -> Folded<()> {

@@ -89,6 +89,8 @@ impl HeldPost {
             like_count: shown.likes,
             comment_count: shown.comments,
             liked: Some(shown.liked),
+            repost_count: shown.reposts,
+            reposted: Some(shown.reposted),
         }
     }
 }
