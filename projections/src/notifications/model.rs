@@ -5,8 +5,11 @@
 //! actor, post and recipient, so that a block, a mute, a deletion or an erasure finds what it
 //! removes without walking every cause.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
+
+use foldhash::{HashMap, HashSet}; // a rebuild folds millions: SipHash and B-tree keys of text cost
 
 use async_trait::async_trait;
 use sqlx::PgConnection;
@@ -22,21 +25,22 @@ use crate::error::ProjectionError;
 use crate::runtime::projector::BulkFold;
 use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_text, copy_timestamp};
 
-/// A live cause's key: (recipient, cause).
-type Key = (i64, String);
+/// A live cause's key: (recipient, cause), its text shared by the indexes.
+type Key = (i64, Arc<str>);
 
 /// Every live notification, comment author and mute, as folded.
 #[derive(Debug, Default)]
 pub struct Model {
     reader: ChangeReader,
     /// Live causes by (recipient, cause key).
-    pub causes: BTreeMap<(i64, String), Cause>,
+    pub causes: HashMap<Key, Cause>,
     /// Each comment's (author, post author).
     pub comments: BTreeMap<(Uuid, i32), (i64, i64)>,
     /// Mutes: (muter, muted) → until.
     pub mutes: BTreeMap<(i64, i64), Option<DateTime<Utc>>>,
-    /// Each live group's place (the last cause that joined it) and its live causes.
-    pub places: BTreeMap<(i64, String), (LogPosition, usize)>,
+    /// Each live group's place (the last cause that joined it) and its live causes, by
+    /// recipient and group.
+    places: HashMap<i64, HashMap<String, (LogPosition, usize)>>,
     /// Live causes' keys by actor, by post, by recipient.
     by_actor: HashMap<i64, HashSet<Key>>,
     by_post: HashMap<Uuid, HashSet<Key>>,
@@ -57,13 +61,14 @@ impl Model {
         if !admits(&cause, mute) {
             return;
         }
-        let place = self
-            .places
-            .entry((cause.recipient, cause.group.clone()))
-            .or_insert((cause.position, 0));
-        place.0 = place.0.max(cause.position);
-        place.1 += 1;
-        let key = (cause.recipient, cause.cause.clone());
+        let groups = self.places.entry(cause.recipient).or_default();
+        match groups.get_mut(cause.group.as_str()) {
+            Some(place) => *place = (place.0.max(cause.position), place.1 + 1),
+            None => {
+                groups.insert(cause.group.clone(), (cause.position, 1));
+            }
+        }
+        let key: Key = (cause.recipient, Arc::from(cause.cause.as_str()));
         self.by_actor
             .entry(cause.actor)
             .or_default()
@@ -129,16 +134,21 @@ impl Model {
     }
 
     /// Removes one cause, if live.
-    fn forget(&mut self, key: &(i64, String)) {
+    fn forget(&mut self, key: &Key) {
         let Some(cause) = self.causes.remove(key) else {
             return;
         };
         self.unindex(key, &cause);
-        let group = (cause.recipient, cause.group);
-        if let Some(place) = self.places.get_mut(&group) {
+        let Some(groups) = self.places.get_mut(&cause.recipient) else {
+            return;
+        };
+        if let Some(place) = groups.get_mut(cause.group.as_str()) {
             place.1 -= 1;
             if place.1 == 0 {
-                self.places.remove(&group);
+                groups.remove(cause.group.as_str());
+                if groups.is_empty() {
+                    self.places.remove(&cause.recipient);
+                }
             }
         }
     }
@@ -156,7 +166,7 @@ impl Model {
                     self.add(cause);
                 }
             }
-            Change::Remove { recipient, cause } => self.forget(&(recipient, cause)),
+            Change::Remove { recipient, cause } => self.forget(&(recipient, Arc::from(cause))),
             Change::CommentDeleted { post, n } => {
                 let key = format!("comment:{}.{n}", PostId::from_uuid(post));
                 let about = self.of_post(post);
@@ -213,7 +223,8 @@ impl Model {
                 GroupDelta::of(&causes)
             })
             .map(|g| {
-                let place = self.places.get(&(g.recipient, g.group.clone()));
+                let groups = self.places.get(&g.recipient);
+                let place = groups.and_then(|groups| groups.get(g.group.as_str()));
                 let place = place.map_or(g.position, |p| p.0);
                 (g, place)
             })
@@ -242,7 +253,11 @@ impl BulkFold for NotificationsBulk {
     async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
         let model = &self.model;
         let mut rows = String::with_capacity(model.causes.len() * 96);
-        for c in model.causes.values() {
+        // In the primary key's order: rows in random order cost PostgreSQL's B-tree more than
+        // the sort costs here (a rebuild wrote 10-15% slower when they came from a hash map).
+        let mut causes: Vec<&Cause> = model.causes.values().collect();
+        causes.sort_unstable_by(|a, b| (a.recipient, &a.cause).cmp(&(b.recipient, &b.cause)));
+        for c in causes {
             let (tx, gp) = (c.position.transaction_id, c.position.global_position);
             writeln!(
                 rows,

@@ -169,7 +169,19 @@ pub(crate) fn copy_text(text: &str) -> std::borrow::Cow<'_, str> {
 /// bound value (PostgreSQL would round a longer fraction, and a rebuild would then differ from
 /// the runner by a microsecond).
 pub(crate) fn copy_timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string()
+    use chrono::{Datelike as _, Timelike as _};
+    // Written field by field: chrono's `format` parses its pattern on every call, which was
+    // 6% of a notifications rebuild.
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}+00",
+        at.year(),
+        at.month(),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.timestamp_subsec_micros().min(999_999),
+    )
 }
 
 /// [`copy_timestamp`], or COPY's NULL (`\N`) for `None`.
@@ -417,4 +429,26 @@ pub async fn running(pool: &PgPool) -> Result<Vec<RunningRebuild>, sqlx::Error> 
     )
     .fetch_all(pool)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timestamp_for_copy_is_what_chronos_pattern_writes() {
+        for micros in [
+            0,
+            1,
+            1_700_000_000_123_456,
+            1_764_201_600_999_999,
+            -1_000_001,
+        ] {
+            let at = chrono::DateTime::from_timestamp_micros(micros).unwrap();
+            let at = at + chrono::Duration::nanoseconds(789);
+            let pattern = at.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string();
+            assert_eq!(copy_timestamp(at), pattern);
+        }
+        assert_eq!(copy_nullable_timestamp(None), "\\N");
+    }
 }
