@@ -12,7 +12,8 @@ scripts/services.sh
 
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/relations_dev}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
-export RELATIONS_JWT_SECRET="${RELATIONS_JWT_SECRET:-dev-only-secret}"
+# Development only, as the master key below (SPEC: at least 32 bytes).
+export RELATIONS_JWT_SECRET="${RELATIONS_JWT_SECRET:-dev-only-secret-never-use-in-production}"
 # Development only: a real deployment generates its own (`openssl rand -hex 32`) and keeps it.
 export RELATIONS_MASTER_KEY="${RELATIONS_MASTER_KEY:-646576206f6e6c79206d6173746572206b65792c206e6576657220696e207072}"
 export RELATIONS_HTTP_ADDR="${RELATIONS_HTTP_ADDR:-127.0.0.1:8080}"

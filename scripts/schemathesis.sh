@@ -22,7 +22,7 @@ port=${SCHEMATHESIS_PORT:-18199}
 db=relations_schemathesis_$port
 psql "$admin_url" -qc "drop database if exists $db with (force)" >/dev/null
 psql "$admin_url" -qc "create database $db" >/dev/null
-secret=schemathesis-secret
+secret=schemathesis-secret-0123456789abcdef0123
 log=target/schemathesis-serve.log
 DATABASE_URL="${admin_url%/*}/$db" \
   REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379} \

@@ -29,6 +29,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # The layout from outside (issue 23): import circles, long functions, the log's SQL, HTTP in
 # the store, one relation fold, one log tail.
 scripts/checks.sh
+# Every dependency audited, offline (issue 45): advisories, licences, sources (deny.toml).
+scripts/audit.sh
 # The Kafka tests' background processes log here (one file each); a failed run's story.
 rm -rf target/kafka-logs
 log=$(mktemp)

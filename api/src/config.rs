@@ -93,6 +93,22 @@ pub struct JwtConfig {
     pub jwt_secret: String,
 }
 
+/// The shortest HS256 key the service starts with (SPEC, "Hardening").
+pub const JWT_SECRET_MIN_BYTES: usize = 32;
+
+impl JwtConfig {
+    /// The key; one shorter than [`JWT_SECRET_MIN_BYTES`] refuses to start, naming the
+    /// variable and never showing the value.
+    pub fn secret(&self) -> anyhow::Result<&str> {
+        anyhow::ensure!(
+            self.jwt_secret.len() >= JWT_SECRET_MIN_BYTES,
+            "RELATIONS_JWT_SECRET must be at least {JWT_SECRET_MIN_BYTES} bytes \
+             (`openssl rand -hex 32` makes one)"
+        );
+        Ok(&self.jwt_secret)
+    }
+}
+
 impl std::fmt::Debug for JwtConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("JwtConfig { jwt_secret: <redacted> }")

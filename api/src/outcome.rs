@@ -255,6 +255,15 @@ impl From<RepostChange> for Reposting {
 
 impl Answer for Reposting {}
 
+/// How the engagement store keeps each of its outcomes under its idempotency key.
+pub fn engagement_renders() -> relations_store::EngagementRenders {
+    relations_store::EngagementRenders {
+        threads: render::<_, ThreadAnswer>,
+        likes: render::<_, Liking>,
+        reposts: render::<_, Reposting>,
+    }
+}
+
 /// The answer to a relation command (SPEC.md: `{changed, relation, position}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct RelationOutcome {

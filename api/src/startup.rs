@@ -19,9 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::jwt::JwtKeys;
-use crate::outcome::{
-    render, AccountChange, Liking, PostAnswer, RelationOutcome, Reposting, ThreadAnswer,
-};
+use crate::outcome::{render, AccountChange, PostAnswer, RelationOutcome};
 use crate::rate_limit::RateLimiter;
 use crate::routes;
 use crate::state::{AppState, ProjectorEntry, Shared};
@@ -105,6 +103,7 @@ impl Application {
         // The recorder first: a gauge set before it is installed (Redis's `relations_redis_up`
         // at connect) went to no recorder and stayed absent until Redis first failed.
         let metrics = crate::metrics::handle();
+        let jwt = JwtKeys::new(config.jwt.secret()?);
         let (pool, read_pool, keys) = databases(&config).await?;
         let redis = config.redis.connect()?.context("serve needs REDIS_URL")?;
         let listener = TcpListener::bind(config.http_addr)
@@ -131,11 +130,7 @@ impl Application {
                 keys.clone(),
                 signal.clone(),
                 config.workers(),
-                relations_store::EngagementRenders {
-                    threads: render::<_, ThreadAnswer>,
-                    likes: render::<_, Liking>,
-                    reposts: render::<_, Reposting>,
-                },
+                crate::outcome::engagement_renders(),
             ),
             relations: RelationStore::new(
                 pool.clone(),
@@ -161,7 +156,7 @@ impl Application {
                 render::<_, AccountChange>,
             ),
             settings: SettingsStore::new(pool.clone(), signal),
-            jwt: JwtKeys::new(&config.jwt.jwt_secret),
+            jwt,
             limiter: RateLimiter::new(
                 redis.clone(),
                 config.rate_capacity,

@@ -306,7 +306,7 @@ impl Drop for Server {
 }
 
 /// The HS256 key the bench servers run with.
-pub const SECRET: &str = "bench-secret";
+pub const SECRET: &str = "bench-secret-0123456789abcdef0123456789";
 
 /// The bench's `RELATIONS_MASTER_KEY` (every `relations` process it starts is given it).
 pub const MASTER_KEY: &str = "62656e6368206b6579206265636e68206b6579206265636e68206b6579212121";

@@ -40,7 +40,7 @@ pub fn run(args: TokenArgs) -> anyhow::Result<()> {
             ver: args.ver.unwrap_or(0),
             bat: args.bat.unwrap_or(0),
         });
-    let token = JwtKeys::new(&args.jwt.jwt_secret).issue_stamped(
+    let token = JwtKeys::new(args.jwt.secret()?).issue_stamped(
         args.user,
         args.admin,
         Duration::from_secs(args.ttl_secs),

@@ -98,3 +98,36 @@ fn serve_without_required_configuration_fails_with_a_message() {
         "{stderr}"
     );
 }
+
+/// SPEC's hardening: a JWT key shorter than 32 bytes refuses to start `serve` and `token`,
+/// naming the variable and never showing the key.
+#[test]
+fn a_jwt_secret_shorter_than_32_bytes_refuses_to_start_without_showing_it() {
+    let short = "x".repeat(31) + "Z";
+    let short = &short[1..]; // 31 bytes, ending in a mark that must not show
+    for args in [vec!["serve"], vec!["token", "--user", "1"]] {
+        let output = Command::new(BIN)
+            .args(&args)
+            .env("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none")
+            .env("REDIS_URL", "redis://127.0.0.1:1")
+            .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
+            .env("RELATIONS_JWT_SECRET", short)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("RELATIONS_JWT_SECRET"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("32 bytes"), "{args:?}: {stderr}");
+        assert!(!stderr.contains(short), "{args:?} showed the key: {stderr}");
+    }
+    // 32 bytes is enough.
+    let output = Command::new(BIN)
+        .args(["token", "--user", "1"])
+        .env("RELATIONS_JWT_SECRET", "y".repeat(32))
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+}

@@ -210,7 +210,7 @@ fn a_malformed_or_missing_master_key_refuses_to_start_without_showing_it() {
             .arg(verb)
             .env("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none")
             .env("REDIS_URL", "redis://127.0.0.1:1")
-            .env("RELATIONS_JWT_SECRET", "secret")
+            .env("RELATIONS_JWT_SECRET", crate::helpers::SECRET)
             .env(
                 "RELATIONS_MASTER_KEY",
                 "00112233445566778899aabbccddeeffSECRETVALUE",

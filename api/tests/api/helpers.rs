@@ -14,7 +14,7 @@ use serde_json::Value;
 use sqlx::{Connection, PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
 
-pub const SECRET: &str = "test-secret-do-not-use";
+pub const SECRET: &str = "test-secret-do-not-use-0123456789abcdef";
 
 /// The tests' `RELATIONS_MASTER_KEY` (every process a test starts is given it).
 pub const MASTER_KEY: &str = "7465737420746573742074657374207465737420746573742074657374212121";
