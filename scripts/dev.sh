@@ -2,7 +2,8 @@
 # Runs the service on 127.0.0.1:8080 against a local database `relations_dev`, plays a short
 # demo against it (follow, friends, block, a refused follow; a post, the feed, a deletion; a
 # mute and a removed follower; a locked account approving a follow request; a like and a
-# comment; bob's notifications, grouped, his unread count and marker; where the operator page,
+# comment; bob's notifications, grouped, his unread count and marker; a repost, and a
+# post that cannot be reposted; where the operator page,
 # the live feed and the live notifications are),
 # then keeps serving until Ctrl-C.
 set -euo pipefail
@@ -106,6 +107,15 @@ printf '\n$ bob marks them read up to %s\n' "$newest"
 curl -s -X POST "$base/api/v1/notifications/read" -H "authorization: Bearer $bob" \
   -H 'content-type: application/json' -d "{\"up_to\": \"$newest\"}"; echo
 curl -s "$base/api/v1/notifications/unread_count" -H "authorization: Bearer $bob"; echo
+echo
+echo "== demo: carol reposts alice's public post; bob's post (his account is locked) cannot be reposted"
+out=$(curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $alice" \
+  -H 'content-type: application/json' -d '{"content": "worth passing on"}'); echo "$out"
+shared=$(echo "$out" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+out=$(curl -s -X POST "$base/api/v1/posts/$shared/repost" -H "authorization: Bearer $carol"); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s -X POST "$base/api/v1/posts/$post_id/repost" -H "authorization: Bearer $carol"; echo
+curl -s "$base/api/v1/posts/$shared/reposts?min_position=$position"; echo
 echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"

@@ -329,6 +329,10 @@ pub struct Config {
     /// before projectors report the state `held` and `/readyz` fails.
     #[arg(long, env = "RELATIONS_HELD_AFTER_MS", default_value_t = 10_000)]
     pub held_after_ms: u64,
+    /// Most live streams (feed and notifications together) one user holds open on an
+    /// instance; one more is 429 `TOO_MANY_STREAMS`.
+    #[arg(long, env = "RELATIONS_STREAMS_PER_USER", default_value_t = 5)]
+    pub streams_per_user: usize,
 }
 
 impl Config {

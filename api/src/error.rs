@@ -95,6 +95,9 @@ pub enum ApiError {
         /// Seconds until a token is available.
         retry_after_secs: u64,
     },
+    /// 429: the user holds as many live streams as allowed (SPEC, "Hardening").
+    #[error("at most {0} live streams per user are open at once; close one first")]
+    TooManyStreams(usize),
     /// 503: a dependency is down or overloaded, or the request ran out of time.
     #[error("{0}")]
     Unavailable(&'static str),
@@ -138,6 +141,7 @@ impl ApiError {
                 (StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED")
             }
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
+            ApiError::TooManyStreams(_) => (StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_STREAMS"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             ApiError::NotCaughtUp => (StatusCode::SERVICE_UNAVAILABLE, "NOT_CAUGHT_UP"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),

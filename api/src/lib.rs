@@ -18,6 +18,7 @@ pub mod routes;
 pub mod serve;
 pub mod startup;
 pub mod state;
+pub mod stream_slots;
 pub mod telemetry;
 
 pub use routes::app;

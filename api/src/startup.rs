@@ -23,6 +23,7 @@ use crate::outcome::{render, AccountChange, PostAnswer, RelationOutcome};
 use crate::rate_limit::RateLimiter;
 use crate::routes;
 use crate::state::{AppState, ProjectorEntry, Shared};
+use crate::stream_slots::StreamSlots;
 use relations_projections::Caches;
 
 /// A built application: connected, migrated, bound, not yet serving.
@@ -123,6 +124,7 @@ impl Application {
             inboxes: caches.inboxes,
             likes: caches.likes,
             hub: FeedHub::new(config.recommended(), keys.clone()),
+            stream_slots: StreamSlots::new(config.streams_per_user),
             notify_hub: Default::default(),
             closing: CancellationToken::new(),
             engagement: EngagementStore::new(

@@ -90,6 +90,8 @@ pub struct Shared {
     pub engagement: EngagementStore,
     /// The live feed stream's connected readers.
     pub hub: relations_projections::feed::stream::FeedHub,
+    /// Each user's open live streams on this instance, bounded.
+    pub stream_slots: crate::stream_slots::StreamSlots,
     /// The live notification streams' listeners.
     pub notify_hub: relations_projections::notifications::live::NotificationHub,
     /// Cancelled when HTTP shutdown begins: long-lived answers (the feed stream) end then, so

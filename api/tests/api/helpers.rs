@@ -134,6 +134,7 @@ pub async fn test_config() -> Config {
         header_read_timeout_ms: 5_000,
         max_connections: 10_000,
         held_after_ms: 10_000,
+        streams_per_user: 5,
     }
 }
 

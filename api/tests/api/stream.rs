@@ -508,3 +508,67 @@ async fn a_reader_whose_follow_ends_receives_no_later_followers_only_post() {
         );
     }
 }
+
+/// SPEC's hardening: at most `RELATIONS_STREAMS_PER_USER` (5 here) live streams per user,
+/// feed and notifications together; one more is 429 `TOO_MANY_STREAMS` and leaves the open
+/// ones open; a stream closed gives its slot back; another user is not counted.
+#[tokio::test]
+async fn a_user_holds_at_most_five_live_streams_and_one_more_is_refused() {
+    let app = spawn_app().await;
+    let token = app.token(1);
+    let mut open = Vec::new();
+    for path in ["/api/v1/feed/stream", "/api/v1/notifications/stream"]
+        .iter()
+        .cycle()
+        .take(5)
+    {
+        open.push(Reader::open(&app, path, &token, None).await);
+    }
+    for path in ["/api/v1/feed/stream", "/api/v1/notifications/stream"] {
+        let (status, body) = crate::helpers::read(
+            app.client
+                .get(format!("{}{path}", app.base))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            (status, crate::helpers::code(&body)),
+            (StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_STREAMS"),
+            "{path}"
+        );
+    }
+    // Another user is not counted; the open streams still carry what happens.
+    let _other = Reader::open(&app, "/api/v1/feed/stream", &app.token(2), None).await;
+    assert_eq!(app.command("follow", 1, 3).await.0, StatusCode::OK);
+    let (post, _) = app.publish(3, "still live").await;
+    let event = open[0]
+        .next(DELIVERY)
+        .await
+        .expect("the open stream carries on");
+    assert_eq!(event.data["id"], json!(post));
+    // A stream closed gives its slot back: the server notices at a write to it (a post in
+    // its feed here; the keep-alive otherwise, within 15 s).
+    drop(open.remove(0));
+    let deadline = Instant::now() + DELIVERY;
+    loop {
+        app.publish(3, "noticed?").await;
+        let response = app
+            .client
+            .get(format!("{}/api/v1/feed/stream", app.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        if response.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the closed stream's slot never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -12,6 +12,7 @@ use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::LastEventId;
 use crate::state::AppState;
+use crate::stream_slots::StreamSlot;
 
 /// What a feed stream connection carries between items.
 struct Streaming {
@@ -24,6 +25,8 @@ struct Streaming {
     last: LogPosition,
     /// Whether the stream has ended (its final event sent).
     ended: bool,
+    /// The user's stream slot, given back when the connection drops.
+    _slot: StreamSlot,
 }
 
 /// The stream's last event when its token is revoked or its user banned: `event: end` with
@@ -115,6 +118,7 @@ impl Streaming {
     responses((status = 200, content_type = "text/event-stream", body = String),
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
               (status = 403, body = ErrorBody, description = "USER_BANNED"),
+              (status = 429, body = ErrorBody, description = "TOO_MANY_STREAMS: the user's open streams, feed and notifications together, are at RELATIONS_STREAMS_PER_USER"),
               (status = 503, body = ErrorBody, description = "UNAVAILABLE: the graph replica is loading")))]
 pub async fn stream(
     State(state): State<AppState>,
@@ -126,6 +130,7 @@ pub async fn stream(
             "the graph replica is loading; retry shortly",
         ));
     };
+    let slot = state.stream_slots.take(actor.user)?;
     let subscription = state
         .hub
         .subscribe(&state.graph, actor.user, actor.stamp.clone());
@@ -144,6 +149,7 @@ pub async fn stream(
         pending,
         last: last.unwrap_or(now),
         ended: false,
+        _slot: slot,
         state,
     };
     let events = futures::stream::unfold(streaming, |mut streaming| async move {

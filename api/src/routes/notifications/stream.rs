@@ -15,6 +15,7 @@ use crate::auth::Actor;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::LastEventId;
 use crate::state::AppState;
+use crate::stream_slots::StreamSlot;
 
 use super::visible;
 
@@ -33,6 +34,8 @@ struct Streaming {
     /// The last position sent (or the projector's when the stream began).
     last: LogPosition,
     ended: bool,
+    /// The user's stream slot, given back when the connection drops.
+    _slot: StreamSlot,
 }
 
 /// `event: notification`: `{"type", "group", "post", "comment", "actor", "at"}`, its log
@@ -146,12 +149,14 @@ impl Streaming {
     responses((status = 200, content_type = "text/event-stream", body = String),
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
               (status = 403, body = ErrorBody, description = "USER_BANNED"),
+              (status = 429, body = ErrorBody, description = "TOO_MANY_STREAMS: the user's open streams, feed and notifications together, are at RELATIONS_STREAMS_PER_USER"),
               (status = 503, body = ErrorBody)))]
 pub async fn stream(
     State(state): State<AppState>,
     actor: Actor,
     LastEventId(last): LastEventId,
 ) -> Result<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let slot = state.stream_slots.take(actor.user)?;
     // Listen first, then find where the projector stands: nothing falls between the two.
     let listener = state.notify_hub.listen(actor.user.get());
     let now = live::head(&state.pool).await?;
@@ -162,6 +167,7 @@ pub async fn stream(
         pending: VecDeque::new(),
         last: last.unwrap_or(now),
         ended: false,
+        _slot: slot,
         state,
     };
     if last.is_some() {
