@@ -1,4 +1,5 @@
-//! (i) Likes and comments (seed 002): the like command rate against a plain-table like in SQL,
+//! (i) Likes and comments (seed 002): the like command rate against a plain-table like in SQL
+//! (and the repost command, issue 44, against the like command),
 //! "which of these 100 posts did I like" against the same question in SQL, the like-state
 //! cache's hit rate, and a comment page of a post with 10,000 comments, filtered by the
 //! caller's blocks, against the same page unfiltered. First, the like commands with no
@@ -39,7 +40,7 @@ pub async fn engagement(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     // First the command path alone, on a database of its own that nothing else has written.
     let alone = {
         let (server, stage) = Stage::open(env, scale, "bench_engagement_alone", Some(&[])).await?;
-        let alone = likes(&stage, scale.base() + 1_000).await;
+        let alone = commands(&stage, scale.base() + 1_000, "like").await;
         drop(server);
         alone
     };
@@ -110,7 +111,9 @@ async fn publish_posts(
 async fn like_commands(stage: &Stage<'_>, alone: &Stats) -> anyhow::Result<Vec<Row>> {
     // Users are numbered after the world's, when there is one.
     let shift = stage.scale.base();
-    let likes = likes(stage, shift + 1_000).await;
+    let likes = commands(stage, shift + 1_000, "like").await;
+    // Issue 44: the repost command beside the like command, in the same run, other users.
+    let reposts = commands(stage, shift + 1_000 + LIKERS, "repost").await;
     for table in [
         "CREATE TABLE plain_likes (post text, user_id bigint, PRIMARY KEY (post, user_id))",
         "CREATE TABLE plain_counts (post text PRIMARY KEY, likes bigint NOT NULL DEFAULT 0)",
@@ -142,11 +145,25 @@ async fn like_commands(stage: &Stage<'_>, alone: &Stats) -> anyhow::Result<Vec<R
             rate(alone),
         )
         .against(baseline, alone.per_sec() / plain.per_sec()),
+        Row::new(
+            "i. repost command, 64 clients",
+            "HTTP (event, pair lock and author's lock read, group commit)",
+            rate(&reposts),
+        )
+        .against(
+            format!("the like command in the same run: {}", rate(&likes)),
+            reposts.per_sec() / likes.per_sec(),
+        )
+        .target(
+            ">= 0.8x the like command",
+            reposts.per_sec() >= 0.8 * likes.per_sec(),
+        ),
     ])
 }
 
-/// 64 clients like random posts for the run, as users `first..first + LIKERS`.
-async fn likes(stage: &Stage<'_>, first: i64) -> Stats {
+/// 64 clients `verb` (`like`, `repost`) random posts for the run, as users
+/// `first..first + LIKERS`.
+async fn commands(stage: &Stage<'_>, first: i64, verb: &'static str) -> Stats {
     let (http, base, posts) = (stage.http.clone(), stage.base.clone(), stage.posts.clone());
     closed_loop(CLIENTS, stage.scale.run, move |_, _| {
         let (http, base) = (http.clone(), base.clone());
@@ -154,7 +171,7 @@ async fn likes(stage: &Stage<'_>, first: i64) -> Stats {
         let user = rng.random_range(first..first + LIKERS);
         let post = posts[rng.random_range(0..posts.len())].clone();
         async move {
-            http.post(format!("{base}/api/v1/posts/{post}/like"))
+            http.post(format!("{base}/api/v1/posts/{post}/{verb}"))
                 .bearer_auth(token(user))
                 .send()
                 .await
