@@ -8,7 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
-snapshot="${ADVISORY_DB_SNAPSHOT:-../shared/advisory-db}"
+# The snapshot beside the project (../shared), or this workplace's copy when the project is
+# cloned elsewhere (CI's clean clone), or where ADVISORY_DB_SNAPSHOT says.
+snapshot="${ADVISORY_DB_SNAPSHOT:-}"
+if [ -z "$snapshot" ]; then
+  for candidate in ../shared/advisory-db /work/shared/advisory-db; do
+    if [ -d "$candidate/crates" ]; then snapshot="$candidate"; break; fi
+  done
+fi
 db="target/advisory-db/advisory-db-3157b0e258782691"
 
 if ! cargo deny --version 2>/dev/null | grep -q '^cargo-deny 0\.20'; then
@@ -16,8 +23,8 @@ if ! cargo deny --version 2>/dev/null | grep -q '^cargo-deny 0\.20'; then
   cargo install cargo-deny --version '^0.20' --locked --quiet
 fi
 
-if [ ! -d "$snapshot/crates" ]; then
-  echo "[audit] no advisory database at $snapshot (set ADVISORY_DB_SNAPSHOT)" >&2
+if [ -z "$snapshot" ] || [ ! -d "$snapshot/crates" ]; then
+  echo "[audit] no RustSec advisory snapshot found (../shared/advisory-db, /work/shared/advisory-db); set ADVISORY_DB_SNAPSHOT" >&2
   exit 1
 fi
 stamp="$(sha256sum "$snapshot/SNAPSHOT.txt" | cut -c1-16)"
