@@ -240,3 +240,41 @@ async fn a_repost_racing_its_posts_publication_or_an_unlock_is_never_refused() {
     held.rollback().await.unwrap();
     assert_verified(&app).await;
 }
+
+/// Issue 44: a repost notifies the post's author, grouped per post (`post`: the reposted
+/// post); an unrepost takes it back; one's own repost notifies nobody.
+#[tokio::test]
+async fn a_repost_notifies_its_author_grouped_per_post_until_taken_back() {
+    let app = spawn_app().await;
+    let post = publish(&app, 1, "public").await;
+    for user in [1, 2, 3] {
+        let (status, body) = repost(&app, user, &post, "repost").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (_, last) = repost(&app, 4, &post, "repost").await;
+    let at = last["position"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/notifications?types=reposted&min_position={at}");
+    let (status, page) = app.get_as(1, &path).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "one group for the post: {page}");
+    assert_eq!(
+        (&items[0]["type"], &items[0]["post"]),
+        (&json!("reposted"), &json!(post))
+    );
+    assert_eq!(
+        items[0]["count"],
+        json!(3),
+        "2, 3 and 4, not 1 itself: {page}"
+    );
+    for user in [2, 3, 4] {
+        repost(&app, user, &post, "unrepost").await;
+    }
+    let (_, after) = app.command("follow", 8, 9).await;
+    let at = after["position"].as_str().unwrap();
+    projector_reached(&app, "notifications", at).await;
+    let path = format!("/api/v1/notifications?types=reposted&min_position={at}");
+    let (_, page) = app.get_as(1, &path).await;
+    assert_eq!(page["items"], json!([]), "every repost taken back: {page}");
+    assert_verified(&app).await;
+}

@@ -5,7 +5,9 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, SubsecRound, Utc};
-use relations_domain::{LikeEvent, LikeTarget, LogEvent, PostEvent, RelationEvent, ThreadEvent};
+use relations_domain::{
+    LikeEvent, LikeTarget, LogEvent, PostEvent, RelationEvent, RepostEvent, ThreadEvent,
+};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use uuid::Uuid;
@@ -32,11 +34,13 @@ pub enum Kind {
     Commented,
     /// Someone replied to your comment.
     Replied,
+    /// Someone reposted your post (issue 44).
+    Reposted,
 }
 
 impl Kind {
     /// Every type.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Followed,
         Kind::FollowRequest,
         Kind::FollowRequestApproved,
@@ -44,6 +48,7 @@ impl Kind {
         Kind::LikedComment,
         Kind::Commented,
         Kind::Replied,
+        Kind::Reposted,
     ];
 
     /// The type's name (API and `kind` columns).
@@ -56,6 +61,7 @@ impl Kind {
             Kind::LikedComment => "liked_comment",
             Kind::Commented => "commented",
             Kind::Replied => "replied",
+            Kind::Reposted => "reposted",
         }
     }
 
@@ -180,8 +186,7 @@ impl ChangeReader {
         Ok(match &event.event {
             LogEvent::Relation(relation) => self.relation(*relation, position, at),
             LogEvent::Like(liked) => vec![like(*liked, position, at)],
-            // Issue 44's `reposted` notifications are not built yet: a repost notifies nobody.
-            LogEvent::Repost(_) => vec![],
+            LogEvent::Repost(reposted) => vec![repost(*reposted, position, at)],
             LogEvent::Thread(threaded) => thread(threaded, position, at),
             LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {
                 post: post_id.uuid(),
@@ -304,6 +309,30 @@ fn like(event: LikeEvent, position: LogPosition, at: DateTime<Utc>) -> Change {
         actor: user.get(),
         post: Some(post),
         comment,
+        position,
+        at,
+    })
+}
+
+/// A repost notifies the post's author (`reposted`, grouped per post); an unrepost takes it
+/// back (issue 44).
+fn repost(event: RepostEvent, position: LogPosition, at: DateTime<Utc>) -> Change {
+    let (user, post, author, reposted) = event.parts();
+    let cause = format!("repost:{post}:{user}");
+    if !reposted {
+        return Change::Remove {
+            recipient: author.get(),
+            cause,
+        };
+    }
+    Change::Add(Cause {
+        recipient: author.get(),
+        cause,
+        group: format!("reposted:{post}"),
+        kind: Kind::Reposted,
+        actor: user.get(),
+        post: Some(post.uuid()),
+        comment: None,
         position,
         at,
     })

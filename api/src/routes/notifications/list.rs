@@ -25,10 +25,10 @@ pub struct NotificationGroup {
     /// The group's key (stable while the group lives).
     pub group: String,
     /// `followed`, `follow_request`, `follow_request_approved`, `liked_post`,
-    /// `liked_comment`, `commented` or `replied`.
+    /// `liked_comment`, `commented`, `replied` or `reposted`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// The post it is about (likes, comments, replies).
+    /// The post it is about (likes, comments, replies, reposts).
     #[schema(value_type = Option<String>)]
     pub post: Option<PostId>,
     /// The comment it is about (a comment's likes; replies: the comment replied to).
@@ -60,7 +60,7 @@ pub struct NotificationPage {
 pub struct TypesParams {
     /// Only these types, comma-separated.
     #[param(
-        pattern = r"^(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied)(,(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied))*$"
+        pattern = r"^(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted)(,(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted))*$"
     )]
     types: Option<String>,
 }
