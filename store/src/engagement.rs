@@ -1,4 +1,5 @@
-//! Comments and likes (seed 002): commands on a post's `thread` stream and on `like` streams,
+//! Comments and likes (seed 002), reposts (issue 44): commands on a post's `thread` stream and
+//! on `like` and `repost` streams,
 //! through the same group-commit executor as every other command. Each locks and folds the
 //! relation pair between the actor and the author in its transaction, so a block and a comment
 //! or like never pass each other.
@@ -192,9 +193,7 @@ impl EngagementStore {
         };
         self.likes.execute(command, metadata, idempotency).await
     }
-}
 
-impl EngagementStore {
     /// Decides a repost or unrepost of `post` (found live by the caller) and appends its
     /// event; refused as not found when the user may not read the post, as blocked across a
     /// block either way, as not repostable when the post is `followers` only or its author

@@ -15,22 +15,10 @@ pub struct SqlTables<'c> {
 }
 
 impl EngagementTables for SqlTables<'_> {
+    /// One like as a run of one ([`likes`]), so that likes have one set of statements.
     async fn like(&mut self, like: &Like) -> Folded<bool> {
-        let target = like.target.to_string();
-        let query = match like.on {
-            true => sqlx::query(
-                "INSERT INTO rm_likes (target, user_id, since) VALUES ($1, $2, $3)
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(target)
-            .bind(like.user)
-            .bind(like.at),
-            false => sqlx::query("DELETE FROM rm_likes WHERE target = $1 AND user_id = $2")
-                .bind(target)
-                .bind(like.user),
-        };
-        let done = query.execute(&mut *self.conn).await?;
-        Ok(done.rows_affected() == 1)
+        let moved = likes::like_run(self.conn, std::slice::from_ref(like)).await?;
+        Ok(!moved.is_empty())
     }
 
     /// Written in at most four statements, whatever the run's length ([`likes`]).

@@ -40,11 +40,9 @@ const STATS: &str = "rm_post_stats (post, likes, comments, reposts)";
 type StatsRow = (uuid::Uuid, i64, i64, i64);
 
 /// The rows of `rm_post_stats` that are not all zero.
-fn stats_rows(stats: BTreeMap<uuid::Uuid, PostCounts>) -> BTreeSet<StatsRow> {
-    let rows = stats
-        .into_iter()
-        .filter(|(_, c)| *c != PostCounts::default());
-    rows.map(|(p, c)| (p, c.likes, c.comments, c.reposts))
+fn stats_rows(stats: &BTreeMap<uuid::Uuid, PostCounts>) -> BTreeSet<StatsRow> {
+    let rows = stats.iter().filter(|(_, c)| **c != PostCounts::default());
+    rows.map(|(&p, c)| (p, c.likes, c.comments, c.reposts))
         .collect()
 }
 const COMMENTS: &str =
@@ -84,7 +82,7 @@ impl EngagementCheck {
 
     /// `rm_post_stats` as folded, rows of nothing left out.
     fn stats(&self) -> BTreeSet<StatsRow> {
-        stats_rows(self.tables.stats.clone())
+        stats_rows(&self.tables.stats)
     }
 
     /// `rm_comments` as folded.
@@ -137,7 +135,7 @@ impl EngagementCheck {
             };
             row(key.0, key.1, recount)
         });
-        (stats_rows(stats), comments.collect())
+        (stats_rows(&stats), comments.collect())
     }
 }
 
