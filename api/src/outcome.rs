@@ -56,6 +56,7 @@ impl From<Publication> for Published {
                 liked: Some(false),
                 repost_count: 0,
                 reposted: Some(false),
+                reposted_by: None,
             },
             position: publication.position,
         }

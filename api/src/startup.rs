@@ -123,7 +123,7 @@ impl Application {
             log_watch: LogWatch::new(Duration::from_millis(config.held_after_ms)),
             inboxes: caches.inboxes,
             likes: caches.likes,
-            hub: FeedHub::new(config.recommended(), keys.clone()),
+            hub: FeedHub::new(config.recommended(), keys.clone(), pool.clone()),
             stream_slots: StreamSlots::new(config.streams_per_user),
             notify_hub: Default::default(),
             closing: CancellationToken::new(),

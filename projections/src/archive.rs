@@ -56,7 +56,7 @@ const SECTIONS: &[Section] = &[
         record: "'kind', 'mute', 'user', muted, 'until', until, 'at', since",
     },
     Section {
-        rows: "rm_posts WHERE author = $1 AND NOT deleted",
+        rows: "rm_posts WHERE author = $1 AND NOT deleted AND repost_of IS NULL",
         at: "created_at",
         tie: "seq",
         record: "'kind', 'post', 'id', post_id, 'content', content, 'at', created_at",

@@ -1,7 +1,11 @@
 //! The property: for random follows, unfollows, blocks, unblocks, mutes, unmutes, removed
 //! followers, locked accounts with their requests approved, rejected or approved by an unlock,
-//! posts, deletes and erasures (issue 25), every reader's feed equals the reference (posts of followed authors, none blocked,
-//! none muted by the reader, none deleted, newest first; the recommended authors' posts for readers who follow nobody) page by page,
+//! posts, reposts and unreposts (issue 44), deletes and erasures (issue 25), every reader's
+//! feed equals the reference (posts of followed authors and posts reposted by followed users,
+//! each once at its newest appearance with its `reposted_by`, none blocked, none muted by the
+//! reader, none deleted, none the reader may not read, newest first; the recommended authors'
+//! posts for readers who follow nobody) page by page, 3 at a time (so no item is repeated or
+//! skipped within a reading),
 //! read with `min_position` and without (through the inbox cache when read from PostgreSQL). A
 //! small threshold and cap put every path (push, pull, switches both ways, trimmed inboxes,
 //! deep pulls) in play, and each case holds posts in memory differently (issue 28): none (every
@@ -17,7 +21,7 @@ use crate::helpers::{projector_reached, spawn_with, test_config, user, TestApp};
 
 const USERS: i64 = 4;
 const RECOMMENDED: [i64; 2] = [1, 2];
-const PAGE: usize = 2;
+const PAGE: usize = 3;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -31,6 +35,8 @@ enum Op {
     Lock(i64, bool),
     /// a erases their account.
     Erase(i64),
+    /// a reposts (`true`) the n-th post published so far (modulo), or takes it back.
+    Repost(i64, usize, bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -42,7 +48,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (who.clone(), any::<bool>()).prop_map(|(a, locked)| Op::Lock(a, locked)),
         3 => who.clone().prop_map(Op::Post),
         1 => (0usize..64, any::<bool>()).prop_map(|(i, by_author)| Op::Delete(i, by_author)),
-        1 => who.prop_map(Op::Read),
+        1 => who.clone().prop_map(Op::Read),
+        3 => (who, 0usize..64, prop::bool::weighted(0.75))
+            .prop_map(|(a, n, on)| Op::Repost(a, n, on)),
         // Two users at most, so that most histories go on among the others.
         1 => (USERS - 1..=USERS).prop_map(Op::Erase),
     ]
@@ -61,6 +69,12 @@ struct Model {
     erased: BTreeSet<i64>,
     /// (id, author, live), in publication order.
     posts: Vec<(String, i64, bool)>,
+    /// Each post's place in the order of posts and reposts.
+    post_order: Vec<usize>,
+    /// (post index, reposter, live, place in the order).
+    reposts: Vec<(usize, i64, bool, usize)>,
+    /// The places given so far.
+    clock: usize,
 }
 
 impl Model {
@@ -100,7 +114,47 @@ impl Model {
         for post in self.posts.iter_mut().filter(|p| p.1 == user) {
             post.2 = false;
         }
+        for repost in self.reposts.iter_mut().filter(|r| r.1 == user) {
+            repost.2 = false;
+        }
         self.erased.insert(user);
+    }
+
+    fn publish(&mut self, id: String, author: i64) {
+        self.posts.push((id, author, true));
+        self.post_order.push(self.clock);
+        self.clock += 1;
+    }
+
+    /// Whether `reader` may read a post of `author` (issue 26: a locked author's posts are for
+    /// followers only).
+    fn may_read(&self, reader: i64, author: i64) -> bool {
+        reader == author
+            || !self.locked.contains(&author)
+            || self.follows.contains(&(reader, author))
+    }
+
+    /// The statuses `a`'s repost of post `n` may get; it changes the model when 200.
+    fn repost(&self, a: i64, n: usize) -> Vec<StatusCode> {
+        let (_, author, live) = self.posts[n];
+        if !live || !self.may_read(a, author) {
+            return vec![StatusCode::NOT_FOUND];
+        }
+        if self.blocked_either_way(a, author) {
+            // Spec order puts readability first; a block may hide the post too.
+            return vec![StatusCode::FORBIDDEN, StatusCode::NOT_FOUND];
+        }
+        if self.locked.contains(&author) {
+            return vec![StatusCode::FORBIDDEN];
+        }
+        vec![StatusCode::OK]
+    }
+
+    /// `a`'s live repost of post `n`, if any.
+    fn live_repost(&self, a: i64, n: usize) -> Option<usize> {
+        self.reposts
+            .iter()
+            .position(|&(p, by, live, _)| p == n && by == a && live)
     }
 
     /// The status the service must answer, and the model after it.
@@ -172,26 +226,51 @@ impl Model {
         }
     }
 
+    /// `reader`'s feed: each item `"{id}<{reposted_by, comma-separated}"`.
     fn feed(&self, reader: i64) -> Vec<String> {
         let follows_anyone = self.follows.iter().any(|&(f, _)| f == reader);
-        self.posts
-            .iter()
-            .rev()
-            .filter(|(_, author, live)| {
-                *live
-                    && !self.mutes.contains(&(reader, *author))
-                    && if follows_anyone {
-                        self.follows.contains(&(reader, *author))
-                    } else {
-                        // Issue 26: a locked author's posts are for followers only.
-                        RECOMMENDED.contains(author)
-                            && *author != reader
-                            && !self.locked.contains(author)
-                            && !self.blocked_either_way(reader, *author)
+        let mut items: Vec<(usize, String)> = Vec::new();
+        for (n, (id, author, live)) in self.posts.iter().enumerate() {
+            if !*live || self.mutes.contains(&(reader, *author)) {
+                continue;
+            }
+            if !follows_anyone {
+                // Issue 26: a locked author's posts are for followers only.
+                let recommended = RECOMMENDED.contains(author)
+                    && *author != reader
+                    && !self.locked.contains(author)
+                    && !self.blocked_either_way(reader, *author);
+                if recommended {
+                    items.push((self.post_order[n], format!("{id}<")));
+                }
+                continue;
+            }
+            let mut appearances: Vec<(usize, Option<i64>)> = Vec::new();
+            if self.follows.contains(&(reader, *author)) {
+                appearances.push((self.post_order[n], None));
+            }
+            if self.may_read(reader, *author) && !self.blocked_either_way(reader, *author) {
+                for &(_, by, _, at) in self.reposts.iter().filter(|r| r.0 == n && r.2) {
+                    if self.follows.contains(&(reader, by)) && !self.mutes.contains(&(reader, by)) {
+                        appearances.push((at, Some(by)));
                     }
-            })
-            .map(|(id, _, _)| id.clone())
-            .collect()
+                }
+            }
+            appearances.sort_unstable();
+            let Some(&(newest, _)) = appearances.last() else {
+                continue;
+            };
+            let by: Vec<String> = appearances
+                .iter()
+                .rev()
+                .filter_map(|a| a.1)
+                .take(3)
+                .map(|by| by.to_string())
+                .collect();
+            items.push((newest, format!("{id}<{}", by.join(","))));
+        }
+        items.sort_unstable_by_key(|item| std::cmp::Reverse(item.0));
+        items.into_iter().map(|item| item.1).collect()
     }
 }
 
@@ -211,7 +290,13 @@ async fn pages(app: &TestApp, reader: i64, query: &str) -> Vec<Vec<String>> {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|p| p["id"].as_str().unwrap().to_owned())
+                .map(|p| {
+                    let by = p["reposted_by"]
+                        .as_array()
+                        .expect("a feed item's reposted_by");
+                    let by: Vec<String> = by.iter().map(|u| u.to_string()).collect();
+                    format!("{}<{}", p["id"].as_str().unwrap(), by.join(","))
+                })
                 .collect(),
         );
         match body["next_cursor"].as_str() {
@@ -248,13 +333,22 @@ async fn run((ops, (per_author, posts)): (Vec<Op>, (u32, u32))) {
     for op in &ops {
         let (actor, other) = match *op {
             Op::Relation(_, a, b) => (a, Some(b)),
-            Op::Post(a) | Op::Read(a) | Op::Lock(a, _) | Op::Erase(a) => (a, None),
+            Op::Post(a) | Op::Read(a) | Op::Lock(a, _) | Op::Erase(a) | Op::Repost(a, ..) => {
+                (a, None)
+            }
             Op::Delete(..) => (0, None),
         };
         if let Some(allowed) = model.refused(actor, other) {
             let status = match *op {
                 Op::Relation(verb, a, b) => app.command(verb, a, b).await.0,
                 Op::Post(a) => app.post(a, "p").await.0,
+                Op::Repost(..) if model.posts.is_empty() => continue,
+                Op::Repost(a, n, on) => {
+                    let id = &model.posts[n % model.posts.len()].0;
+                    let verb = if on { "repost" } else { "unrepost" };
+                    let path = format!("/api/v1/posts/{id}/{verb}");
+                    app.post_as(a, &path, serde_json::json!({})).await.0
+                }
                 Op::Erase(a) | Op::Read(a) | Op::Lock(a, _) => {
                     let answer = app.get_as(a, "/api/v1/feed").await.0;
                     // Read within the second before the token is refused: nothing to check.
@@ -285,8 +379,43 @@ async fn run((ops, (per_author, posts)): (Vec<Op>, (u32, u32))) {
             }
             Op::Post(author) => {
                 let (id, position) = app.publish(author, "p").await;
-                model.posts.push((id, author, true));
+                model.publish(id, author);
                 last = Some(position);
+            }
+            Op::Repost(..) if model.posts.is_empty() => {}
+            Op::Repost(a, n, on) => {
+                let n = n % model.posts.len();
+                let verb = if on { "repost" } else { "unrepost" };
+                let path = format!("/api/v1/posts/{}/{verb}", model.posts[n].0);
+                let (status, body) = app.post_as(a, &path, serde_json::json!({})).await;
+                let had = model.live_repost(a, n);
+                if !on {
+                    // An unrepost is judged by readability too; whatever it answers, a 200
+                    // says whether it took a repost back.
+                    let allowed = [StatusCode::OK, StatusCode::FORBIDDEN, StatusCode::NOT_FOUND];
+                    assert!(allowed.contains(&status), "{op:?}: {status} {body}");
+                    if status == StatusCode::OK {
+                        assert_eq!(body["changed"], had.is_some(), "{op:?}: {body}");
+                        if let Some(at) = had {
+                            model.reposts[at].2 = false;
+                        }
+                    }
+                } else {
+                    assert!(
+                        model.repost(a, n).contains(&status),
+                        "{op:?}: {status} {body}"
+                    );
+                    if status == StatusCode::OK {
+                        assert_eq!(body["changed"], had.is_none(), "{op:?}: {body}");
+                        if had.is_none() {
+                            model.reposts.push((n, a, true, model.clock));
+                            model.clock += 1;
+                        }
+                    }
+                }
+                if let Some(position) = body["position"].as_str() {
+                    last = Some(position.to_owned());
+                }
             }
             Op::Delete(_, _) if model.posts.is_empty() => {}
             Op::Delete(n, by_author) => {

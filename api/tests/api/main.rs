@@ -36,6 +36,7 @@ mod queries;
 mod rate_limit;
 mod replica;
 mod reposts;
+mod reposts_in_feeds;
 mod requests;
 mod rules;
 mod shared_log;

@@ -572,3 +572,55 @@ async fn a_user_holds_at_most_five_live_streams_and_one_more_is_refused() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn a_repost_reaches_the_reposters_followers_live_and_on_reconnection_under_the_rules() {
+    let app = spawn_app().await;
+    // 1 follows 2 (the reposter), not 3 (the author); 1 mutes 4.
+    app.mute(1, 4, Value::Null).await;
+    let (post, _) = app.publish(3, "travel far").await;
+    let (muted, _) = app.publish(4, "muted author").await;
+    let (_, body) = app.command("follow", 1, 2).await;
+    let at = body["position"].as_str().unwrap().to_owned();
+    // The replica has the follow before the reader connects.
+    app.get(&format!(
+        "/api/v1/relation/status?from=1&to=2&min_position={at}"
+    ))
+    .await;
+    let mut reader = Reader::connect(&app, 1, None).await;
+    let repost = |user: i64, post: String| {
+        let app = &app;
+        async move {
+            let path = format!("/api/v1/posts/{post}/repost");
+            let (status, body) = app.post_as(user, &path, json!({})).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    // A repost of a muted author's post does not arrive; the other does, as the post itself
+    // with its reposter.
+    repost(2, muted.clone()).await;
+    repost(2, post.clone()).await;
+    let event = reader.next(DELIVERY).await.expect("the repost");
+    assert_eq!(event.event, "post");
+    assert_eq!(
+        (
+            &event.data["id"],
+            &event.data["author"],
+            &event.data["reposted_by"]
+        ),
+        (&json!(post), &json!(3), &json!([2]))
+    );
+    assert_eq!(event.data["content"], json!("travel far"));
+    let last_id = event.id.clone().unwrap();
+    assert!(reader.next(Duration::from_millis(300)).await.is_none());
+    drop(reader);
+    // Reposted while the reader was away: sent on reconnection, in order.
+    let (other, _) = app.publish(5, "another").await;
+    repost(2, other.clone()).await;
+    let mut reader = Reader::connect(&app, 1, Some(&last_id)).await;
+    let event = reader.next(DELIVERY).await.expect("the missed repost");
+    assert_eq!(
+        (&event.data["id"], &event.data["reposted_by"]),
+        (&json!(other), &json!([2]))
+    );
+}

@@ -151,7 +151,7 @@ async fn load(
     graph::caught_up(pool, &ALL).await?;
     server.graph_caught_up(pool).await?;
     let liked: Vec<String> = sqlx::query_scalar(
-        "SELECT post_id::text FROM rm_posts WHERE author <> $1 ORDER BY seq LIMIT $2",
+        "SELECT post_id::text FROM rm_posts WHERE author <> $1 AND repost_of IS NULL ORDER BY seq LIMIT $2",
     )
     .bind(user)
     .bind(size.likes as i64)

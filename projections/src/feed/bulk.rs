@@ -66,20 +66,22 @@ async fn write_posts_and_follows(
         let content = post.content.as_deref().map(copy_text);
         writeln!(
             rows,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             post.id,
             at + 1,
             post.author,
             content.as_deref().unwrap_or("\\N"),
             copy_timestamp(post.created_at),
             post.deleted,
-            post.visibility
+            post.visibility,
+            post.repost_of
+                .map_or_else(|| "\\N".to_owned(), |p| p.to_string())
         )
         .expect("a String");
     }
     copy_in(
         conn,
-        "rm_posts (post_id, seq, author, content, created_at, deleted, visibility)",
+        "rm_posts (post_id, seq, author, content, created_at, deleted, visibility, repost_of)",
         rows,
     )
     .await?;

@@ -5,6 +5,10 @@
 //!
 //! The rules (see the `feed` module docs for why):
 //! - a post is numbered with the next seq; a deletion or an erasure drops its content;
+//! - a repost is an item of the reposter's, numbered with the next seq like a post (issue 44):
+//!   it travels as the reposter's posts do (pushed or pulled by the reposter's mode,
+//!   backfilled on a follow, purged on an unfollow); an unrepost, the post's deletion or its
+//!   author's erasure takes it out of every inbox, and the reposter's erasure as their posts;
 //! - an author below the threshold is pushed: each post goes to every follower's inbox; at or
 //!   over it, pulled. A change of count settles the mode at once ([`settle_mode`]), recorded at
 //!   the event that caused it; a switch to push backfills every follower;
@@ -25,7 +29,7 @@ use std::future::Future;
 
 use chrono::{DateTime, Utc};
 use futures::FutureExt as _;
-use relations_domain::{AccountEvent, LogEvent, PostEvent, RelationEvent, Visibility};
+use relations_domain::{AccountEvent, LogEvent, PostEvent, RelationEvent, RepostEvent, Visibility};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 
@@ -51,6 +55,34 @@ pub struct NewPost<'a> {
     pub visibility: Visibility,
 }
 
+/// A repost as made: an item of the reposter's in the feed (issue 44).
+#[derive(Debug, Clone, Copy)]
+pub struct NewRepost {
+    /// The reposted post.
+    pub post: uuid::Uuid,
+    /// Who reposted it.
+    pub reposter: i64,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+impl NewRepost {
+    /// The id of the item numbered `seq`: never a post's (theirs are version 4 or 7), and
+    /// PostgreSQL's `lpad(to_hex(seq), 32, '0')::uuid`.
+    pub fn item_id(seq: i64) -> uuid::Uuid {
+        uuid::Uuid::from_u64_pair(0, seq as u64)
+    }
+}
+
+/// Whose reposts a deletion takes out.
+#[derive(Debug, Clone, Copy)]
+pub enum RepostsOf {
+    /// Of one post.
+    Post(uuid::Uuid),
+    /// Of every post of an author.
+    Author(i64),
+}
+
 /// What one event changes of the feed.
 #[derive(Debug, Clone, Copy)]
 pub enum FeedChange<'a> {
@@ -66,6 +98,15 @@ pub enum FeedChange<'a> {
         post: uuid::Uuid,
         /// Its author.
         author: i64,
+    },
+    /// A post was reposted.
+    Reposted(NewRepost),
+    /// `reposter` took their repost of `post` back.
+    Unreposted {
+        /// The post.
+        post: uuid::Uuid,
+        /// Who.
+        reposter: i64,
     },
     /// The user was banned (`true`) or unbanned.
     Banned(i64, bool),
@@ -132,10 +173,19 @@ impl<'a> FeedChange<'a> {
                 | AccountEvent::GraphHidden { .. }
                 | AccountEvent::GraphShown { .. } => return None,
             },
-            // Likes and comments are shown from projector `engagement`'s tables. Reposts will
-            // bring posts into feeds (issue 44); this fold does not fold them yet, so a
-            // repost changes no feed.
-            LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Repost(_) => return None,
+            LogEvent::Repost(RepostEvent::Reposted { user, post, .. }) => {
+                Self::Reposted(NewRepost {
+                    post: post.uuid(),
+                    reposter: user.get(),
+                    created_at: occurred_at,
+                })
+            }
+            LogEvent::Repost(RepostEvent::Unreposted { user, post, .. }) => Self::Unreposted {
+                post: post.uuid(),
+                reposter: user.get(),
+            },
+            // Likes and comments are shown from projector `engagement`'s tables.
+            LogEvent::Thread(_) | LogEvent::Like(_) => return None,
         })
     }
 }
@@ -147,8 +197,15 @@ pub trait PostTables {
     async fn publish(&mut self, post: &NewPost<'_>) -> Folded<i64>;
     /// Deletes `post` of `author` if it is live, its content dropped; its seq if it was.
     async fn delete(&mut self, post: uuid::Uuid, author: i64) -> Folded<Option<i64>>;
-    /// Deletes every live post of `author`, their content dropped.
+    /// Deletes every live post of `author`, their content dropped, and their live reposts.
     async fn delete_all(&mut self, author: i64) -> Folded<()>;
+    /// Numbers `repost` with the next seq, an item of the reposter's; its seq when it is live
+    /// (`None`: the post is not, and the item is kept deleted: seqs count every repost).
+    async fn repost(&mut self, repost: &NewRepost) -> Folded<Option<i64>>;
+    /// Deletes `reposter`'s live repost of `post`; its seq if there was one.
+    async fn unrepost(&mut self, post: uuid::Uuid, reposter: i64) -> Folded<Option<i64>>;
+    /// Deletes the live reposts of `of`; each one's `(seq, reposter)`.
+    async fn delete_reposts(&mut self, of: RepostsOf) -> Folded<Vec<(i64, i64)>>;
 
     /// Numbers `posts` in order, as [`PostTables::publish`] one after the other; their seqs.
     async fn publish_all(&mut self, posts: &[NewPost<'_>]) -> Folded<Vec<i64>> {
@@ -200,8 +257,8 @@ pub trait FeedTables: PostTables {
     async fn backfill(&mut self, pairs: &[UserPair]) -> Folded<()>;
     /// `author`'s entries leave `reader`'s inbox.
     async fn purge(&mut self, reader: i64, author: i64) -> Folded<()>;
-    /// Post `seq` of `author` leaves every inbox.
-    async fn unpush(&mut self, seq: i64, author: i64) -> Folded<()>;
+    /// Each item `(seq, author)` leaves every inbox.
+    async fn unpush(&mut self, items: &[(i64, i64)]) -> Folded<()>;
     /// Bans (`true`) or unbans `author`.
     async fn ban(&mut self, author: i64, banned: bool) -> Folded<()>;
     /// Keeps a mute or lifts it (other changes keep nothing).
@@ -223,7 +280,16 @@ pub async fn fold_posts<T: PostTables>(tables: &mut T, change: &FeedChange<'_>) 
         FeedChange::Deleted { post, author } => {
             tables.delete(*post, *author).await?;
         }
-        FeedChange::Erased(user) => tables.delete_all(*user).await?,
+        FeedChange::Erased(user) => {
+            tables.delete_reposts(RepostsOf::Author(*user)).await?;
+            tables.delete_all(*user).await?;
+        }
+        FeedChange::Reposted(repost) => {
+            tables.repost(repost).await?;
+        }
+        FeedChange::Unreposted { post, reposter } => {
+            tables.unrepost(*post, *reposter).await?;
+        }
         FeedChange::Followed(_)
         | FeedChange::Unfollowed(_)
         | FeedChange::Banned(..)
@@ -266,7 +332,21 @@ pub async fn fold<T: FeedTables>(
         FeedChange::Deleted { post, author } => {
             if let Some(seq) = tables.delete(post, author).await? {
                 tables.count(&[(author, 0, -1)]).await?;
-                tables.unpush(seq, author).await?;
+                let mut gone = tables.delete_reposts(RepostsOf::Post(post)).await?;
+                gone.push((seq, author));
+                tables.unpush(&gone).await?;
+            }
+        }
+        FeedChange::Reposted(repost) => {
+            if let Some(seq) = tables.repost(&repost).await? {
+                if !settle_mode(tables, at, repost.reposter).await? {
+                    tables.push(&[(seq, repost.reposter)]).await?;
+                }
+            }
+        }
+        FeedChange::Unreposted { post, reposter } => {
+            if let Some(seq) = tables.unrepost(post, reposter).await? {
+                tables.unpush(&[(seq, reposter)]).await?;
             }
         }
         FeedChange::Banned(user, banned) => tables.ban(user, banned).await?,
@@ -278,10 +358,14 @@ pub async fn fold<T: FeedTables>(
 
 /// Folds `user`'s erasure: their follows end both ways (each followee loses a follower and is
 /// put in the mode its count now calls for: at most the follow limit of them), their live posts
-/// leave every inbox and are deleted, and their own rows go.
+/// and reposts leave every inbox and are deleted, so do others' reposts of their posts, and
+/// their own rows go.
 async fn erase<T: FeedTables>(tables: &mut T, at: LogPosition, user: i64) -> Folded<()> {
     let followees = tables.end_follows_by(user).await?;
-    // The live posts' entries first, found by the posts still live.
+    // Others' reposts of their posts, found by the posts still live; then their own items'
+    // entries, found by the items still live.
+    let reposts = tables.delete_reposts(RepostsOf::Author(user)).await?;
+    tables.unpush(&reposts).await?;
     tables.unpush_all(user).await?;
     tables.delete_all(user).await?;
     tables.forget(user).await?;

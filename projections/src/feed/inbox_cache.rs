@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::Script;
-use relations_domain::{LogEvent, PostEvent, RelationEvent, UserId};
+use relations_domain::{LogEvent, PostEvent, RelationEvent, RepostEvent, UserId};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use sqlx::{PgConnection, PgPool};
@@ -370,15 +370,8 @@ impl FeedCacheProjector {
             }
             LogEvent::Post(post) => match *post {
                 PostEvent::PostPublished { post_id, .. } => {
-                    if let Some(seq) = seq_of(conn, post_id.uuid()).await? {
-                        // Exactly the inboxes PostgreSQL pushed it to (at the feed's position).
-                        let readers: Vec<i64> =
-                            sqlx::query_scalar("SELECT reader FROM feed_inbox WHERE seq = $1")
-                                .bind(seq)
-                                .fetch_all(&mut *conn)
-                                .await?;
-                        self.cache.push(&readers, seq, &generation).await?;
-                    }
+                    let seq = seq_of(conn, post_id.uuid()).await?;
+                    self.push_where_pushed(conn, seq, &generation).await?;
                 }
                 PostEvent::PostDeleted { post_id, author } => {
                     if let Some(seq) = seq_of(conn, post_id.uuid()).await? {
@@ -395,11 +388,43 @@ impl FeedCacheProjector {
                     self.cache.remove(&[user], None, &generation).await?;
                 }
             }
-            // Likes and comments are not in inboxes; reposts are not yet (issue 44: the feed
-            // fold does not fold them yet).
-            LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Repost(_) => {}
+            // A repost is pushed as a post is (issue 44), under the seq of the reposter's
+            // newest repost of it (a later one, when projector `feed` is ahead, is pushed where
+            // it went: what PostgreSQL holds).
+            LogEvent::Repost(RepostEvent::Reposted { user, post, .. }) => {
+                let seq: Option<i64> = sqlx::query_scalar(
+                    "SELECT max(seq) FROM rm_posts
+                      WHERE repost_of = $1 AND author = $2 AND NOT deleted",
+                )
+                .bind(post.uuid())
+                .bind(user.get())
+                .fetch_one(&mut *conn)
+                .await?;
+                self.push_where_pushed(conn, seq, &generation).await?;
+            }
+            // An unrepost's entries, and a deleted post's reposts', stay cached as seqs: every
+            // read resolves them against `rm_posts`, where they are deleted, so none shows.
+            // Likes and comments are not in inboxes.
+            LogEvent::Repost(RepostEvent::Unreposted { .. })
+            | LogEvent::Thread(_)
+            | LogEvent::Like(_) => {}
         }
         Ok(())
+    }
+
+    /// Adds item `seq` to the cached inboxes PostgreSQL pushed it to (at the feed's position).
+    async fn push_where_pushed(
+        &self,
+        conn: &mut PgConnection,
+        seq: Option<i64>,
+        generation: &str,
+    ) -> Result<(), ProjectionError> {
+        let Some(seq) = seq else { return Ok(()) };
+        let readers: Vec<i64> = sqlx::query_scalar("SELECT reader FROM feed_inbox WHERE seq = $1")
+            .bind(seq)
+            .fetch_all(&mut *conn)
+            .await?;
+        self.cache.push(&readers, seq, generation).await
     }
 }
 

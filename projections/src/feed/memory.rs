@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use chrono::{DateTime, Utc};
 use relations_store::LogPosition;
 
-use super::fold::{Author, FeedTables, Folded, NewPost, PostTables};
+use super::fold::{Author, FeedTables, Folded, NewPost, NewRepost, PostTables, RepostsOf};
 use super::Settings;
 use crate::relations::fold::{RelationChange, UserPair};
 
@@ -20,6 +20,8 @@ pub(super) struct PostRow {
     pub(super) created_at: DateTime<Utc>,
     pub(super) deleted: bool,
     pub(super) visibility: &'static str,
+    /// A repost's post (issue 44).
+    pub(super) repost_of: Option<uuid::Uuid>,
 }
 
 /// One row of `feed_authors`.
@@ -79,8 +81,10 @@ pub(super) struct FeedMemory {
     runs: bool,
     pub(super) posts: Vec<PostRow>,
     seq_of: HashMap<uuid::Uuid, i64>,
-    /// Each author's live posts, ascending seq.
+    /// Each author's live posts and reposts, ascending seq.
     timelines: HashMap<i64, Vec<i64>>,
+    /// Each post's live reposts' seqs, ascending.
+    reposts: HashMap<uuid::Uuid, Vec<i64>>,
     /// (follower, followee)
     pub(super) following: BTreeSet<UserPair>,
     /// (followee, follower)
@@ -104,6 +108,7 @@ impl FeedMemory {
             posts: Vec::new(),
             seq_of: HashMap::new(),
             timelines: HashMap::new(),
+            reposts: HashMap::new(),
             following: BTreeSet::new(),
             followers: BTreeSet::new(),
             authors: HashMap::new(),
@@ -120,7 +125,7 @@ impl FeedMemory {
         let posts: Vec<_> = self
             .posts
             .iter()
-            .map(|p| (p.id, p.author, p.deleted, &p.content))
+            .map(|p| (p.id, p.author, p.deleted, &p.content, p.repost_of))
             .collect();
         let mut authors: Vec<_> = self
             .authors
@@ -149,6 +154,31 @@ impl FeedMemory {
 
     fn cap(&self) -> usize {
         usize::try_from(self.settings.inbox_cap).unwrap_or(0)
+    }
+
+    /// Deletes the live item `seq` (a post or a repost): its row, its author's timeline, its
+    /// post's reposts.
+    fn delete_item(&mut self, seq: i64) {
+        let row = &mut self.posts[(seq - 1) as usize];
+        if row.deleted {
+            return;
+        }
+        row.deleted = true;
+        row.content = None;
+        let (author, repost_of) = (row.author, row.repost_of);
+        if let Some(timeline) = self.timelines.get_mut(&author) {
+            if let Ok(at) = timeline.binary_search(&seq) {
+                timeline.remove(at);
+            }
+        }
+        if let Some(post) = repost_of {
+            if let Some(seqs) = self.reposts.get_mut(&post) {
+                seqs.retain(|&s| s != seq);
+                if seqs.is_empty() {
+                    self.reposts.remove(&post);
+                }
+            }
+        }
     }
 
     /// One backfill of `author`'s posts into `reader`'s inbox.
@@ -180,6 +210,7 @@ impl PostTables for FeedMemory {
             created_at: post.created_at,
             deleted: false,
             visibility: post.visibility.as_str(),
+            repost_of: None,
         });
         self.timelines.entry(post.author).or_default().push(seq);
         Ok(seq)
@@ -189,27 +220,82 @@ impl PostTables for FeedMemory {
         let Some(&seq) = self.seq_of.get(&post) else {
             return Ok(None);
         };
-        let row = &mut self.posts[(seq - 1) as usize];
-        if row.deleted {
+        if self.posts[(seq - 1) as usize].deleted {
             return Ok(None);
         }
-        row.deleted = true;
-        row.content = None;
-        if let Some(timeline) = self.timelines.get_mut(&row.author) {
-            if let Ok(at) = timeline.binary_search(&seq) {
-                timeline.remove(at);
-            }
-        }
+        self.delete_item(seq);
         Ok(Some(seq))
     }
 
     async fn delete_all(&mut self, author: i64) -> Folded<()> {
-        for seq in self.timelines.remove(&author).unwrap_or_default() {
-            let row = &mut self.posts[(seq - 1) as usize];
-            row.deleted = true;
-            row.content = None;
+        for seq in self.timelines.get(&author).cloned().unwrap_or_default() {
+            self.delete_item(seq);
         }
+        self.timelines.remove(&author);
         Ok(())
+    }
+
+    async fn repost(&mut self, repost: &NewRepost) -> Folded<Option<i64>> {
+        let seq = self.posts.len() as i64 + 1;
+        let post = self
+            .seq_of
+            .get(&repost.post)
+            .map(|&s| &self.posts[(s - 1) as usize]);
+        let post = post.filter(|p| !p.deleted && p.repost_of.is_none());
+        let visibility = post.map_or("public", |p| p.visibility);
+        let live = post.is_some();
+        self.posts.push(PostRow {
+            id: NewRepost::item_id(seq),
+            author: repost.reposter,
+            content: None,
+            created_at: repost.created_at,
+            deleted: !live,
+            visibility,
+            repost_of: Some(repost.post),
+        });
+        if !live {
+            return Ok(None);
+        }
+        self.timelines.entry(repost.reposter).or_default().push(seq);
+        self.reposts.entry(repost.post).or_default().push(seq);
+        Ok(Some(seq))
+    }
+
+    async fn unrepost(&mut self, post: uuid::Uuid, reposter: i64) -> Folded<Option<i64>> {
+        let posts = &self.posts;
+        let seq = self.reposts.get(&post).and_then(|seqs| {
+            seqs.iter()
+                .copied()
+                .find(|&s| posts[(s - 1) as usize].author == reposter)
+        });
+        if let Some(seq) = seq {
+            self.delete_item(seq);
+        }
+        Ok(seq)
+    }
+
+    async fn delete_reposts(&mut self, of: RepostsOf) -> Folded<Vec<(i64, i64)>> {
+        let posts: Vec<uuid::Uuid> = match of {
+            RepostsOf::Post(post) => vec![post],
+            RepostsOf::Author(author) => self
+                .timelines
+                .get(&author)
+                .into_iter()
+                .flatten()
+                .map(|&seq| &self.posts[(seq - 1) as usize])
+                .filter(|row| row.repost_of.is_none())
+                .map(|row| row.id)
+                .collect(),
+        };
+        let mut gone = Vec::new();
+        for post in posts {
+            for seq in self.reposts.get(&post).cloned().unwrap_or_default() {
+                gone.push((seq, self.posts[(seq - 1) as usize].author));
+                self.delete_item(seq);
+            }
+        }
+        gone.sort_unstable();
+        Ok(gone)
     }
 }
 
@@ -299,12 +385,14 @@ impl FeedTables for FeedMemory {
         Ok(())
     }
 
-    async fn unpush(&mut self, seq: i64, author: i64) -> Folded<()> {
-        // A post's entries are only in the inboxes of its author's followers (an unfollow
+    async fn unpush(&mut self, items: &[(i64, i64)]) -> Folded<()> {
+        // An item's entries are only in the inboxes of its author's followers (an unfollow
         // takes them out of the reader's).
-        for reader in paired_with(&self.followers, author) {
-            if let Some(inbox) = self.inboxes.get_mut(&reader) {
-                inbox.remove(seq);
+        for &(seq, author) in items {
+            for reader in paired_with(&self.followers, author) {
+                if let Some(inbox) = self.inboxes.get_mut(&reader) {
+                    inbox.remove(seq);
+                }
             }
         }
         Ok(())

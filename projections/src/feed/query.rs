@@ -163,6 +163,7 @@ pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), Proje
             liked: None,
             repost_count: 0,
             reposted: None,
+            reposted_by: None,
         },
     ))
 }
@@ -185,41 +186,142 @@ async fn start_bound(pool: &PgPool, start: PageStart) -> Result<i64, ProjectionE
     Ok(bound)
 }
 
-/// `author`'s live posts of the visibilities `readable` (what the reader may read of them:
-/// `relations_domain::privacy::readable`), newest first.
+/// What a timeline shows of an author (`GET /api/v1/users/{id}/posts`).
+#[derive(Debug, Clone, Copy)]
+pub struct TimelineAsk<'a> {
+    /// Whose.
+    pub author: UserId,
+    /// The visibilities of the author's posts the viewer may read
+    /// (`relations_domain::privacy::readable`).
+    pub readable: &'a [Visibility],
+    /// Who reads (a block with a reposted post's author hides that repost).
+    pub viewer: Option<UserId>,
+    /// With the author's reposts (issue 44).
+    pub reposts: bool,
+}
+
+/// `ask.author`'s live posts of the visibilities the viewer may read and, when asked, their
+/// reposts of posts `filter` lets the viewer read, newest first.
 pub async fn timeline(
     pool: &PgPool,
-    author: UserId,
-    readable: &[Visibility],
+    filter: &dyn PostFilter,
+    ask: TimelineAsk<'_>,
     start: PageStart,
     size: i64,
 ) -> Result<SeqPage, ProjectionError> {
-    if readable.is_empty() {
+    if ask.readable.is_empty() {
         return Ok(SeqPage {
             items: vec![],
             next: None,
         });
     }
-    let bound = start_bound(pool, start).await?;
+    let mut bound = start_bound(pool, start).await?;
     let sql = format!(
-        "SELECT {POST_COLUMNS} FROM rm_posts
-          WHERE author = $1 AND NOT deleted AND seq < $2
-            AND ($3::timestamptz IS NULL OR created_at <= $3)
-            AND visibility = ANY($5)
+        "SELECT p.seq, {ITEM_COLUMNS} FROM rm_posts p
+           JOIN rm_posts o ON o.post_id = COALESCE(p.repost_of, p.post_id) AND NOT o.deleted
+          WHERE p.author = $1 AND NOT p.deleted AND p.seq < $2
+            AND ($3::timestamptz IS NULL OR p.created_at <= $3)
             AND NOT EXISTS (SELECT 1 FROM feed_banned WHERE author = $1)
-          ORDER BY seq DESC LIMIT $4"
+            AND CASE WHEN p.repost_of IS NULL THEN p.visibility = ANY($5)
+                     ELSE $6 AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = o.author)
+                          AND NOT {blocked} END
+          ORDER BY p.seq DESC LIMIT $4",
+        blocked = blocked("$7", "o.author"),
     );
-    let readable: Vec<&str> = readable.iter().map(|v| v.as_str()).collect();
-    let rows = sqlx::query(&sql)
-        .bind(author.get())
-        .bind(bound)
-        .bind(start.max_time)
-        .bind(size + 1)
-        .bind(&readable)
-        .fetch_all(pool)
-        .await?;
-    let posts = rows.iter().map(post).collect::<Result<Vec<_>, _>>()?;
-    Ok(paginate(posts, size))
+    let readable: Vec<&str> = ask.readable.iter().map(|v| v.as_str()).collect();
+    let mut found = Vec::new();
+    // Reposts the viewer may not read are left out: the page is refilled from further down.
+    loop {
+        let rows = sqlx::query(&sql)
+            .bind(ask.author.get())
+            .bind(bound)
+            .bind(start.max_time)
+            .bind(size + 1)
+            .bind(&readable)
+            .bind(ask.reposts)
+            .bind(ask.viewer.map(UserId::get))
+            .fetch_all(pool)
+            .await?;
+        let items = rows.iter().map(item).collect::<Result<Vec<_>, _>>()?;
+        let Some(lowest) = items.last().map(|i| i.seq) else {
+            break;
+        };
+        let full = items.len() as i64 > size;
+        let (reposts, posts): (Vec<Item>, Vec<Item>) = items.into_iter().partition(|i| i.repost);
+        let reposts = keep(
+            filter,
+            reposts.into_iter().map(Item::shown).collect(),
+            false,
+        );
+        let mut round: Vec<(i64, PostView)> = reposts.await?;
+        for post in posts {
+            round.push(post.shown());
+        }
+        round.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+        found.extend(round);
+        if found.len() as i64 > size || !full {
+            break;
+        }
+        bound = lowest;
+    }
+    if ask.reposts {
+        for (_, post) in &mut found {
+            post.reposted_by.get_or_insert_with(Vec::new);
+        }
+    }
+    Ok(paginate(found, size))
+}
+
+/// A block either way between the user `reader` and the user `other` (SQL expressions).
+fn blocked(reader: &str, other: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM rm_blocks WHERE (blocker = {reader} AND blocked = {other})
+                                            OR (blocker = {other} AND blocked = {reader}))"
+    )
+}
+
+/// The user `user` is neither banned nor muted by `reader` at the moment of reading (SQL).
+fn shown_to(reader: &str, user: &str) -> String {
+    format!(
+        "NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = {user})
+         AND NOT EXISTS (SELECT 1 FROM feed_mutes m
+                          WHERE m.muter = {reader} AND m.muted = {user}
+                            AND (m.until IS NULL OR m.until > now()))"
+    )
+}
+
+/// The columns [`item`] reads beside `p.seq`: item `p` (a post, or a repost) shows post `o`.
+const ITEM_COLUMNS: &str = "o.post_id, o.author, o.content, o.created_at, o.visibility,
+                            p.repost_of IS NOT NULL AS repost, p.author AS via";
+
+/// A feed item (issue 44): a post, or a repost of one, under the item's seq.
+struct Item {
+    seq: i64,
+    /// A repost (by `via`), not the post itself.
+    repost: bool,
+    via: i64,
+    post: PostView,
+}
+
+impl Item {
+    /// As a timeline shows it: a repost names its reposter.
+    fn shown(mut self) -> (i64, PostView) {
+        if self.repost {
+            self.post.reposted_by = Some(UserId::try_from(self.via).into_iter().collect());
+        }
+        (self.seq, self.post)
+    }
+}
+
+/// An item row ([`ITEM_COLUMNS`] beside `seq`).
+fn item(row: &sqlx::postgres::PgRow) -> Result<Item, ProjectionError> {
+    let (seq, post) = post(row)?;
+    Ok(Item {
+        seq,
+        post,
+        repost: row.try_get("repost")?,
+        via: row.try_get("via")?,
+    })
 }
 
 fn paginate(mut posts: Vec<(i64, PostView)>, size: i64) -> SeqPage {
@@ -344,7 +446,18 @@ async fn pull_followed(
     .await?)
 }
 
-/// Loads the posts behind `seqs` that may be shown to `reader` (rules 8 and 9), newest first.
+/// Loads the items behind `seqs` that may be shown to `reader` (rules 8 and 9), newest
+/// first, each post at its newest appearance only (issue 44).
+///
+/// An item is a post or a repost of one (by its `via`). It is shown when its post is live, the
+/// reader follows its author (of a repost: its reposter, keeping their reposts), neither the
+/// author nor (of a repost) the reposter is banned or muted by the reader, and no block
+/// separates the reader and the post's author (a block ends follows, so one with the reposter
+/// is left out already). Of the items of one post, the newest such one is the post's
+/// appearance: a post's reposts are all newer than it, so an item is shown when it is the
+/// newest of the post's reposts that pass the same rules, or the post itself when none does;
+/// the newest three of them are its `reposted_by`. Whichever page a reader reads, a post is
+/// shown at that one seq, so a reading never shows it twice.
 async fn hydrate(
     pool: &PgPool,
     reader: UserId,
@@ -353,25 +466,36 @@ async fn hydrate(
     max_time: Option<DateTime<Utc>>,
 ) -> Result<Vec<(i64, PostView)>, ProjectionError> {
     let visible = match sources {
-        Sources::Following { .. } => {
-            "EXISTS (SELECT 1 FROM feed_follows WHERE follower = $2 AND followee = p.author)"
-        }
+        Sources::Following { .. } => "EXISTS (SELECT 1 FROM feed_follows
+                   WHERE follower = $2 AND followee = p.author
+                     AND (p.repost_of IS NULL OR show_reposts))"
+            .to_owned(),
+        // Reposts are not recommended.
         Sources::Recommended { .. } => {
-            "NOT EXISTS (SELECT 1 FROM rm_blocks
-                          WHERE (blocker = $2 AND blocked = p.author)
-                             OR (blocker = p.author AND blocked = $2))"
+            format!("p.repost_of IS NULL AND NOT {}", blocked("$2", "p.author"))
         }
     };
     let sql = format!(
-        "SELECT {POST_COLUMNS} FROM rm_posts p
-          WHERE seq = ANY($1) AND NOT deleted
-            AND ($3::timestamptz IS NULL OR created_at <= $3)
-            AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
-            AND NOT EXISTS (SELECT 1 FROM feed_mutes m
-                             WHERE m.muter = $2 AND m.muted = p.author
-                               AND (m.until IS NULL OR m.until > now()))
+        "SELECT p.seq, {ITEM_COLUMNS}, v.reposters, v.newest
+           FROM rm_posts p
+           JOIN rm_posts o ON o.post_id = COALESCE(p.repost_of, p.post_id) AND NOT o.deleted
+          CROSS JOIN LATERAL (
+                SELECT array_agg(r.author ORDER BY r.seq DESC) AS reposters, max(r.seq) AS newest
+                  FROM (SELECT r.seq, r.author FROM rm_posts r
+                          JOIN feed_follows f
+                            ON f.follower = $2 AND f.followee = r.author AND f.show_reposts
+                         WHERE r.repost_of = o.post_id AND NOT r.deleted AND {shown_reposter}
+                         ORDER BY r.seq DESC LIMIT 3) AS r) AS v
+          WHERE p.seq = ANY($1) AND NOT p.deleted
+            AND ($3::timestamptz IS NULL OR p.created_at <= $3)
+            AND {shown_via} AND {shown_author}
+            AND (p.repost_of IS NULL OR NOT {blocked})
             AND {visible}
-          ORDER BY seq DESC"
+          ORDER BY p.seq DESC",
+        shown_reposter = shown_to("$2", "r.author"),
+        shown_via = shown_to("$2", "p.author"),
+        shown_author = shown_to("$2", "o.author"),
+        blocked = blocked("$2", "o.author"),
     );
     let rows = sqlx::query(&sql)
         .bind(seqs)
@@ -379,7 +503,24 @@ async fn hydrate(
         .bind(max_time)
         .fetch_all(pool)
         .await?;
-    rows.iter().map(post).collect()
+    let mut shown = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let item = item(row)?;
+        let newest: Option<i64> = row.try_get("newest")?;
+        let appears = match newest {
+            Some(newest) => newest == item.seq,
+            None => !item.repost,
+        };
+        if appears {
+            let (seq, mut post) = (item.seq, item.post);
+            let reposters: Option<Vec<i64>> = row.try_get("reposters")?;
+            let reposters = reposters.unwrap_or_default().into_iter();
+            let reposters = reposters.map(UserId::try_from).collect::<Result<_, _>>();
+            post.reposted_by = Some(reposters.map_err(|e| sqlx::Error::Decode(Box::new(e)))?);
+            shown.push((seq, post));
+        }
+    }
+    Ok(shown)
 }
 
 /// A page of `reader`'s feed: the follow feed, or the recommended feed when they follow
@@ -480,41 +621,44 @@ pub async fn new_count(
     mark: i64,
 ) -> Result<i64, ProjectionError> {
     let (sources, ..) = sources(pool, reader, recommended, (0, 0)).await?;
+    // Each post counted once, by its author and visibility, when one of its appearances (see
+    // [`hydrate`]) is newer than the mark.
     let groups: Vec<(i64, String, i64)> = match &sources {
         Sources::Following { .. } => {
-            sqlx::query_as(
-                "SELECT p.author, p.visibility, count(*) FROM feed_follows f
+            let sql = format!(
+                "SELECT o.author, o.visibility, count(DISTINCT o.post_id) FROM feed_follows f
                    JOIN rm_posts p ON p.author = f.followee AND NOT p.deleted AND p.seq > $2
-                  WHERE f.follower = $1
-                    AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
-                    AND NOT EXISTS (SELECT 1 FROM feed_mutes m
-                                     WHERE m.muter = $1 AND m.muted = p.author
-                                       AND (m.until IS NULL OR m.until > now()))
-                  GROUP BY p.author, p.visibility",
-            )
-            .bind(reader.get())
-            .bind(mark)
-            .fetch_all(pool)
-            .await?
+                                  AND (p.repost_of IS NULL OR f.show_reposts)
+                   JOIN rm_posts o ON o.post_id = COALESCE(p.repost_of, p.post_id)
+                                  AND NOT o.deleted
+                  WHERE f.follower = $1 AND {shown_via} AND {shown_author}
+                    AND (p.repost_of IS NULL OR NOT {blocked})
+                  GROUP BY o.author, o.visibility",
+                shown_via = shown_to("$1", "p.author"),
+                shown_author = shown_to("$1", "o.author"),
+                blocked = blocked("$1", "o.author"),
+            );
+            sqlx::query_as(&sql)
+                .bind(reader.get())
+                .bind(mark)
+                .fetch_all(pool)
+                .await?
         }
         Sources::Recommended { authors } => {
-            sqlx::query_as(
+            let sql = format!(
                 "SELECT p.author, p.visibility, count(*) FROM rm_posts p
                   WHERE p.author = ANY($2) AND NOT p.deleted AND p.seq > $3
-                    AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)
-                    AND NOT EXISTS (SELECT 1 FROM feed_mutes m
-                                     WHERE m.muter = $1 AND m.muted = p.author
-                                       AND (m.until IS NULL OR m.until > now()))
-                    AND NOT EXISTS (SELECT 1 FROM rm_blocks
-                                     WHERE (blocker = $1 AND blocked = p.author)
-                                        OR (blocker = p.author AND blocked = $1))
+                    AND p.repost_of IS NULL AND {shown} AND NOT {blocked}
                   GROUP BY p.author, p.visibility",
-            )
-            .bind(reader.get())
-            .bind(authors)
-            .bind(mark)
-            .fetch_all(pool)
-            .await?
+                shown = shown_to("$1", "p.author"),
+                blocked = blocked("$1", "p.author"),
+            );
+            sqlx::query_as(&sql)
+                .bind(reader.get())
+                .bind(authors)
+                .bind(mark)
+                .fetch_all(pool)
+                .await?
         }
     };
     let mut asked = Vec::with_capacity(groups.len());
@@ -529,6 +673,21 @@ pub async fn new_count(
         .zip(readable)
         .filter_map(|(group, keep)| keep.then_some(group.2))
         .sum())
+}
+
+/// The live posts among `ids` (reposts are not posts), by id, without their engagement.
+pub async fn live_posts(
+    pool: &PgPool,
+    ids: &[uuid::Uuid],
+) -> Result<std::collections::HashMap<uuid::Uuid, PostView>, ProjectionError> {
+    let sql = format!(
+        "SELECT {POST_COLUMNS} FROM rm_posts
+          WHERE post_id = ANY($1) AND NOT deleted AND repost_of IS NULL"
+    );
+    let rows = sqlx::query(&sql).bind(ids).fetch_all(pool).await?;
+    rows.iter()
+        .map(|row| post(row).map(|(_, p)| (p.id.uuid(), p)))
+        .collect()
 }
 
 /// `author`'s live posts.

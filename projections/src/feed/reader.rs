@@ -103,19 +103,30 @@ impl FeedReader<'_> {
         }
     }
 
-    /// A page of `author`'s live posts that `viewer` may read, newest first, with their
-    /// engagement.
+    /// A page of `author`'s live posts that `viewer` may read, and with `reposts` their
+    /// reposts of posts the viewer may read (issue 44), newest first, with their engagement.
     pub async fn timeline(
         &self,
         author: UserId,
         viewer: Option<UserId>,
         start: PageStart,
         size: i64,
+        reposts: bool,
     ) -> Result<SeqPage, ProjectionError> {
         // What the viewer may read of the author, by the graph now: a filter on a column.
         let access = privacy::access(self.source, viewer, &[author]).await?[&author];
         let readable = privacy_rule::readable(access.privacy, access.reader);
-        let mut page = query::timeline(self.reads, author, &readable, start, size).await?;
+        let ask = query::TimelineAsk {
+            author,
+            readable: &readable,
+            viewer,
+            reposts,
+        };
+        let filter = ReadFilter {
+            source: self.source,
+            viewer,
+        };
+        let mut page = query::timeline(self.reads, &filter, ask, start, size).await?;
         self.engage(&mut page.items, viewer).await?;
         Ok(page)
     }

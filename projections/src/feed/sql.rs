@@ -8,7 +8,7 @@ use sqlx::postgres::PgArguments;
 use sqlx::query::QueryScalar;
 use sqlx::{PgConnection, Postgres};
 
-use super::fold::{Author, FeedTables, Folded, NewPost, PostTables};
+use super::fold::{Author, FeedTables, Folded, NewPost, NewRepost, PostTables, RepostsOf};
 use super::Settings;
 use crate::relations::fold::{RelationChange, UserPair};
 
@@ -125,6 +125,54 @@ impl PostTables for SqlTables<'_> {
             author,
         )
         .await
+    }
+
+    async fn repost(&mut self, repost: &NewRepost) -> Folded<Option<i64>> {
+        let (seq, live): (i64, bool) = sqlx::query_as(
+            "INSERT INTO rm_posts (post_id, seq, author, created_at, visibility, repost_of, deleted)
+             SELECT lpad(to_hex(m.top + 1), 32, '0')::uuid, m.top + 1, $2, $3,
+                    COALESCE(o.visibility, 'public'), $1, o.post_id IS NULL
+               FROM (SELECT COALESCE(max(seq), 0) AS top FROM rm_posts) AS m
+               LEFT JOIN rm_posts o ON o.post_id = $1 AND NOT o.deleted AND o.repost_of IS NULL
+             RETURNING seq, NOT deleted",
+        )
+        .bind(repost.post)
+        .bind(repost.reposter)
+        .bind(repost.created_at)
+        .fetch_one(&mut *self.conn)
+        .await?;
+        Ok(live.then_some(seq))
+    }
+
+    async fn unrepost(&mut self, post: uuid::Uuid, reposter: i64) -> Folded<Option<i64>> {
+        Ok(sqlx::query_scalar(
+            "UPDATE rm_posts SET deleted = true
+              WHERE repost_of = $1 AND author = $2 AND NOT deleted RETURNING seq",
+        )
+        .bind(post)
+        .bind(reposter)
+        .fetch_optional(&mut *self.conn)
+        .await?)
+    }
+
+    async fn delete_reposts(&mut self, of: RepostsOf) -> Folded<Vec<(i64, i64)>> {
+        let query = match of {
+            RepostsOf::Post(post) => sqlx::query_as(
+                "UPDATE rm_posts SET deleted = true
+                  WHERE repost_of = $1 AND NOT deleted RETURNING seq, author",
+            )
+            .bind(post),
+            // Found by the author's posts still live (their timeline index).
+            RepostsOf::Author(author) => sqlx::query_as(
+                "UPDATE rm_posts r SET deleted = true
+                   FROM rm_posts o
+                  WHERE o.author = $1 AND NOT o.deleted AND o.repost_of IS NULL
+                    AND r.repost_of = o.post_id AND NOT r.deleted
+                 RETURNING r.seq, r.author",
+            )
+            .bind(author),
+        };
+        Ok(query.fetch_all(&mut *self.conn).await?)
     }
 }
 
@@ -284,14 +332,18 @@ impl FeedTables for SqlTables<'_> {
         Ok(())
     }
 
-    async fn unpush(&mut self, seq: i64, _author: i64) -> Folded<()> {
-        self.run(
-            "WITH gone AS (DELETE FROM feed_inbox WHERE seq = $1 RETURNING reader)
-             UPDATE feed_readers r SET size = r.size - 1
-               FROM gone WHERE r.reader = gone.reader",
-            seq,
+    async fn unpush(&mut self, items: &[(i64, i64)]) -> Folded<()> {
+        let seqs: Vec<i64> = items.iter().map(|&(seq, _)| seq).collect();
+        sqlx::query(
+            "WITH gone AS (DELETE FROM feed_inbox WHERE seq = ANY($1) RETURNING reader)
+             UPDATE feed_readers r SET size = r.size - g.n
+               FROM (SELECT reader, count(*) AS n FROM gone GROUP BY reader) AS g
+              WHERE r.reader = g.reader",
         )
-        .await
+        .bind(&seqs)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(())
     }
 
     async fn ban(&mut self, author: i64, banned: bool) -> Folded<()> {

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use relations_domain::privacy;
-use relations_domain::{LogEvent, PostEvent, PostId, TokenStamp, UserId, Visibility};
+use relations_domain::{LogEvent, PostEvent, PostId, RepostEvent, TokenStamp, UserId, Visibility};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
@@ -61,7 +61,20 @@ struct PostSignal {
     /// Where it sits in the log.
     position: LogPosition,
     /// The event.
-    event: PostEvent,
+    event: Signal,
+}
+
+/// What enters or leaves feeds.
+#[derive(Debug, Clone)]
+enum Signal {
+    /// A post published or deleted.
+    Post(PostEvent),
+    /// `reposter` reposted a post (issue 44): the post as read when the batch came (`None`:
+    /// not found live, so it enters no feed).
+    Reposted {
+        reposter: UserId,
+        post: Option<PostView>,
+    },
 }
 
 /// Why the hub ended a connection: what any other request with its token would now get.
@@ -120,6 +133,8 @@ pub struct FeedHub {
     recommended: Arc<Vec<UserId>>,
     /// What opens the posts' content.
     keys: Keyring,
+    /// Where reposted posts are read (`rm_posts`).
+    pool: PgPool,
 }
 
 /// A reader's connection: its items, and its place in the hub (left when dropped).
@@ -149,13 +164,14 @@ impl Drop for Subscription {
 
 impl FeedHub {
     /// A hub whose readers who follow nobody get `recommended` authors' posts, as the feed
-    /// does; `keys` open the posts' content.
-    pub fn new(recommended: Vec<UserId>, keys: Keyring) -> Self {
+    /// does; `keys` open the posts' content; reposted posts are read from `pool`.
+    pub fn new(recommended: Vec<UserId>, keys: Keyring, pool: PgPool) -> Self {
         Self {
             connections: Arc::default(),
             next: Arc::default(),
             recommended: Arc::new(recommended),
             keys,
+            pool,
         }
     }
 
@@ -256,15 +272,67 @@ impl FeedHub {
             && privacy::recommendable(visibility, graph.privacy(author))
     }
 
+    /// Whether `reposter`'s repost of `post` belongs in `reader`'s feed now (issue 44): the
+    /// reader follows the reposter; neither the reposter nor the post's author is banned,
+    /// erased or muted by the reader; no block separates the reader and the author; and the
+    /// reader may read the post (issue 26), by the replica's state as it applies the repost.
+    fn repost_in_feed(
+        graph: &Replica,
+        reader: UserId,
+        reposter: UserId,
+        post: &PostView,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let author = post.author;
+        let relations = graph.relations();
+        let shown = |user: UserId| {
+            !graph.accounts().banned(user)
+                && !graph.accounts().erased(user)
+                && !relations.muting(reader, user, now)
+        };
+        if reader == reposter || !shown(reposter) || !shown(author) {
+            return false;
+        }
+        if !relations.facts(reader, reposter).following {
+            return false;
+        }
+        let facts = relations.facts(reader, author);
+        if facts.blocking || facts.blocked_by {
+            return false;
+        }
+        let as_reader = privacy::Reader::of(Some(reader), author, facts.following);
+        privacy::may_read(post.visibility, graph.privacy(author), as_reader)
+    }
+
     /// What `signal` sends `reader`, if anything.
     fn item_for(
         &self,
         graph: &Replica,
         reader: UserId,
         position: LogPosition,
-        event: &PostEvent,
+        signal: &Signal,
         now: DateTime<Utc>,
     ) -> Option<StreamItem> {
+        let event = match signal {
+            Signal::Post(event) => event,
+            Signal::Reposted { post: None, .. } => return None,
+            Signal::Reposted {
+                reposter,
+                post: Some(post),
+            } => {
+                let shown = Self::repost_in_feed(graph, reader, *reposter, post, now);
+                return shown.then(|| {
+                    let reposted_by = Some(vec![*reposter]);
+                    StreamItem::Post(
+                        position,
+                        PostView {
+                            reposted_by,
+                            ..post.clone()
+                        },
+                    )
+                });
+            }
+        };
         match event {
             // An erased author's post enters no feed.
             PostEvent::PostPublished { content: None, .. } => None,
@@ -290,6 +358,7 @@ impl FeedHub {
                             liked: None,
                             repost_count: 0,
                             reposted: None,
+                            reposted_by: Some(Vec::new()),
                         },
                     )
                 }),
@@ -299,6 +368,49 @@ impl FeedHub {
                 related.then_some(StreamItem::Deleted(position, *post_id))
             }
         }
+    }
+
+    /// The signals of `events` (applied by the replica): their post events, and their reposts
+    /// with the posts they bring, read from projector `feed`'s `rm_posts` (a post it has not
+    /// folded yet is `None`: the reader sees the repost on their next page instead).
+    async fn signals<'e>(
+        &self,
+        events: impl Iterator<Item = &'e RecordedEvent>,
+    ) -> Result<Vec<PostSignal>, ProjectionError> {
+        let mut signals = Vec::new();
+        let mut reposted = Vec::new();
+        for event in events {
+            let signal = match &event.event {
+                LogEvent::Post(post) => Signal::Post(post.clone()),
+                LogEvent::Repost(RepostEvent::Reposted { user, post, .. }) => {
+                    reposted.push(post.uuid());
+                    Signal::Reposted {
+                        reposter: *user,
+                        post: None,
+                    }
+                }
+                LogEvent::Repost(RepostEvent::Unreposted { .. })
+                | LogEvent::Relation(_)
+                | LogEvent::Thread(_)
+                | LogEvent::Like(_)
+                | LogEvent::Account(_) => continue,
+            };
+            signals.push(PostSignal {
+                position: event.position,
+                event: signal,
+            });
+        }
+        if reposted.is_empty() {
+            return Ok(signals);
+        }
+        let posts = super::query::live_posts(&self.pool, &reposted).await?;
+        let mut ids = reposted.iter();
+        for signal in &mut signals {
+            if let Signal::Reposted { post, .. } = &mut signal.event {
+                *post = ids.next().and_then(|id| posts.get(id)).cloned();
+            }
+        }
+        Ok(signals)
     }
 
     /// Pushes every post event the replica applies to the connected readers whose feed it
@@ -313,7 +425,15 @@ impl FeedHub {
             match batch {
                 Ok(batch) => {
                     self.forget_erased(&batch);
-                    self.deliver(&graph, &self.reveal(&batch).await)
+                    let batch = self.reveal(&batch).await;
+                    let signals = match self.connected() {
+                        true => self.signals(batch.iter()).await.unwrap_or_else(|error| {
+                            tracing::warn!(%error, "feed stream cannot read a batch's reposts");
+                            Vec::new()
+                        }),
+                        false => Vec::new(),
+                    };
+                    self.deliver(&graph, &batch, &signals)
                 }
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::warn!(
@@ -333,7 +453,7 @@ impl FeedHub {
     /// batch that cannot be opened goes as it is (its posts, unreadable, reach nobody), so
     /// the batch's account events still end the streams they refuse.
     async fn reveal<'b>(&self, batch: &'b [RecordedEvent]) -> Cow<'b, [RecordedEvent]> {
-        if self.connections.lock().expect("not poisoned").is_empty() {
+        if !self.connected() {
             return Cow::Borrowed(batch);
         }
         log::revealed(&self.keys, batch)
@@ -344,22 +464,9 @@ impl FeedHub {
             })
     }
 
-    /// The post events of an applied batch.
-    fn posts(batch: &[RecordedEvent]) -> Vec<PostSignal> {
-        batch
-            .iter()
-            .filter_map(|event| match &event.event {
-                LogEvent::Post(post) => Some(PostSignal {
-                    position: event.position,
-                    event: post.clone(),
-                }),
-                LogEvent::Relation(_)
-                | LogEvent::Thread(_)
-                | LogEvent::Like(_)
-                | LogEvent::Repost(_)
-                | LogEvent::Account(_) => None,
-            })
-            .collect()
+    /// Whether anyone is connected.
+    fn connected(&self) -> bool {
+        !self.connections.lock().expect("not poisoned").is_empty()
     }
 
     /// The users whose account an applied batch changed.
@@ -394,7 +501,7 @@ impl FeedHub {
     }
 
     /// Ends the connections a batch's account events refuse, then delivers its posts.
-    fn deliver(&self, graph: &LiveGraph, batch: &[RecordedEvent]) {
+    fn deliver(&self, graph: &LiveGraph, batch: &[RecordedEvent], signals: &[PostSignal]) {
         let mut connections = self.connections.lock().expect("not poisoned");
         if connections.is_empty() {
             return;
@@ -403,7 +510,7 @@ impl FeedHub {
         // An erased user's posts leave every feed at once: the replica no longer knows who
         // followed them, so every reader reloads (erasures are rare).
         let erasure = batch.iter().any(|e| erased_user(e).is_some());
-        let batch = Self::posts(batch);
+        let batch = signals;
         if batch.is_empty() && accounts.is_empty() {
             return;
         }
@@ -415,7 +522,7 @@ impl FeedHub {
                     let _ = connection.items.try_send(StreamItem::Reset);
                 }
             }
-            for signal in &batch {
+            for signal in batch {
                 for (reader, list) in connections.iter_mut() {
                     let Some(item) = self.item_for(g, *reader, signal.position, &signal.event, now)
                     else {
@@ -463,18 +570,15 @@ impl FeedHub {
         if events.len() as i64 > MAX_REPLAY && events.last().is_some_and(|e| e.position <= until) {
             return Ok(VecDeque::from([StreamItem::Reset]));
         }
-        let mut decoded = Vec::new();
-        for event in events.iter().filter(|e| e.position <= until) {
-            if let LogEvent::Post(post) = &event.event {
-                decoded.push((event.position, post.clone()));
-            }
-        }
+        let signals = self
+            .signals(events.iter().filter(|e| e.position <= until))
+            .await?;
         let now = Utc::now();
         Ok(graph
             .with(|g| {
-                decoded
+                signals
                     .iter()
-                    .filter_map(|(at, event)| self.item_for(g, reader, *at, event, now))
+                    .filter_map(|s| self.item_for(g, reader, s.position, &s.event, now))
                     .collect()
             })
             .unwrap_or_default())

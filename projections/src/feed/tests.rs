@@ -1,5 +1,5 @@
 //! The one feed fold against its reference (issue 43): random follows, unfollows, posts,
-//! deletions, bans and erasures, with a small threshold and cap so that every path (push,
+//! reposts and unreposts (issue 44), deletions, bans and erasures, with a small threshold and cap so that every path (push,
 //! pull, switches both ways, trimmed inboxes) is in play. Folding in runs gives the tables
 //! folding one by one gives, and those keep the feed's invariant (module docs) against a plain
 //! model of the follows and posts.
@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use relations_domain::Visibility;
 use relations_store::LogPosition;
 
-use super::fold::{fold, fold_changes, in_memory, Change, FeedChange, NewPost};
+use super::fold::{fold, fold_changes, in_memory, Change, FeedChange, NewPost, NewRepost};
 use super::memory::FeedMemory;
 use super::Settings;
 
@@ -31,6 +31,10 @@ enum Op {
     Delete(usize),
     Ban(i64, bool),
     Erase(i64),
+    /// This user reposts the n-th post published so far (modulo).
+    Repost(i64, usize),
+    /// This user takes back their repost of the n-th post.
+    Unrepost(i64, usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -43,16 +47,57 @@ fn op() -> impl Strategy<Value = Op> {
         5 => who.clone().prop_map(Op::Post),
         1 => (0usize..64).prop_map(Op::Delete),
         1 => (who.clone(), any::<bool>()).prop_map(|(a, on)| Op::Ban(a, on)),
-        1 => who.prop_map(Op::Erase),
+        1 => who.clone().prop_map(Op::Erase),
+        3 => (who.clone(), 0usize..64).prop_map(|(a, n)| Op::Repost(a, n)),
+        1 => (who, 0usize..64).prop_map(|(a, n)| Op::Unrepost(a, n)),
     ]
 }
 
-/// The plain model: follows and posts `(seq, author, live)`.
+/// The plain model: follows, and items `(seq, author, live)` (posts and reposts) with the
+/// post each repost reposts (its seq).
 #[derive(Default)]
 struct Model {
     follows: BTreeSet<(i64, i64)>,
     posts: Vec<(i64, i64, bool)>,
+    repost_of: BTreeMap<i64, i64>,
     erased: BTreeSet<i64>,
+}
+
+impl Model {
+    /// The seq of the n-th post (modulo), not counting reposts.
+    fn nth_post(&self, n: usize) -> Option<i64> {
+        let posts: Vec<i64> = (1..=self.posts.len() as i64)
+            .filter(|seq| !self.repost_of.contains_key(seq))
+            .collect();
+        (!posts.is_empty()).then(|| posts[n % posts.len()])
+    }
+
+    /// `user`'s live repost of post `post`, if any.
+    fn repost_by(&self, user: i64, post: i64) -> Option<i64> {
+        let reposts = self.repost_of.iter().filter(|(_, &p)| p == post);
+        let mut live = reposts.map(|(&seq, _)| seq).filter(|&seq| {
+            let item = self.posts[(seq - 1) as usize];
+            item.1 == user && item.2
+        });
+        live.next()
+    }
+
+    /// Item `seq` dies, and when it is a post, its reposts.
+    fn kill(&mut self, seq: i64) {
+        self.posts[(seq - 1) as usize].2 = false;
+        let reposts: Vec<i64> = (self.repost_of.iter())
+            .filter(|(_, &p)| p == seq)
+            .map(|(&r, _)| r)
+            .collect();
+        for repost in reposts {
+            self.posts[(repost - 1) as usize].2 = false;
+        }
+    }
+}
+
+/// A post's id in these tests (never a repost's: theirs are below 2^64).
+fn post_id(seq: i64) -> uuid::Uuid {
+    uuid::Uuid::from_u128((1 << 64) | seq as u128)
 }
 
 /// The changes a history makes, as the log would hold them (nothing by or of an erased user
@@ -83,32 +128,68 @@ fn history(ops: &[Op]) -> (Vec<Change<'static>>, Model) {
                 let seq = model.posts.len() as i64 + 1;
                 model.posts.push((seq, a, true));
                 FeedChange::Published(NewPost {
-                    id: uuid::Uuid::from_u128(seq as u128),
+                    id: post_id(seq),
                     author: a,
                     content: Some("text"),
                     created_at: DateTime::from_timestamp(seq, 0).expect("a time"),
                     visibility: Visibility::Public,
                 })
             }
-            Op::Delete(_) if model.posts.is_empty() => continue,
             Op::Delete(n) => {
-                let count = model.posts.len();
-                let post = &mut model.posts[n % count];
-                if !post.2 {
+                let Some(seq) = model.nth_post(n) else {
+                    continue;
+                };
+                let (_, author, live) = model.posts[(seq - 1) as usize];
+                if !live {
                     continue;
                 }
-                post.2 = false;
+                model.kill(seq);
                 FeedChange::Deleted {
-                    post: uuid::Uuid::from_u128(post.0 as u128),
-                    author: post.1,
+                    post: post_id(seq),
+                    author,
+                }
+            }
+            Op::Repost(a, _) | Op::Unrepost(a, _) if gone(&a) => continue,
+            Op::Repost(a, n) => {
+                // The write side refuses a dead post, and a second repost changes nothing.
+                let Some(post) = model.nth_post(n) else {
+                    continue;
+                };
+                if !model.posts[(post - 1) as usize].2 || model.repost_by(a, post).is_some() {
+                    continue;
+                }
+                let seq = model.posts.len() as i64 + 1;
+                model.posts.push((seq, a, true));
+                model.repost_of.insert(seq, post);
+                FeedChange::Reposted(NewRepost {
+                    post: post_id(post),
+                    reposter: a,
+                    created_at: DateTime::from_timestamp(seq, 0).expect("a time"),
+                })
+            }
+            Op::Unrepost(a, n) => {
+                let Some(post) = model.nth_post(n) else {
+                    continue;
+                };
+                let Some(repost) = model.repost_by(a, post) else {
+                    continue;
+                };
+                model.posts[(repost - 1) as usize].2 = false;
+                FeedChange::Unreposted {
+                    post: post_id(post),
+                    reposter: a,
                 }
             }
             Op::Ban(a, on) => FeedChange::Banned(a, on),
             Op::Erase(a) => {
                 model.erased.insert(a);
                 model.follows.retain(|&(x, y)| x != a && y != a);
-                for post in model.posts.iter_mut().filter(|p| p.1 == a) {
-                    post.2 = false;
+                let theirs: Vec<i64> = (model.posts.iter())
+                    .filter(|p| p.1 == a)
+                    .map(|p| p.0)
+                    .collect();
+                for seq in theirs {
+                    model.kill(seq);
                 }
                 FeedChange::Erased(a)
             }
@@ -142,8 +223,10 @@ fn check(tables: &FeedMemory, model: &Model, settings: Settings) -> Result<(), T
     for &(_, followee) in &model.follows {
         expected.entry(followee).or_default().0 += 1;
     }
-    for &(_, author, live) in &model.posts {
-        expected.entry(author).or_default().1 += i64::from(live);
+    for &(seq, author, live) in &model.posts {
+        if !model.repost_of.contains_key(&seq) {
+            expected.entry(author).or_default().1 += i64::from(live);
+        }
     }
     for (&author, row) in &tables.authors {
         let (followers, posts) = expected.remove(&author).unwrap_or_default();
@@ -156,10 +239,13 @@ fn check(tables: &FeedMemory, model: &Model, settings: Settings) -> Result<(), T
         prop_assert_eq!(row.pulled, followers >= settings.big_v_threshold);
     }
     prop_assert!(expected.values().all(|c| *c == (0, 0)), "rows missing");
+    prop_assert_eq!(tables.posts.len(), model.posts.len());
     for (seq, author, live) in &model.posts {
         let row = &tables.posts[(*seq - 1) as usize];
         prop_assert_eq!((row.author, !row.deleted), (*author, *live));
-        prop_assert_eq!(row.content.is_some(), *live);
+        let repost_of = model.repost_of.get(seq).map(|&p| post_id(p));
+        prop_assert_eq!(row.repost_of, repost_of);
+        prop_assert_eq!(row.content.is_some(), *live && repost_of.is_none());
     }
     let live: BTreeMap<i64, i64> = model
         .posts

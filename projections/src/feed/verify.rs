@@ -56,6 +56,12 @@ impl FeedCheck {
             .collect()
     }
 
+    /// Reposts, with the post each reposts (issue 44).
+    fn reposts(&self) -> BTreeSet<(uuid::Uuid, uuid::Uuid)> {
+        let posts = self.tables.posts.iter();
+        posts.filter_map(|p| Some((p.id, p.repost_of?))).collect()
+    }
+
     /// author -> (followers, posts, pulled), rows of nothing left out.
     fn authors(&self) -> BTreeSet<(i64, (i64, i64, bool))> {
         let rows = self.tables.authors.iter();
@@ -107,6 +113,7 @@ struct FeedRows {
     banned: BTreeSet<i64>,
     mutes: BTreeSet<(i64, i64, Option<i64>)>,
     not_public: BTreeSet<(uuid::Uuid, String)>,
+    reposts: BTreeSet<(uuid::Uuid, uuid::Uuid)>,
 }
 
 impl FeedRows {
@@ -153,7 +160,14 @@ impl FeedRows {
                 .await?
                 .into_iter()
                 .collect();
+        let reposts =
+            sqlx::query_as("SELECT post_id, repost_of FROM rm_posts WHERE repost_of IS NOT NULL")
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .collect();
         Ok(Self {
+            reposts,
             not_public,
             follows,
             posts,
@@ -191,6 +205,12 @@ impl FeedRows {
             "rm_posts (post_id, visibility) not public",
             &fold.not_public(),
             &self.not_public,
+            out,
+        );
+        diff(
+            "rm_posts (post_id, repost_of) of reposts",
+            &fold.reposts(),
+            &self.reposts,
             out,
         );
         let actual: BTreeSet<_> = self.authors.iter().map(|(k, v)| (*k, *v)).collect();

@@ -30,6 +30,9 @@ pub struct PostPageParams {
     /// Read-your-writes: a command answer's `position`.
     #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     pub(crate) min_position: Option<LogPosition>,
+    /// An author's timeline only: interleave their reposts, placed at the repost's time, each
+    /// with `reposted_by: [author]` (issue 44). The feed has reposts whatever this says.
+    pub(crate) include_reposts: Option<bool>,
 }
 
 /// A page of posts: `{items, next_cursor}`.

@@ -13,7 +13,8 @@ use crate::routes::live::live_user;
 use crate::routes::query::feed_reader;
 use crate::state::AppState;
 
-/// An author's live posts that the caller may read, newest first: `{items, next_cursor}`.
+/// An author's live posts that the caller may read, newest first, with their reposts when
+/// `include_reposts`: `{items, next_cursor}`.
 #[utoipa::path(get, path = "/api/v1/users/{id}/posts", tag = "queries",
     params(("id" = i64, Path, description = "The author"), PostPageParams),
     responses((status = 200, body = PostPage), UserQueryErrors))]
@@ -27,6 +28,7 @@ pub async fn timeline(
     let feed = feed_reader(&state, p.min_position).await?;
     live_user(&state, author).await?;
     let viewer = viewer.map(|a| a.user);
-    let page = feed.timeline(author, viewer, start, size).await?;
+    let reposts = p.include_reposts.unwrap_or(false);
+    let page = feed.timeline(author, viewer, start, size, reposts).await?;
     Ok(Json(page.into()))
 }

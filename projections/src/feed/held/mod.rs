@@ -11,7 +11,9 @@ use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
-use super::fold::{fold_posts, in_memory, FeedChange, Folded, NewPost, PostTables};
+use super::fold::{
+    fold_posts, in_memory, FeedChange, Folded, NewPost, NewRepost, PostTables, RepostsOf,
+};
 use crate::engagement::fold::{
     self as engagement, EngagementChange, EngagementTables, Like, NewComment,
 };
@@ -68,11 +70,21 @@ impl HeldPosts {
             self.timelines.count(author as u64, posts);
         }
         drop(rows);
+        let mut rows = sqlx::query(
+            "SELECT author, max(seq) FROM rm_posts
+              WHERE repost_of IS NOT NULL AND NOT deleted GROUP BY author",
+        )
+        .fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let (author, top): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            self.timelines.reposts_at(author as u64, top);
+        }
+        drop(rows);
         if !caps.on() {
             return Ok(from);
         }
         let sql = format!(
-            "SELECT {} FROM rm_posts WHERE seq >= $1 AND NOT deleted ORDER BY seq",
+            "SELECT {} FROM rm_posts WHERE seq >= $1 AND NOT deleted AND repost_of IS NULL ORDER BY seq",
             super::query::POST_COLUMNS
         );
         let mut rows = sqlx::query(&sql).bind(from).fetch(&mut *tx);
@@ -107,7 +119,8 @@ impl HeldPosts {
             }
         }
         // The posts, as `(post_id, author)`.
-        const POSTS: &str = "(SELECT post_id, author FROM rm_posts WHERE seq >= $1 AND NOT deleted
+        const POSTS: &str = "(SELECT post_id, author FROM rm_posts
+               WHERE seq >= $1 AND NOT deleted AND repost_of IS NULL
               UNION ALL SELECT * FROM unnest($2::uuid[], $3::bigint[])) AS p(post_id, author)";
         let likes = format!(
             "SELECT p.post_id, p.author, l.user_id FROM rm_likes l
@@ -189,12 +202,20 @@ impl MemoryModel for HeldPosts {
     }
 
     fn apply(&mut self, at: LogPosition, occurred_at: DateTime<Utc>, event: &LogEvent) {
-        match event {
-            LogEvent::Post(_) if at > self.posts_loaded => {
-                if let Some(change) = FeedChange::of_event(event, occurred_at) {
-                    in_memory(fold_posts(&mut self.timelines, &change)).expect("in memory");
-                }
+        // The feed fold's posts part: publishes, deletions and reposts (which take seqs too).
+        let numbered = match event {
+            LogEvent::Post(_) | LogEvent::Repost(_) => at > self.posts_loaded,
+            LogEvent::Like(_)
+            | LogEvent::Thread(_)
+            | LogEvent::Account(_)
+            | LogEvent::Relation(_) => false,
+        };
+        if numbered {
+            if let Some(change) = FeedChange::of_event(event, occurred_at) {
+                in_memory(fold_posts(&mut self.timelines, &change)).expect("in memory");
             }
+        }
+        match event {
             // Engagement is kept only beside held posts.
             LogEvent::Like(_) | LogEvent::Repost(_) | LogEvent::Thread(_)
                 if self.timelines.on() && at > self.engagement_loaded =>
@@ -207,7 +228,7 @@ impl MemoryModel for HeldPosts {
                 in_memory(fold_posts(&mut self.timelines, &change)).expect("in memory");
                 self.engage(event, occurred_at);
             }
-            // What the load held, and what is not the posts'.
+            // Numbered above, what the load held, and what is not the posts'.
             LogEvent::Post(_)
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
@@ -223,8 +244,8 @@ impl MemoryModel for HeldPosts {
 }
 
 /// The held timelines as the feed fold's post tables: a publish is numbered and held, a
-/// deletion or an erasure takes posts out. They hold only each author's newest posts, so a
-/// deletion is answered `None` (the fold's posts part asks no seq of them).
+/// deletion or an erasure takes posts out, a repost is numbered. They hold only each author's
+/// newest posts, so a deletion is answered `None` (the fold's posts part asks no seq of them).
 impl PostTables for Timelines {
     async fn publish(&mut self, post: &NewPost<'_>) -> Folded<i64> {
         let held = HeldPost {
@@ -246,6 +267,20 @@ impl PostTables for Timelines {
     async fn delete_all(&mut self, author: i64) -> Folded<()> {
         self.delete_author(author as u64);
         Ok(())
+    }
+
+    /// Numbered, not held (see [`Timelines::repost_unheld`]).
+    async fn repost(&mut self, repost: &NewRepost) -> Folded<Option<i64>> {
+        Ok(Some(self.repost_unheld(repost.reposter as u64)))
+    }
+
+    /// Reposts are not held: the reposter's bound stays where it is.
+    async fn unrepost(&mut self, _: uuid::Uuid, _: i64) -> Folded<Option<i64>> {
+        Ok(None)
+    }
+
+    async fn delete_reposts(&mut self, _: RepostsOf) -> Folded<Vec<(i64, i64)>> {
+        Ok(Vec::new())
     }
 }
 

@@ -77,7 +77,7 @@ impl HeldPost {
         (view.author.get() as u64, post)
     }
 
-    /// The post as a reader sees it, with what they see of its engagement.
+    /// The post as a feed's reader sees it, with what they see of its engagement.
     pub fn view(&self, author: UserId, shown: Shown) -> PostView {
         PostView {
             id: self.id,
@@ -91,6 +91,9 @@ impl HeldPost {
             liked: Some(shown.liked),
             repost_count: shown.reposts,
             reposted: Some(shown.reposted),
+            // Reposts are not held: a page from memory shows posts above every repost of a
+            // followed user (`Timelines::unknown_below`), seen as their authors' followers.
+            reposted_by: Some(Vec::new()),
         }
     }
 }
@@ -108,6 +111,9 @@ pub(super) struct Timeline {
     /// Every live post with a seq at or above this is held, as far as the per-author cap goes
     /// (one above the newest post it dropped).
     floor: i64,
+    /// The newest seq of a repost of this author's (0: none; issue 44). Reposts are not held,
+    /// so a page that reaches it reads PostgreSQL.
+    reposts_top: i64,
 }
 
 /// `order`'s length below which it is never compacted.
@@ -176,7 +182,7 @@ impl Timelines {
         let empty = self
             .by_author
             .get(&author)
-            .is_some_and(|t| t.live == 0 && t.posts.is_empty());
+            .is_some_and(|t| t.live == 0 && t.posts.is_empty() && t.reposts_top == 0);
         if empty {
             self.by_author.remove(&author);
         }
@@ -203,6 +209,20 @@ impl Timelines {
         };
         self.by_author.entry(author).or_default().live += 1;
         self.hold(author, post);
+    }
+
+    /// The seq a repost made now gets: numbered, not held; its reposter's reposts are known
+    /// up to it.
+    pub fn repost_unheld(&mut self, reposter: u64) -> i64 {
+        self.head += 1;
+        self.reposts_at(reposter, self.head);
+        self.head
+    }
+
+    /// `reposter` has a live repost at `seq` (the load's, and [`Timelines::repost_unheld`]).
+    pub fn reposts_at(&mut self, reposter: u64, seq: i64) {
+        let timeline = self.by_author.entry(reposter).or_default();
+        timeline.reposts_top = timeline.reposts_top.max(seq);
     }
 
     /// Holds a post at its seq (newer than any held of its author), dropping the oldest past
@@ -327,13 +347,17 @@ impl Timelines {
         self.by_author.get(&author)
     }
 
-    /// The seq below which the live posts of the author of `timeline` may not all be held (0:
-    /// all are).
+    /// The seq below which the live posts and reposts of the author of `timeline` may not all
+    /// be held (0: all are).
     pub(super) fn unknown_below(&self, timeline: &Timeline) -> i64 {
+        let reposts = match timeline.reposts_top {
+            0 => 0,
+            top => top + 1,
+        };
         if timeline.posts.len() as i64 >= timeline.live {
-            return 0;
+            return reposts;
         }
-        timeline.floor.max(self.global_floor)
+        timeline.floor.max(self.global_floor).max(reposts)
     }
 
     /// An estimate of the heap held, in bytes: the posts, their bodies, the tables' slots.
