@@ -17,3 +17,15 @@ CREATE INDEX rm_posts_reposts ON rm_posts (repost_of, seq DESC) WHERE repost_of 
 -- Per follow: whether the follower keeps the followee's reposts (issue 44's per-follow
 -- preferences; a follow starts with true).
 ALTER TABLE feed_follows ADD COLUMN show_reposts boolean NOT NULL DEFAULT true;
+ALTER TABLE feed_follows ADD COLUMN notify boolean NOT NULL DEFAULT false;
+
+-- Projector `following`: the preferences of follows and pending requests that are not the
+-- defaults (show_reposts true, notify false), for `Relation` answers to the follower.
+CREATE TABLE rm_follow_prefs
+(
+    follower     bigint  NOT NULL,
+    followee     bigint  NOT NULL,
+    show_reposts boolean NOT NULL,
+    notify       boolean NOT NULL,
+    PRIMARY KEY (follower, followee)
+);

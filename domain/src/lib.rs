@@ -32,7 +32,7 @@ pub use post::{
     PostEvent, PostId, Visibility,
 };
 pub use privacy::{Privacy, Reader};
-pub use relation::{Facts, Relation, RelationState};
+pub use relation::{Facts, FollowPrefs, PrefsChange, Relation, RelationState};
 pub use repost::{Repost, RepostCommand, RepostError, RepostEvent, RepostServices};
 pub use thread::{
     BadCommentId, CommentId, CommentState, Thread, ThreadCommand, ThreadError, ThreadEvent,

@@ -20,18 +20,21 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{PairId, SelfRelation, UserId};
-use crate::relation::{Facts, Relation};
+use crate::relation::{Facts, FollowPrefs, PrefsChange, Relation};
 
 /// A command on the relation between the actor and a target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RelationCommand {
     /// follows(actor, target) becomes true (rule 2, 3); or, when the target's account is
-    /// locked, the actor asks to follow.
+    /// locked, the actor asks to follow. Following again with other preferences changes them
+    /// (issue 44).
     Follow {
         /// The user who asks.
         actor: UserId,
         /// The user to follow.
         target: UserId,
+        /// The preferences given (an omitted one keeps its value).
+        prefs: PrefsChange,
     },
     /// follows(actor, target) becomes false (rule 4), or the actor withdraws a pending request.
     Unfollow {
@@ -260,6 +263,20 @@ pub enum RelationEvent {
         /// Who was muted.
         muted: UserId,
     },
+    /// `follower`'s preferences for following `followee` are these (issue 44): after a
+    /// `Followed` or a `FollowRequested` whose preferences are not the defaults (a request's
+    /// are given again after its approval's `Followed`), or alone when a follow command changes
+    /// them. An unfollow, a block or a request's end without approval ends them.
+    FollowPreferencesChanged {
+        /// Who follows (or asked to).
+        follower: UserId,
+        /// Whom.
+        followee: UserId,
+        /// The followee's reposts come into the follower's feed.
+        show_reposts: bool,
+        /// Each new post of the followee notifies the follower.
+        notify: bool,
+    },
 }
 
 impl RelationEvent {
@@ -276,6 +293,7 @@ impl RelationEvent {
             Self::FollowRequestApproved { .. } => "FollowRequestApproved",
             Self::FollowRequestRejected { .. } => "FollowRequestRejected",
             Self::FollowRequestWithdrawn { .. } => "FollowRequestWithdrawn",
+            Self::FollowPreferencesChanged { .. } => "FollowPreferencesChanged",
         }
     }
 
@@ -319,6 +337,19 @@ impl RelationEvent {
             | Self::FollowRequestWithdrawn {
                 requester, target, ..
             } => (requester, target),
+            Self::FollowPreferencesChanged {
+                follower, followee, ..
+            } => (follower, followee),
+        }
+    }
+
+    /// The preferences event for `(follower, followee)`.
+    fn prefs(follower: UserId, followee: UserId, prefs: FollowPrefs) -> Self {
+        Self::FollowPreferencesChanged {
+            follower,
+            followee,
+            show_reposts: prefs.show_reposts,
+            notify: prefs.notify,
         }
     }
 }
@@ -385,6 +416,9 @@ pub struct RelationPair {
     /// follow in the same direction or a block either way.
     #[serde(default)]
     requests: Vec<(UserId, UserId)>,
+    /// The preferences of a follow or a pending request that are not the defaults (issue 44).
+    #[serde(default)]
+    prefs: Vec<(UserId, UserId, FollowPrefs)>,
 }
 
 impl RelationPair {
@@ -415,9 +449,23 @@ impl RelationPair {
         }
     }
 
-    /// `from`'s relation to `to`, with `muting` as it stands at `now` (for answers to `from`).
+    /// `from`'s relation to `to`, with `muting` as it stands at `now` and the follow's
+    /// preferences (for answers to `from`).
     pub fn relation(&self, from: UserId, to: UserId, now: DateTime<Utc>) -> Relation {
-        Relation::new(from, to, self.facts(from, to)).with_muting(self.muting(from, to, now))
+        let facts = self.facts(from, to);
+        let prefs = (facts.following || facts.requested).then(|| self.prefs(from, to));
+        Relation::new(from, to, facts)
+            .with_muting(self.muting(from, to, now))
+            .with_prefs(prefs)
+    }
+
+    /// The preferences of `follower`'s follow (or request) of `followee`.
+    pub fn prefs(&self, follower: UserId, followee: UserId) -> FollowPrefs {
+        let found = self
+            .prefs
+            .iter()
+            .find(|p| (p.0, p.1) == (follower, followee));
+        found.map(|p| p.2).unwrap_or_default()
     }
 
     /// The mute of `from` on `to`, if one was set and not lifted: its end (`None`: never).
@@ -445,8 +493,9 @@ impl RelationPair {
         let (actor, target) = (command.actor(), command.target());
         let facts = self.facts(actor, target);
         let events = match command {
-            RelationCommand::Follow { .. } => {
-                return Self::decide_follow(facts, actor, target, budget)
+            RelationCommand::Follow { prefs, .. } => {
+                let before = self.prefs(actor, target);
+                return Self::decide_follow(facts, (actor, target), (before, prefs), budget);
             }
             RelationCommand::Unfollow { .. } if facts.following => {
                 vec![RelationEvent::Unfollowed {
@@ -476,16 +525,9 @@ impl RelationPair {
                     cause: UnfollowCause::Removed,
                 }]
             }
-            RelationCommand::ApproveRequest { .. } if facts.requested_by => vec![
-                RelationEvent::FollowRequestApproved {
-                    requester: target,
-                    target: actor,
-                },
-                RelationEvent::Followed {
-                    follower: target,
-                    followee: actor,
-                },
-            ],
+            RelationCommand::ApproveRequest { .. } if facts.requested_by => {
+                self.decide_approval(target, actor)
+            }
             RelationCommand::RejectRequest { .. } if facts.requested_by => {
                 vec![RelationEvent::FollowRequestRejected {
                     requester: target,
@@ -511,12 +553,31 @@ impl RelationPair {
         Ok(events)
     }
 
-    /// A follow: refused across a block or past the limit, nothing when it holds or is asked
-    /// already, a request when the target is locked.
+    /// An approval of `requester`'s request to follow `target`: the follow, with the request's
+    /// preferences.
+    fn decide_approval(&self, requester: UserId, target: UserId) -> Vec<RelationEvent> {
+        let mut events = vec![
+            RelationEvent::FollowRequestApproved { requester, target },
+            RelationEvent::Followed {
+                follower: requester,
+                followee: target,
+            },
+        ];
+        let prefs = self.prefs(requester, target);
+        if prefs != FollowPrefs::default() {
+            events.push(RelationEvent::prefs(requester, target, prefs));
+        }
+        events
+    }
+
+    /// A follow: refused across a block or past the limit; when it holds or is asked already,
+    /// only a change of its preferences (`prefs`: before, and as the command gives them); a
+    /// request when the target is locked; each new follow or request followed by its
+    /// preferences when they are not the defaults.
     fn decide_follow(
         facts: Facts,
-        actor: UserId,
-        target: UserId,
+        (actor, target): (UserId, UserId),
+        (before, change): (FollowPrefs, PrefsChange),
         budget: FollowBudget,
     ) -> Result<Vec<RelationEvent>, RelationError> {
         if facts.blocked_by {
@@ -526,7 +587,11 @@ impl RelationPair {
             return Err(RelationError::BlockingTarget);
         }
         if facts.following || facts.requested {
-            return Ok(vec![]);
+            let after = change.applied_to(before);
+            return Ok(match after == before {
+                true => vec![],
+                false => vec![RelationEvent::prefs(actor, target, after)],
+            });
         }
         // A pending request counts toward the limit like a follow.
         if budget.following >= budget.limit {
@@ -534,17 +599,23 @@ impl RelationPair {
                 limit: budget.limit,
             });
         }
-        Ok(if budget.target_locked {
-            vec![RelationEvent::FollowRequested {
+        let mut events = vec![if budget.target_locked {
+            RelationEvent::FollowRequested {
                 requester: actor,
                 target,
-            }]
+            }
         } else {
-            vec![RelationEvent::Followed {
+            RelationEvent::Followed {
                 follower: actor,
                 followee: target,
-            }]
-        })
+            }
+        }];
+        // A new follow starts from the defaults.
+        let prefs = change.applied_to(FollowPrefs::default());
+        if prefs != FollowPrefs::default() {
+            events.push(RelationEvent::prefs(actor, target, prefs));
+        }
+        Ok(events)
     }
 
     /// A block: the follows both ways and the requests both ways end first, then the block.
@@ -610,6 +681,7 @@ impl RelationPair {
 
     /// Folds one event into the state. Never fails: events are facts.
     pub fn apply(&mut self, event: RelationEvent) {
+        self.apply_prefs(&event);
         match event {
             RelationEvent::Followed { follower, followee } => {
                 if !self.follows(follower, followee) {
@@ -649,7 +721,48 @@ impl RelationPair {
                     }
                 }
             }
+            RelationEvent::FollowPreferencesChanged { .. } => {}
         }
+    }
+
+    /// What `event` does to the preferences: set by their event, ended with the follow or the
+    /// request they belong to (an approval keeps them: the follow is the request's).
+    fn apply_prefs(&mut self, event: &RelationEvent) {
+        let ended = match *event {
+            RelationEvent::FollowPreferencesChanged {
+                follower,
+                followee,
+                show_reposts,
+                notify,
+            } => {
+                let prefs = FollowPrefs {
+                    show_reposts,
+                    notify,
+                };
+                self.prefs.retain(|p| (p.0, p.1) != (follower, followee));
+                if prefs != FollowPrefs::default() {
+                    self.prefs.push((follower, followee, prefs));
+                }
+                return;
+            }
+            RelationEvent::Unfollowed {
+                follower, followee, ..
+            } => (follower, followee),
+            RelationEvent::FollowRequestRejected {
+                requester, target, ..
+            }
+            | RelationEvent::FollowRequestWithdrawn {
+                requester, target, ..
+            } => (requester, target),
+            RelationEvent::Followed { .. }
+            | RelationEvent::Blocked { .. }
+            | RelationEvent::Unblocked { .. }
+            | RelationEvent::Muted { .. }
+            | RelationEvent::Unmuted { .. }
+            | RelationEvent::FollowRequested { .. }
+            | RelationEvent::FollowRequestApproved { .. } => return,
+        };
+        self.prefs.retain(|p| (p.0, p.1) != ended);
     }
 }
 
@@ -692,7 +805,8 @@ pub fn following_deltas(events: &[RelationEvent]) -> Vec<(UserId, i32)> {
             RelationEvent::Blocked { .. }
             | RelationEvent::Unblocked { .. }
             | RelationEvent::Muted { .. }
-            | RelationEvent::Unmuted { .. } => continue,
+            | RelationEvent::Unmuted { .. }
+            | RelationEvent::FollowPreferencesChanged { .. } => continue,
         };
         match deltas.iter_mut().find(|(u, _)| *u == user) {
             Some((_, d)) => *d += delta,

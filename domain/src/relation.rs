@@ -59,6 +59,44 @@ impl Facts {
     }
 }
 
+/// What a follower keeps of a followee (issue 44): one follow's preferences, private to the
+/// follower. A follow starts from the defaults; an unfollow ends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FollowPrefs {
+    /// The followee's reposts come into the follower's feed.
+    pub show_reposts: bool,
+    /// Each new post of the followee notifies the follower (`posted`).
+    pub notify: bool,
+}
+
+impl Default for FollowPrefs {
+    fn default() -> Self {
+        Self {
+            show_reposts: true,
+            notify: false,
+        }
+    }
+}
+
+/// The preferences a follow command gives: each given one set, an omitted one kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PrefsChange {
+    /// `show_reposts`, if given.
+    pub show_reposts: Option<bool>,
+    /// `notify`, if given.
+    pub notify: Option<bool>,
+}
+
+impl PrefsChange {
+    /// `prefs` with the given ones set.
+    pub fn applied_to(self, prefs: FollowPrefs) -> FollowPrefs {
+        FollowPrefs {
+            show_reposts: self.show_reposts.unwrap_or(prefs.show_reposts),
+            notify: self.notify.unwrap_or(prefs.notify),
+        }
+    }
+}
+
 /// SPEC.md's `Relation`: `from`'s relation to `to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -86,12 +124,26 @@ pub struct Relation {
     /// `from` mutes `to` now. Private: true only in answers to `from` (their commands, and
     /// status or batch queries whose bearer is `from`); false for everyone else.
     pub muting: bool,
+    /// `from` keeps `to`'s reposts in their feed (issue 44): their follow's (or request's)
+    /// preference. Private as `muting`; false without a follow or a request.
+    pub show_reposts: bool,
+    /// `from` is notified of each new post of `to` (issue 44). Private as `muting`.
+    pub notify: bool,
 }
 
 impl Relation {
     /// The same relation with `muting` set (for answers to `from`).
     pub fn with_muting(mut self, muting: bool) -> Self {
         self.muting = muting && self.from != self.to;
+        self
+    }
+
+    /// The same relation with the follow's preferences `(show_reposts, notify)` (for answers
+    /// to `from`; `None`: no follow or request, both false).
+    pub fn with_prefs(mut self, prefs: Option<FollowPrefs>) -> Self {
+        let prefs = prefs.filter(|_| self.from != self.to);
+        self.show_reposts = prefs.is_some_and(|p| p.show_reposts);
+        self.notify = prefs.is_some_and(|p| p.notify);
         self
     }
 
@@ -110,6 +162,8 @@ impl Relation {
                 requested: false,
                 requested_by: false,
                 muting: false,
+                show_reposts: false,
+                notify: false,
             };
         }
         let friends = facts.following && facts.followed_by;
@@ -144,6 +198,8 @@ impl Relation {
             requested: facts.requested,
             requested_by: facts.requested_by,
             muting: false,
+            show_reposts: false,
+            notify: false,
         }
     }
 }
@@ -214,7 +270,8 @@ mod tests {
             serde_json::json!({
                 "from": 1, "to": 2, "state": "friends", "following": true,
                 "followed_by": true, "friends": true, "blocking": false, "blocked_by": false,
-                "requested": false, "requested_by": false, "muting": false
+                "requested": false, "requested_by": false, "muting": false,
+                "show_reposts": false, "notify": false
             })
         );
     }

@@ -37,6 +37,8 @@ enum Op {
     Erase(i64),
     /// a reposts (`true`) the n-th post published so far (modulo), or takes it back.
     Repost(i64, usize, bool),
+    /// a follows b keeping (`true`) or hiding b's reposts (issue 44's `show_reposts`).
+    ShowReposts(i64, i64, bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -49,8 +51,9 @@ fn op() -> impl Strategy<Value = Op> {
         3 => who.clone().prop_map(Op::Post),
         1 => (0usize..64, any::<bool>()).prop_map(|(i, by_author)| Op::Delete(i, by_author)),
         1 => who.clone().prop_map(Op::Read),
-        3 => (who, 0usize..64, prop::bool::weighted(0.75))
+        3 => (who.clone(), 0usize..64, prop::bool::weighted(0.75))
             .prop_map(|(a, n, on)| Op::Repost(a, n, on)),
+        1 => (who.clone(), who, any::<bool>()).prop_map(|(a, b, on)| Op::ShowReposts(a, b, on)),
         // Two users at most, so that most histories go on among the others.
         1 => (USERS - 1..=USERS).prop_map(Op::Erase),
     ]
@@ -75,6 +78,8 @@ struct Model {
     reposts: Vec<(usize, i64, bool, usize)>,
     /// The places given so far.
     clock: usize,
+    /// Follows and requests (follower, followee) that hide the followee's reposts.
+    no_reposts: BTreeSet<(i64, i64)>,
 }
 
 impl Model {
@@ -107,6 +112,7 @@ impl Model {
             &mut self.blocks,
             &mut self.mutes,
             &mut self.requests,
+            &mut self.no_reposts,
         ] {
             edges.retain(|&(a, b)| a != user && b != user);
         }
@@ -175,16 +181,19 @@ impl Model {
             "unfollow" => {
                 self.follows.remove(&(a, b));
                 self.requests.remove(&(a, b));
+                self.no_reposts.remove(&(a, b));
             }
             "block" => {
                 self.blocks.insert((a, b));
                 for edge in [(a, b), (b, a)] {
                     self.follows.remove(&edge);
                     self.requests.remove(&edge);
+                    self.no_reposts.remove(&edge);
                 }
             }
             "remove_follower" => {
                 self.follows.remove(&(b, a));
+                self.no_reposts.remove(&(b, a));
             }
             "follow_requests/approve" => {
                 if self.requests.remove(&(b, a)) {
@@ -192,7 +201,9 @@ impl Model {
                 }
             }
             "follow_requests/reject" => {
-                self.requests.remove(&(b, a));
+                if self.requests.remove(&(b, a)) {
+                    self.no_reposts.remove(&(b, a));
+                }
             }
             "mute" => {
                 self.mutes.insert((a, b));
@@ -251,7 +262,11 @@ impl Model {
             }
             if self.may_read(reader, *author) && !self.blocked_either_way(reader, *author) {
                 for &(_, by, _, at) in self.reposts.iter().filter(|r| r.0 == n && r.2) {
-                    if self.follows.contains(&(reader, by)) && !self.mutes.contains(&(reader, by)) {
+                    let kept = !self.no_reposts.contains(&(reader, by));
+                    if self.follows.contains(&(reader, by))
+                        && kept
+                        && !self.mutes.contains(&(reader, by))
+                    {
                         appearances.push((at, Some(by)));
                     }
                 }
@@ -272,6 +287,12 @@ impl Model {
         items.sort_unstable_by_key(|item| std::cmp::Reverse(item.0));
         items.into_iter().map(|item| item.1).collect()
     }
+}
+
+/// `a` follows `b` with `show_reposts: on`.
+async fn show_reposts(app: &TestApp, a: i64, b: i64, on: bool) -> (StatusCode, serde_json::Value) {
+    let body = serde_json::json!({ "target": b, "show_reposts": on });
+    app.post_as(a, "/api/v1/relation/follow", body).await
 }
 
 /// Every page of `reader`'s feed with `query`, page by page.
@@ -332,7 +353,7 @@ async fn run((ops, (per_author, posts)): (Vec<Op>, (u32, u32))) {
     let mut last = None;
     for op in &ops {
         let (actor, other) = match *op {
-            Op::Relation(_, a, b) => (a, Some(b)),
+            Op::Relation(_, a, b) | Op::ShowReposts(a, b, _) => (a, Some(b)),
             Op::Post(a) | Op::Read(a) | Op::Lock(a, _) | Op::Erase(a) | Op::Repost(a, ..) => {
                 (a, None)
             }
@@ -341,6 +362,7 @@ async fn run((ops, (per_author, posts)): (Vec<Op>, (u32, u32))) {
         if let Some(allowed) = model.refused(actor, other) {
             let status = match *op {
                 Op::Relation(verb, a, b) => app.command(verb, a, b).await.0,
+                Op::ShowReposts(a, b, on) => show_reposts(&app, a, b, on).await.0,
                 Op::Post(a) => app.post(a, "p").await.0,
                 Op::Repost(..) if model.posts.is_empty() => continue,
                 Op::Repost(a, n, on) => {
@@ -368,6 +390,22 @@ async fn run((ops, (per_author, posts)): (Vec<Op>, (u32, u32))) {
                 assert_eq!(status, StatusCode::OK, "{body}");
                 model.erase(user);
                 last = body["position"].as_str().map(str::to_owned);
+            }
+            Op::ShowReposts(a, b, on) => {
+                let expected = model.relation("follow", a, b);
+                let (status, body) = show_reposts(&app, a, b, on).await;
+                assert_eq!(status, expected, "{op:?}: {body}");
+                let pair = (a, b);
+                if model.follows.contains(&pair) || model.requests.contains(&pair) {
+                    match on {
+                        true => model.no_reposts.remove(&pair),
+                        false => model.no_reposts.insert(pair),
+                    };
+                    assert_eq!(body["relation"]["show_reposts"], on, "{op:?}: {body}");
+                }
+                if let Some(position) = body["position"].as_str() {
+                    last = Some(position.to_owned());
+                }
             }
             Op::Relation(verb, a, b) => {
                 let expected = model.relation(verb, a, b);

@@ -15,6 +15,7 @@ mod failover;
 mod faults;
 mod feed;
 mod feed_model;
+mod follow_prefs;
 mod forgotten;
 mod graph;
 mod group_commit;

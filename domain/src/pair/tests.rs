@@ -45,10 +45,115 @@ fn unblocked(blocker: i64, blocked: i64) -> RelationEvent {
 }
 
 fn follow(actor: i64, target: i64) -> RelationCommand {
+    follow_with(actor, target, None, None)
+}
+
+fn follow_with(
+    actor: i64,
+    target: i64,
+    show_reposts: Option<bool>,
+    notify: Option<bool>,
+) -> RelationCommand {
     RelationCommand::Follow {
         actor: u(actor),
         target: u(target),
+        prefs: PrefsChange {
+            show_reposts,
+            notify,
+        },
     }
+}
+
+fn prefs(follower: i64, followee: i64, show_reposts: bool, notify: bool) -> RelationEvent {
+    RelationEvent::FollowPreferencesChanged {
+        follower: u(follower),
+        followee: u(followee),
+        show_reposts,
+        notify,
+    }
+}
+
+/// The pair after `events`.
+fn pair_after(events: &[RelationEvent]) -> RelationPair {
+    let mut pair = RelationPair::default();
+    for &event in events {
+        pair.apply(event);
+    }
+    pair
+}
+
+// Issue 44: per-follow preferences.
+#[test]
+fn a_follow_with_other_preferences_than_the_defaults_records_them_after_it() {
+    assert_eq!(
+        given(&[], follow_with(1, 2, None, Some(true))),
+        Ok(vec![followed(1, 2), prefs(1, 2, true, true)])
+    );
+    assert_eq!(
+        given(&[], follow_with(1, 2, Some(true), Some(false))),
+        Ok(vec![followed(1, 2)]),
+        "the defaults, given, are no change"
+    );
+}
+
+#[test]
+fn following_again_changes_the_preferences_given_and_keeps_the_omitted() {
+    let history = [followed(1, 2), prefs(1, 2, true, true)];
+    assert_eq!(
+        given(&history, follow_with(1, 2, Some(false), None)),
+        Ok(vec![prefs(1, 2, false, true)])
+    );
+    assert_eq!(
+        given(&history, follow_with(1, 2, None, Some(true))),
+        Ok(vec![])
+    );
+    assert_eq!(given(&history, follow(1, 2)), Ok(vec![]));
+    let now = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    let relation = pair_after(&history).relation(u(1), u(2), now);
+    assert!(relation.show_reposts && relation.notify);
+    let other_side = pair_after(&history).relation(u(2), u(1), now);
+    assert!(
+        !other_side.show_reposts && !other_side.notify,
+        "private to the follower"
+    );
+}
+
+#[test]
+fn an_unfollow_ends_the_preferences_and_a_new_follow_starts_from_the_defaults() {
+    let history = [
+        followed(1, 2),
+        prefs(1, 2, false, true),
+        unfollowed(1, 2, UnfollowCause::Unfollow),
+    ];
+    assert_eq!(given(&history, follow(1, 2)), Ok(vec![followed(1, 2)]));
+    let pair = pair_after(&[&history[..], &[followed(1, 2)]].concat());
+    assert_eq!(pair.prefs(u(1), u(2)), FollowPrefs::default());
+}
+
+#[test]
+fn a_requests_preferences_are_its_approved_follows() {
+    let asked = given_with_budget(&[], follow_with(1, 2, Some(false), None), locked());
+    assert_eq!(asked, Ok(vec![requested(1, 2), prefs(1, 2, false, false)]));
+    let history = [requested(1, 2), prefs(1, 2, false, false)];
+    let approve = RelationCommand::ApproveRequest {
+        actor: u(2),
+        target: u(1),
+    };
+    let approved = given(&history, approve).unwrap();
+    assert_eq!(approved[1..], [followed(1, 2), prefs(1, 2, false, false)]);
+    // Changed while pending, they are kept for the follow too.
+    assert_eq!(
+        given(&history, follow_with(1, 2, None, Some(true))),
+        Ok(vec![prefs(1, 2, false, true)])
+    );
+    // A rejected request's go with it.
+    let reject = RelationCommand::RejectRequest {
+        actor: u(2),
+        target: u(1),
+    };
+    let rejected = given(&history, reject).unwrap();
+    let pair = pair_after(&[&history[..], &rejected[..]].concat());
+    assert_eq!(pair.prefs(u(1), u(2)), FollowPrefs::default());
 }
 
 fn unfollow(actor: i64, target: i64) -> RelationCommand {

@@ -86,10 +86,13 @@ async fn write_posts_and_follows(
     )
     .await?;
     let mut rows = String::with_capacity(tables.following.len() * 24);
-    for (follower, followee) in &tables.following {
-        writeln!(rows, "{follower}\t{followee}").expect("a String");
+    for pair @ (follower, followee) in &tables.following {
+        let prefs = tables.prefs.get(pair).copied().unwrap_or_default();
+        let (reposts, notify) = (prefs.show_reposts, prefs.notify);
+        writeln!(rows, "{follower}\t{followee}\t{reposts}\t{notify}").expect("a String");
     }
-    copy_in(conn, "feed_follows (follower, followee)", rows).await?;
+    let target = "feed_follows (follower, followee, show_reposts, notify)";
+    copy_in(conn, target, rows).await?;
     Ok(())
 }
 

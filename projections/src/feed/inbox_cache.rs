@@ -364,7 +364,9 @@ impl FeedCacheProjector {
                     | RelationEvent::FollowRequested { .. }
                     | RelationEvent::FollowRequestApproved { .. }
                     | RelationEvent::FollowRequestRejected { .. }
-                    | RelationEvent::FollowRequestWithdrawn { .. } => return Ok(()),
+                    | RelationEvent::FollowRequestWithdrawn { .. }
+                    // Preferences are read at read time; inboxes keep every repost.
+                    | RelationEvent::FollowPreferencesChanged { .. } => return Ok(()),
                 };
                 self.cache.remove(&[reader], None, &generation).await?;
             }

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use chrono::{DateTime, Utc};
+use relations_domain::FollowPrefs;
 use relations_store::LogPosition;
 
 use super::fold::{Author, FeedTables, Folded, NewPost, NewRepost, PostTables, RepostsOf};
@@ -96,6 +97,8 @@ pub(super) struct FeedMemory {
     pub(super) banned: BTreeSet<i64>,
     /// (muter, muted) -> until
     pub(super) mutes: BTreeMap<UserPair, Option<DateTime<Utc>>>,
+    /// The follows whose preferences are not the defaults (issue 44).
+    pub(super) prefs: BTreeMap<UserPair, FollowPrefs>,
 }
 
 impl FeedMemory {
@@ -116,6 +119,7 @@ impl FeedMemory {
             inboxes: HashMap::new(),
             banned: BTreeSet::new(),
             mutes: BTreeMap::new(),
+            prefs: BTreeMap::new(),
         }
     }
 
@@ -140,8 +144,8 @@ impl FeedMemory {
             .collect();
         inboxes.sort_unstable();
         format!(
-            "{posts:?}\n{:?}\n{authors:?}\n{:?}\n{inboxes:?}\n{:?}\n{:?}",
-            self.following, self.mode_changes, self.banned, self.mutes
+            "{posts:?}\n{:?}\n{authors:?}\n{:?}\n{inboxes:?}\n{:?}\n{:?}\n{:?}",
+            self.following, self.mode_changes, self.banned, self.mutes, self.prefs
         )
     }
 
@@ -322,6 +326,7 @@ impl FeedTables for FeedMemory {
     }
 
     async fn unfollow(&mut self, (follower, followee): UserPair) -> Folded<bool> {
+        self.prefs.remove(&(follower, followee));
         let was = self.following.remove(&(follower, followee));
         self.followers.remove(&(followee, follower));
         Ok(was)
@@ -406,6 +411,16 @@ impl FeedTables for FeedMemory {
         Ok(())
     }
 
+    async fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) -> Folded<()> {
+        if self.following.contains(&pair) {
+            match prefs == FollowPrefs::default() {
+                true => self.prefs.remove(&pair),
+                false => self.prefs.insert(pair, prefs),
+            };
+        }
+        Ok(())
+    }
+
     async fn mute(&mut self, change: RelationChange) -> Folded<()> {
         match change {
             RelationChange::Mute(pair, _, until) => {
@@ -414,7 +429,7 @@ impl FeedTables for FeedMemory {
             RelationChange::Unmute(pair) => {
                 self.mutes.remove(&pair);
             }
-            RelationChange::Begin(..) | RelationChange::End(..) => {}
+            RelationChange::Begin(..) | RelationChange::End(..) | RelationChange::Prefs(..) => {}
         }
         Ok(())
     }
@@ -422,6 +437,7 @@ impl FeedTables for FeedMemory {
     async fn end_follows_by(&mut self, user: i64) -> Folded<Vec<i64>> {
         let mut counted = Vec::new();
         for followee in paired_with(&self.following, user) {
+            self.prefs.remove(&(user, followee));
             self.following.remove(&(user, followee));
             self.followers.remove(&(followee, user));
             if let Some(row) = self.authors.get_mut(&followee) {
@@ -443,6 +459,7 @@ impl FeedTables for FeedMemory {
 
     async fn forget(&mut self, user: i64) -> Folded<()> {
         for reader in paired_with(&self.followers, user) {
+            self.prefs.remove(&(reader, user));
             self.following.remove(&(reader, user));
             self.followers.remove(&(user, reader));
         }

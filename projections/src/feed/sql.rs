@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use relations_domain::FollowPrefs;
 use relations_store::LogPosition;
 use sqlx::postgres::PgArguments;
 use sqlx::query::QueryScalar;
@@ -352,6 +353,20 @@ impl FeedTables for SqlTables<'_> {
             false => "DELETE FROM feed_banned WHERE author = $1",
         };
         self.run(sql, author).await
+    }
+
+    async fn prefs(&mut self, (follower, followee): UserPair, prefs: FollowPrefs) -> Folded<()> {
+        sqlx::query(
+            "UPDATE feed_follows SET show_reposts = $3, notify = $4
+              WHERE follower = $1 AND followee = $2",
+        )
+        .bind(follower)
+        .bind(followee)
+        .bind(prefs.show_reposts)
+        .bind(prefs.notify)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(())
     }
 
     async fn mute(&mut self, change: RelationChange) -> Folded<()> {

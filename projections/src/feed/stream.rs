@@ -273,7 +273,7 @@ impl FeedHub {
     }
 
     /// Whether `reposter`'s repost of `post` belongs in `reader`'s feed now (issue 44): the
-    /// reader follows the reposter; neither the reposter nor the post's author is banned,
+    /// reader follows the reposter and keeps their reposts; neither the reposter nor the post's author is banned,
     /// erased or muted by the reader; no block separates the reader and the author; and the
     /// reader may read the post (issue 26), by the replica's state as it applies the repost.
     fn repost_in_feed(
@@ -293,7 +293,8 @@ impl FeedHub {
         if reader == reposter || !shown(reposter) || !shown(author) {
             return false;
         }
-        if !relations.facts(reader, reposter).following {
+        let keeps = relations.prefs(reader, reposter).show_reposts;
+        if !relations.facts(reader, reposter).following || !keeps {
             return false;
         }
         let facts = relations.facts(reader, author);

@@ -114,6 +114,7 @@ struct FeedRows {
     mutes: BTreeSet<(i64, i64, Option<i64>)>,
     not_public: BTreeSet<(uuid::Uuid, String)>,
     reposts: BTreeSet<(uuid::Uuid, uuid::Uuid)>,
+    prefs: BTreeSet<(i64, i64, bool, bool)>,
 }
 
 impl FeedRows {
@@ -166,7 +167,16 @@ impl FeedRows {
                 .await?
                 .into_iter()
                 .collect();
+        let prefs = sqlx::query_as(
+            "SELECT follower, followee, show_reposts, notify FROM feed_follows
+              WHERE NOT show_reposts OR notify",
+        )
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
         Ok(Self {
+            prefs,
             reposts,
             not_public,
             follows,
@@ -205,6 +215,15 @@ impl FeedRows {
             "rm_posts (post_id, visibility) not public",
             &fold.not_public(),
             &self.not_public,
+            out,
+        );
+        let prefs = (tables.prefs.iter())
+            .map(|(&(a, b), p)| (a, b, p.show_reposts, p.notify))
+            .collect();
+        diff(
+            "feed_follows (follower, followee, show_reposts, notify) not the defaults",
+            &prefs,
+            &self.prefs,
             out,
         );
         diff(

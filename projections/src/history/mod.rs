@@ -56,7 +56,9 @@ impl EdgeChange {
         let (kind, (subject, object), present) = match RelationChange::of(event, at) {
             RelationChange::Begin(kind, pair, _) => (kind, pair, true),
             RelationChange::End(kind, pair) => (kind, pair, false),
-            RelationChange::Mute(..) | RelationChange::Unmute(_) => return None,
+            RelationChange::Mute(..) | RelationChange::Unmute(_) | RelationChange::Prefs(..) => {
+                return None
+            }
         };
         Some(Self {
             position,

@@ -267,6 +267,8 @@ impl ChangeReader {
                 until: until.map(|u| u.trunc_subsecs(6)),
             }],
             RelationChange::Unmute((muter, muted)) => vec![Change::Unmute { muter, muted }],
+            // `posted` notifications are not made yet (issue 44).
+            RelationChange::Prefs(..) => vec![],
         }
     }
 }

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use relations_domain::{LogEvent, RelationEvent};
+use relations_domain::{FollowPrefs, LogEvent, RelationEvent};
 use relations_store::log::RecordedEvent;
 
 /// A directed pair of users `(from, to)`, by id.
@@ -102,6 +102,9 @@ pub enum RelationChange {
     Mute(UserPair, DateTime<Utc>, Option<DateTime<Utc>>),
     /// `from`'s mute on `to` is lifted.
     Unmute(UserPair),
+    /// `from`'s follow (or request) of `to` has these preferences (issue 44); they end with
+    /// it.
+    Prefs(UserPair, FollowPrefs),
 }
 
 impl RelationChange {
@@ -150,6 +153,18 @@ impl RelationChange {
             | RelationEvent::FollowRequestWithdrawn {
                 requester, target, ..
             } => Self::End(Request, pair(requester, target)),
+            RelationEvent::FollowPreferencesChanged {
+                follower,
+                followee,
+                show_reposts,
+                notify,
+            } => Self::Prefs(
+                pair(follower, followee),
+                FollowPrefs {
+                    show_reposts,
+                    notify,
+                },
+            ),
         }
     }
 }
@@ -170,7 +185,8 @@ pub fn approval(event: &RelationEvent) -> Option<UserPair> {
         | RelationEvent::FollowRequestRejected { .. }
         | RelationEvent::FollowRequestWithdrawn { .. }
         | RelationEvent::Muted { .. }
-        | RelationEvent::Unmuted { .. } => None,
+        | RelationEvent::Unmuted { .. }
+        | RelationEvent::FollowPreferencesChanged { .. } => None,
     }
 }
 
@@ -212,6 +228,10 @@ pub trait RelationTables {
     fn mute(&mut self, pair: UserPair, since: DateTime<Utc>, until: Option<DateTime<Utc>>);
     /// Lifts the mute of `pair`, if any.
     fn unmute(&mut self, pair: UserPair);
+    /// Keeps the preferences of `pair`'s follow or request (the defaults: none kept); tables
+    /// that answer none keep nothing. The fold gives the defaults when the follow or the
+    /// request ends.
+    fn prefs(&mut self, _pair: UserPair, _prefs: FollowPrefs) {}
 }
 
 /// Tables that can list a user's edges: what a fold in memory keeps, so that it can fold an
@@ -248,6 +268,10 @@ pub fn fold(tables: &mut impl RelationTables, change: RelationChange) -> Option<
         }
         RelationChange::End(kind, pair) => {
             let ended = tables.end(kind, pair);
+            // A follow's or a request's preferences end with it (issue 44).
+            if ended && kind != EdgeKind::Block {
+                tables.prefs(pair, FollowPrefs::default());
+            }
             (pair, (ended && kind == EdgeKind::Follow).then_some(-1)?)
         }
         RelationChange::Mute(pair, since, until) => {
@@ -256,6 +280,10 @@ pub fn fold(tables: &mut impl RelationTables, change: RelationChange) -> Option<
         }
         RelationChange::Unmute(pair) => {
             tables.unmute(pair);
+            return None;
+        }
+        RelationChange::Prefs(pair, prefs) => {
+            tables.prefs(pair, prefs);
             return None;
         }
     };

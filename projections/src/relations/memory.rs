@@ -16,7 +16,7 @@ use foldhash::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use relations_domain::{AccountEvent, Facts, LogEvent, Relation, UserId};
+use relations_domain::{AccountEvent, Facts, FollowPrefs, LogEvent, Relation, UserId};
 use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
@@ -75,6 +75,8 @@ pub struct RelationsMemory {
     /// muter -> (muted, since, until), ended mutes included until replaced or lifted.
     mutes: HashMap<u64, Vec<(u64, Micros, Option<Micros>)>>,
     follows: u64,
+    /// The preferences of follows and requests that are not the defaults (issue 44): few.
+    prefs: HashMap<(u64, u64), FollowPrefs>,
     /// Relation events up to here were in the read model it was loaded from.
     loaded: LogPosition,
 }
@@ -338,9 +340,20 @@ impl RelationsMemory {
         to.iter()
             .map(|&to| {
                 let muting = mutes_at.is_some_and(|now| self.muting(from, to, now));
-                Relation::new(from, to, self.facts(from, to)).with_muting(muting)
+                let facts = self.facts(from, to);
+                let prefs = (mutes_at.is_some() && (facts.following || facts.requested))
+                    .then(|| self.prefs(from, to));
+                Relation::new(from, to, facts)
+                    .with_muting(muting)
+                    .with_prefs(prefs)
             })
             .collect()
+    }
+
+    /// The preferences of `follower`'s follow (or request) of `followee`.
+    pub fn prefs(&self, follower: UserId, followee: UserId) -> FollowPrefs {
+        let key = (follower.get() as u64, followee.get() as u64);
+        self.prefs.get(&key).copied().unwrap_or_default()
     }
 
     /// `user`'s counters, with `posts` (the held posts' model counts them).
@@ -468,6 +481,14 @@ impl RelationTables for RelationsMemory {
             }
         }
     }
+
+    fn prefs(&mut self, (a, b): UserPair, prefs: FollowPrefs) {
+        let key = (a as u64, b as u64);
+        match prefs == FollowPrefs::default() {
+            true => self.prefs.remove(&key),
+            false => self.prefs.insert(key, prefs),
+        };
+    }
 }
 
 impl ErasableTables for RelationsMemory {
@@ -536,6 +557,18 @@ impl MemoryModel for RelationsMemory {
                 self.change(RelationChange::Begin(kind, (a, b), since));
             }
         }
+        let mut rows =
+            sqlx::query("SELECT follower, followee, show_reposts, notify FROM rm_follow_prefs")
+                .fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let pair: (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            let prefs = FollowPrefs {
+                show_reposts: row.try_get(2)?,
+                notify: row.try_get(3)?,
+            };
+            RelationTables::prefs(self, pair, prefs);
+        }
+        drop(rows);
         let mut rows =
             sqlx::query("SELECT muter, muted, since, until FROM rm_mutes").fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {

@@ -14,6 +14,7 @@ use std::fmt::Write;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use relations_domain::FollowPrefs;
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
@@ -49,6 +50,7 @@ impl Projector for Relations {
             "rm_blocks",
             "rm_mutes",
             "rm_follow_requests",
+            "rm_follow_prefs",
         ]
     }
 
@@ -123,6 +125,7 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError
         "DELETE FROM rm_blocks WHERE blocker = $1 OR blocked = $1",
         "DELETE FROM rm_follow_requests WHERE requester = $1 OR target = $1",
         "DELETE FROM rm_mutes WHERE muter = $1 OR muted = $1",
+        "DELETE FROM rm_follow_prefs WHERE follower = $1 OR followee = $1",
     ];
     for sql in statements {
         sqlx::query(sql).bind(user).execute(&mut *conn).await?;
@@ -240,6 +243,8 @@ impl Edges {
 struct BatchTables {
     edges: EdgeTables<Edges>,
     mutes: Vec<RelationChange>,
+    /// The preferences the batch leaves on each pair it sets or ends (issue 44).
+    prefs: BTreeMap<UserPair, FollowPrefs>,
 }
 
 impl BatchTables {
@@ -269,6 +274,7 @@ impl BatchTables {
                     .await?,
             },
             mutes: Vec::new(),
+            prefs: BTreeMap::new(),
         })
     }
 
@@ -285,8 +291,43 @@ impl BatchTables {
         for mute in &self.mutes {
             write_mute(conn, "rm_mutes", mute, true).await?;
         }
-        Ok(())
+        write_prefs(conn, &self.prefs).await
     }
+}
+
+/// Writes the preferences a batch leaves: the defaults as no row.
+async fn write_prefs(
+    conn: &mut PgConnection,
+    prefs: &BTreeMap<UserPair, FollowPrefs>,
+) -> Result<(), ProjectionError> {
+    if prefs.is_empty() {
+        return Ok(());
+    }
+    let (mut a, mut b, mut reposts, mut notify) = (vec![], vec![], vec![], vec![]);
+    for (&(follower, followee), p) in prefs {
+        a.push(follower);
+        b.push(followee);
+        reposts.push(p.show_reposts);
+        notify.push(p.notify);
+    }
+    sqlx::query(
+        "WITH p AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bool[], $4::bool[])
+                        AS p(follower, followee, show_reposts, notify)),
+              gone AS (DELETE FROM rm_follow_prefs r USING p
+                        WHERE r.follower = p.follower AND r.followee = p.followee
+                          AND p.show_reposts AND NOT p.notify)
+         INSERT INTO rm_follow_prefs (follower, followee, show_reposts, notify)
+         SELECT * FROM p WHERE NOT (p.show_reposts AND NOT p.notify)
+         ON CONFLICT (follower, followee) DO UPDATE
+            SET show_reposts = excluded.show_reposts, notify = excluded.notify",
+    )
+    .bind(&a)
+    .bind(&b)
+    .bind(&reposts)
+    .bind(&notify)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 impl RelationTables for BatchTables {
@@ -308,6 +349,10 @@ impl RelationTables for BatchTables {
 
     fn unmute(&mut self, pair: UserPair) {
         self.mutes.push(RelationChange::Unmute(pair));
+    }
+
+    fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) {
+        self.prefs.insert(pair, prefs);
     }
 }
 
@@ -347,7 +392,7 @@ pub(crate) async fn write_mute(
             .execute(&mut *conn)
             .await?;
         }
-        RelationChange::Begin(..) | RelationChange::End(..) => {}
+        RelationChange::Begin(..) | RelationChange::End(..) | RelationChange::Prefs(..) => {}
     }
     Ok(())
 }
@@ -395,6 +440,8 @@ struct RelationsBulk {
     /// (muter, muted) -> (since, until)
     mutes: HashMap<UserPair, (DateTime<Utc>, Option<DateTime<Utc>>)>,
     counts: BTreeMap<i64, FollowCounts>,
+    /// Preferences that are not the defaults.
+    prefs: BTreeMap<UserPair, FollowPrefs>,
 }
 
 impl RelationTables for RelationsBulk {
@@ -423,6 +470,22 @@ impl RelationTables for RelationsBulk {
     fn unmute(&mut self, pair: UserPair) {
         self.mutes.remove(&pair);
     }
+
+    fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) {
+        keep_prefs(&mut self.prefs, pair, prefs);
+    }
+}
+
+/// Keeps `prefs` for `pair` in a map of the ones that are not the defaults.
+pub(crate) fn keep_prefs(
+    map: &mut BTreeMap<UserPair, FollowPrefs>,
+    pair: UserPair,
+    prefs: FollowPrefs,
+) {
+    match prefs == FollowPrefs::default() {
+        true => map.remove(&pair),
+        false => map.insert(pair, prefs),
+    };
 }
 
 impl ErasableTables for RelationsBulk {
@@ -478,6 +541,12 @@ impl BulkFold for RelationsBulk {
             writeln!(mutes, "{a}\t{b}\t{}\t{until}", copy_timestamp(*since)).expect("a String");
         }
         copy_in(conn, "rm_mutes (muter, muted, since, until)", mutes).await?;
+        let mut prefs = String::new();
+        for (&(a, b), p) in &self.prefs {
+            writeln!(prefs, "{a}\t{b}\t{}\t{}", p.show_reposts, p.notify).expect("a String");
+        }
+        let target = "rm_follow_prefs (follower, followee, show_reposts, notify)";
+        copy_in(conn, target, prefs).await?;
         // In user order (a BTreeMap); users whose follows all ended have no row.
         let mut rows = String::with_capacity(self.counts.len() * 24);
         for (user, (following, followers, friends)) in self.counts {

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use relations_domain::privacy::Access;
-use relations_domain::{Facts, Privacy, Reader, Relation, UserId};
+use relations_domain::{Facts, FollowPrefs, Privacy, Reader, Relation, UserId};
 use sqlx::{PgPool, Row};
 
 /// `from`'s relation to each of `to`, in the order asked; `muting` only when `mutes_at` is
@@ -25,8 +25,10 @@ pub async fn relations(
                 EXISTS (SELECT 1 FROM rm_follow_requests WHERE requester = t.id AND target = $1) AS requested_by,
                 $3::timestamptz IS NOT NULL AND EXISTS (
                     SELECT 1 FROM rm_mutes WHERE muter = $1 AND muted = t.id
-                       AND (until IS NULL OR until > $3)) AS muting
+                       AND (until IS NULL OR until > $3)) AS muting,
+                p.show_reposts, p.notify
            FROM unnest($2::bigint[]) WITH ORDINALITY AS t(id, ord)
+           LEFT JOIN rm_follow_prefs p ON p.follower = $1 AND p.followee = t.id
           ORDER BY t.ord",
     )
     .bind(from.get())
@@ -45,7 +47,17 @@ pub async fn relations(
                 requested: row.try_get("requested")?,
                 requested_by: row.try_get("requested_by")?,
             };
-            Ok(Relation::new(from, to, facts).with_muting(row.try_get("muting")?))
+            // The preferences of a follow or a request, in answers to `from` only.
+            let kept = mutes_at.is_some() && (facts.following || facts.requested);
+            let prefs = FollowPrefs {
+                show_reposts: row
+                    .try_get::<Option<bool>, _>("show_reposts")?
+                    .unwrap_or(true),
+                notify: row.try_get::<Option<bool>, _>("notify")?.unwrap_or(false),
+            };
+            Ok(Relation::new(from, to, facts)
+                .with_muting(row.try_get("muting")?)
+                .with_prefs(kept.then_some(prefs)))
         })
         .collect()
 }

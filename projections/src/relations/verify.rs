@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use relations_domain::{AccountEvent, LogEvent};
+use relations_domain::{AccountEvent, FollowPrefs, LogEvent};
 use relations_store::log::RecordedEvent;
 use sqlx::{PgConnection, Row};
 
@@ -34,6 +34,8 @@ pub(crate) struct RelationFold {
     /// Each erased user -> who followed them when they were erased (the follows the store
     /// settles right after the erasure: `follow_edges` keeps them until then).
     pub erased: BTreeMap<i64, Vec<i64>>,
+    /// Preferences that are not the defaults (issue 44).
+    pub prefs: BTreeMap<UserPair, FollowPrefs>,
 }
 
 impl ErasableTables for RelationFold {
@@ -65,6 +67,10 @@ impl RelationTables for RelationFold {
 
     fn unmute(&mut self, pair: UserPair) {
         self.mutes.remove(&pair);
+    }
+
+    fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) {
+        super::keep_prefs(&mut self.prefs, pair, prefs);
     }
 }
 
@@ -207,6 +213,20 @@ impl FollowingCheck {
             "rm_mutes (muter, muted, until)",
             &relations.mute_rows(),
             &mutes,
+            out,
+        );
+        let prefs: Vec<(i64, i64, bool, bool)> =
+            sqlx::query_as("SELECT follower, followee, show_reposts, notify FROM rm_follow_prefs")
+                .fetch_all(&mut *conn)
+                .await?;
+        let prefs: BTreeSet<_> = prefs.into_iter().collect();
+        let folded = (relations.prefs.iter())
+            .map(|(&(a, b), p)| (a, b, p.show_reposts, p.notify))
+            .collect();
+        diff(
+            "rm_follow_prefs (follower, followee, show_reposts, notify)",
+            &folded,
+            &prefs,
             out,
         );
         let expected = relations.counts();

@@ -1,26 +1,51 @@
-//! `POST /api/v1/relation/follow` `{"target"}`.
+//! `POST /api/v1/relation/follow` `{"target", "show_reposts"?, "notify"?}`.
 
 use crate::outcome::RelationOutcome;
 use axum::extract::State;
-use relations_domain::RelationCommand;
+use relations_domain::{PrefsChange, RelationCommand, UserId};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-use super::run::{on_target, Answer, TargetBody};
+use super::run::{run, Answer};
 use crate::extract::ApiJson;
 use crate::routes::command::CommandRequest;
 use crate::routes::contract::RelationCommandErrors;
 use crate::state::AppState;
 
-/// Follow the target; when the target's account is locked, ask to (`requested: true`).
-#[utoipa::path(post, path = "/api/v1/relation/follow", tag = "commands", request_body = TargetBody,
+/// The request body.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+pub struct FollowBody {
+    /// The user to follow.
+    #[serde(deserialize_with = "relations_domain::ids::integral_user")]
+    pub target: UserId,
+    /// Keep the target's reposts in the feed (issue 44). A new follow: true when omitted; a
+    /// follow that holds: its value is kept when omitted.
+    #[serde(default)]
+    pub show_reposts: Option<bool>,
+    /// Be notified of each new post of the target (`posted`). A new follow: false when
+    /// omitted; a follow that holds: its value is kept when omitted.
+    #[serde(default)]
+    pub notify: Option<bool>,
+}
+
+/// Follow the target; when the target's account is locked, ask to (`requested: true`), the
+/// preferences kept for the follow the approval makes. Following again with other preferences
+/// changes them (`changed: true`); `show_reposts` and `notify` are private, as `muting`.
+#[utoipa::path(post, path = "/api/v1/relation/follow", tag = "commands", request_body = FollowBody,
     params(CommandRequest), security(("bearer" = [])),
     responses((status = 200, body = RelationOutcome), RelationCommandErrors))]
 pub async fn follow(
-    state: State<AppState>,
+    State(state): State<AppState>,
     request: CommandRequest,
-    body: ApiJson<TargetBody>,
+    ApiJson(body): ApiJson<FollowBody>,
 ) -> Answer {
-    on_target(state, request, body, |actor, target| {
-        RelationCommand::Follow { actor, target }
-    })
-    .await
+    let command = RelationCommand::Follow {
+        actor: request.actor(),
+        target: body.target,
+        prefs: PrefsChange {
+            show_reposts: body.show_reposts,
+            notify: body.notify,
+        },
+    };
+    run(state, request, command, &body).await
 }

@@ -111,7 +111,11 @@ async fn follow_each(
         let part = idempotency.map(|idem| idem.part(n));
         async move {
             let target = UserId::try_from(id).map_err(|_| ApiError::SelfRelation)?;
-            let command = RelationCommand::Follow { actor, target };
+            let command = RelationCommand::Follow {
+                actor,
+                target,
+                prefs: relations_domain::PrefsChange::default(),
+            };
             if command.pair().is_err() {
                 return Err(ApiError::SelfRelation);
             }
