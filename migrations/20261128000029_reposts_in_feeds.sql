@@ -29,3 +29,11 @@ CREATE TABLE rm_follow_prefs
     notify       boolean NOT NULL,
     PRIMARY KEY (follower, followee)
 );
+
+-- Projector `notifications`: who follows whom with `notify` (issue 44's `posted`).
+CREATE TABLE notify_watchers
+(
+    author  bigint NOT NULL,
+    watcher bigint NOT NULL,
+    PRIMARY KEY (author, watcher)
+);

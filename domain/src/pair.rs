@@ -219,6 +219,14 @@ pub enum RelationEvent {
         requester: UserId,
         /// Whom they ask to follow.
         target: UserId,
+        /// The preferences the follow its approval makes will have (issue 44; fields added
+        /// in the fourth round, left out when they are the defaults: an event without them
+        /// has the defaults, `true` and `false`).
+        #[serde(default = "yes", skip_serializing_if = "is_yes")]
+        show_reposts: bool,
+        /// See `show_reposts`.
+        #[serde(default, skip_serializing_if = "is_no")]
+        notify: bool,
     },
     /// `target` (or the unlocking of their account) approved `requester`'s request. A
     /// `Followed` event of the same pair follows in the same transaction.
@@ -264,9 +272,9 @@ pub enum RelationEvent {
         muted: UserId,
     },
     /// `follower`'s preferences for following `followee` are these (issue 44): after a
-    /// `Followed` or a `FollowRequested` whose preferences are not the defaults (a request's
-    /// are given again after its approval's `Followed`), or alone when a follow command changes
-    /// them. An unfollow, a block or a request's end without approval ends them.
+    /// `Followed` whose preferences are not the defaults (a request's, carried by its
+    /// `FollowRequested`, after its approval's `Followed`), or alone when a follow command
+    /// changes them. Only ever of a follow that holds; an unfollow or a block ends them.
     FollowPreferencesChanged {
         /// Who follows (or asked to).
         follower: UserId,
@@ -306,7 +314,9 @@ impl RelationEvent {
     /// pending after it (one home for which events start and end requests).
     pub fn request(&self) -> Option<((UserId, UserId), bool)> {
         match *self {
-            Self::FollowRequested { requester, target } => Some(((requester, target), true)),
+            Self::FollowRequested {
+                requester, target, ..
+            } => Some(((requester, target), true)),
             Self::FollowRequestApproved { requester, target }
             | Self::FollowRequestRejected {
                 requester, target, ..
@@ -329,7 +339,9 @@ impl RelationEvent {
                 (blocker, blocked)
             }
             Self::Muted { muter, muted, .. } | Self::Unmuted { muter, muted } => (muter, muted),
-            Self::FollowRequested { requester, target }
+            Self::FollowRequested {
+                requester, target, ..
+            }
             | Self::FollowRequestApproved { requester, target }
             | Self::FollowRequestRejected {
                 requester, target, ..
@@ -343,6 +355,31 @@ impl RelationEvent {
         }
     }
 
+    /// The preferences the event gives a follow (or a request, for the follow its approval
+    /// makes): `((follower, followee), prefs)`.
+    pub fn prefs_given(&self) -> Option<((UserId, UserId), FollowPrefs)> {
+        let (pair, show_reposts, notify) = match *self {
+            Self::FollowPreferencesChanged {
+                follower,
+                followee,
+                show_reposts,
+                notify,
+            } => ((follower, followee), show_reposts, notify),
+            Self::FollowRequested {
+                requester,
+                target,
+                show_reposts,
+                notify,
+            } => ((requester, target), show_reposts, notify),
+            _ => return None,
+        };
+        let prefs = FollowPrefs {
+            show_reposts,
+            notify,
+        };
+        Some((pair, prefs))
+    }
+
     /// The preferences event for `(follower, followee)`.
     fn prefs(follower: UserId, followee: UserId, prefs: FollowPrefs) -> Self {
         Self::FollowPreferencesChanged {
@@ -352,6 +389,18 @@ impl RelationEvent {
             notify: prefs.notify,
         }
     }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(value: &bool) -> bool {
+    *value
+}
+
+fn is_no(value: &bool) -> bool {
+    !*value
 }
 
 /// Why a relation command was refused.
@@ -453,7 +502,7 @@ impl RelationPair {
     /// preferences (for answers to `from`).
     pub fn relation(&self, from: UserId, to: UserId, now: DateTime<Utc>) -> Relation {
         let facts = self.facts(from, to);
-        let prefs = (facts.following || facts.requested).then(|| self.prefs(from, to));
+        let prefs = facts.following.then(|| self.prefs(from, to));
         Relation::new(from, to, facts)
             .with_muting(self.muting(from, to, now))
             .with_prefs(prefs)
@@ -570,10 +619,11 @@ impl RelationPair {
         events
     }
 
-    /// A follow: refused across a block or past the limit; when it holds or is asked already,
-    /// only a change of its preferences (`prefs`: before, and as the command gives them); a
-    /// request when the target is locked; each new follow or request followed by its
-    /// preferences when they are not the defaults.
+    /// A follow: refused across a block or past the limit; when it holds, only a change of
+    /// its preferences (`prefs`: before, and as the command gives them); nothing when it is
+    /// asked already (a request keeps the preferences it was made with); a request, with its
+    /// preferences, when the target is locked; a new follow followed by its preferences when
+    /// they are not the defaults.
     fn decide_follow(
         facts: Facts,
         (actor, target): (UserId, UserId),
@@ -586,7 +636,10 @@ impl RelationPair {
         if facts.blocking {
             return Err(RelationError::BlockingTarget);
         }
-        if facts.following || facts.requested {
+        if facts.requested {
+            return Ok(vec![]);
+        }
+        if facts.following {
             let after = change.applied_to(before);
             return Ok(match after == before {
                 true => vec![],
@@ -599,19 +652,20 @@ impl RelationPair {
                 limit: budget.limit,
             });
         }
-        let mut events = vec![if budget.target_locked {
-            RelationEvent::FollowRequested {
-                requester: actor,
-                target,
-            }
-        } else {
-            RelationEvent::Followed {
-                follower: actor,
-                followee: target,
-            }
-        }];
         // A new follow starts from the defaults.
         let prefs = change.applied_to(FollowPrefs::default());
+        if budget.target_locked {
+            return Ok(vec![RelationEvent::FollowRequested {
+                requester: actor,
+                target,
+                show_reposts: prefs.show_reposts,
+                notify: prefs.notify,
+            }]);
+        }
+        let mut events = vec![RelationEvent::Followed {
+            follower: actor,
+            followee: target,
+        }];
         if prefs != FollowPrefs::default() {
             events.push(RelationEvent::prefs(actor, target, prefs));
         }
@@ -728,23 +782,11 @@ impl RelationPair {
     /// What `event` does to the preferences: set by their event, ended with the follow or the
     /// request they belong to (an approval keeps them: the follow is the request's).
     fn apply_prefs(&mut self, event: &RelationEvent) {
+        if let Some((pair, prefs)) = event.prefs_given() {
+            self.keep_prefs(pair, prefs);
+            return;
+        }
         let ended = match *event {
-            RelationEvent::FollowPreferencesChanged {
-                follower,
-                followee,
-                show_reposts,
-                notify,
-            } => {
-                let prefs = FollowPrefs {
-                    show_reposts,
-                    notify,
-                };
-                self.prefs.retain(|p| (p.0, p.1) != (follower, followee));
-                if prefs != FollowPrefs::default() {
-                    self.prefs.push((follower, followee, prefs));
-                }
-                return;
-            }
             RelationEvent::Unfollowed {
                 follower, followee, ..
             } => (follower, followee),
@@ -760,9 +802,18 @@ impl RelationPair {
             | RelationEvent::Muted { .. }
             | RelationEvent::Unmuted { .. }
             | RelationEvent::FollowRequested { .. }
+            | RelationEvent::FollowPreferencesChanged { .. }
             | RelationEvent::FollowRequestApproved { .. } => return,
         };
         self.prefs.retain(|p| (p.0, p.1) != ended);
+    }
+
+    /// Keeps `prefs` for `pair` (the defaults: nothing kept).
+    fn keep_prefs(&mut self, pair: (UserId, UserId), prefs: FollowPrefs) {
+        self.prefs.retain(|p| (p.0, p.1) != pair);
+        if prefs != FollowPrefs::default() {
+            self.prefs.push((pair.0, pair.1, prefs));
+        }
     }
 }
 

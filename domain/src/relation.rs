@@ -124,8 +124,9 @@ pub struct Relation {
     /// `from` mutes `to` now. Private: true only in answers to `from` (their commands, and
     /// status or batch queries whose bearer is `from`); false for everyone else.
     pub muting: bool,
-    /// `from` keeps `to`'s reposts in their feed (issue 44): their follow's (or request's)
-    /// preference. Private as `muting`; false without a follow or a request.
+    /// `from` keeps `to`'s reposts in their feed (issue 44): their follow's preference (a
+    /// pending request's show once it is approved). Private as `muting`; false without a
+    /// follow.
     pub show_reposts: bool,
     /// `from` is notified of each new post of `to` (issue 44). Private as `muting`.
     pub notify: bool,
@@ -139,7 +140,7 @@ impl Relation {
     }
 
     /// The same relation with the follow's preferences `(show_reposts, notify)` (for answers
-    /// to `from`; `None`: no follow or request, both false).
+    /// to `from`; `None`: no follow, both false).
     pub fn with_prefs(mut self, prefs: Option<FollowPrefs>) -> Self {
         let prefs = prefs.filter(|_| self.from != self.to);
         self.show_reposts = prefs.is_some_and(|p| p.show_reposts);

@@ -103,7 +103,10 @@ async fn a_requests_preferences_are_the_approved_follows() {
     // Given 1 asks to follow locked 2 hiding their reposts and asking to be notified.
     let asked = follow(&app, 1, 2, json!({ "show_reposts": false, "notify": true })).await;
     assert_eq!(asked["relation"]["requested"], json!(true), "{asked}");
-    assert_eq!(prefs(&asked["relation"]), (false, true));
+    // A pending request's show once it is a follow; following again changes nothing.
+    assert_eq!(prefs(&asked["relation"]), (false, false));
+    let again = follow(&app, 1, 2, json!({ "notify": false })).await;
+    assert_eq!(again["changed"], json!(false), "{again}");
     // When 2 approves, then the follow has them.
     let (code, approved) = app.command("follow_requests/approve", 2, 1).await;
     assert_eq!(code, StatusCode::OK, "{approved}");

@@ -658,3 +658,45 @@ async fn notifications_are_live_on_every_instance_with_the_same_filters() {
     );
     drop(other);
 }
+
+#[tokio::test]
+async fn a_follow_with_notify_is_told_of_each_readable_post_until_it_ends() {
+    let app = spawn_app().await;
+    // Given 2 follows 1 with notify, and 3 follows 1 without.
+    let body = json!({ "target": 1, "notify": true });
+    let (status, answer) = app.post_as(2, "/api/v1/relation/follow", body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    relation(&app, "follow", 3, 1).await;
+    // When 1 posts twice, then 2 is told of each, one notification per post; 3 of none.
+    let (first, _) = app.publish(1, "one").await;
+    let (second, at) = app.publish(1, "two").await;
+    let expected = vec![
+        group("posted", &second, 1, &[1]),
+        group("posted", &first, 1, &[1]),
+    ];
+    assert_eq!(summary(&groups(&app, 2, &at).await), expected);
+    assert!(groups(&app, 3, &at).await.is_empty());
+    // When 1 deletes the first, then its notification goes.
+    let (status, deleted) = app.delete_post(1, &first).await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    let at = position(&deleted);
+    assert_eq!(summary(&groups(&app, 2, &at).await), expected[..1].to_vec());
+    // When 1 removes 2 as a follower, then a new post notifies nobody: the follow, and its
+    // notify, ended.
+    relation(&app, "remove_follower", 1, 2).await;
+    let (_, at) = app.publish(1, "three").await;
+    assert_eq!(summary(&groups(&app, 2, &at).await), expected[..1].to_vec());
+    // The types filter knows `posted`.
+    let path = format!("/api/v1/notifications?types=posted&min_position={at}");
+    let (status, page) = app.get_as(2, &path).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    assert_verified(&app).await;
+    let before = notification_rows(&app).await;
+    relations(&app, &["rebuild", "notifications"]);
+    assert_eq!(
+        notification_rows(&app).await,
+        before,
+        "a rebuild writes the same rows"
+    );
+}

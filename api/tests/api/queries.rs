@@ -40,7 +40,7 @@ async fn a_write_is_visible_to_a_query_that_names_its_position() {
         status,
         json!({"from": 1, "to": 2, "state": "friends", "following": true, "followed_by": true,
                "friends": true, "blocking": false, "blocked_by": false, "requested": false, "requested_by": false,
-               "muting": false})
+               "muting": false, "show_reposts": false, "notify": false})
     );
     let counts = get_at(&app, "/api/v1/users/1/counts", &position).await;
     assert_eq!(

@@ -15,7 +15,7 @@ async fn follow_answers_the_relation_and_a_position_and_appends_followed() {
         body["relation"],
         json!({"from": 1, "to": 2, "state": "following", "following": true, "followed_by": false,
                "friends": false, "blocking": false, "blocked_by": false, "requested": false, "requested_by": false,
-               "muting": false})
+               "muting": false, "show_reposts": true, "notify": false})
     );
     assert!(body["position"].is_string());
     assert_eq!(

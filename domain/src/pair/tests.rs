@@ -133,27 +133,39 @@ fn an_unfollow_ends_the_preferences_and_a_new_follow_starts_from_the_defaults() 
 #[test]
 fn a_requests_preferences_are_its_approved_follows() {
     let asked = given_with_budget(&[], follow_with(1, 2, Some(false), None), locked());
-    assert_eq!(asked, Ok(vec![requested(1, 2), prefs(1, 2, false, false)]));
-    let history = [requested(1, 2), prefs(1, 2, false, false)];
+    let request = RelationEvent::FollowRequested {
+        requester: u(1),
+        target: u(2),
+        show_reposts: false,
+        notify: false,
+    };
+    assert_eq!(asked, Ok(vec![request]));
     let approve = RelationCommand::ApproveRequest {
         actor: u(2),
         target: u(1),
     };
-    let approved = given(&history, approve).unwrap();
+    let approved = given(&[request], approve).unwrap();
     assert_eq!(approved[1..], [followed(1, 2), prefs(1, 2, false, false)]);
-    // Changed while pending, they are kept for the follow too.
-    assert_eq!(
-        given(&history, follow_with(1, 2, None, Some(true))),
-        Ok(vec![prefs(1, 2, false, true)])
-    );
+    // While pending, a follow command changes nothing: the request keeps what it was made with.
+    let again = follow_with(1, 2, None, Some(true));
+    assert_eq!(given(&[request], again), Ok(vec![]));
     // A rejected request's go with it.
     let reject = RelationCommand::RejectRequest {
         actor: u(2),
         target: u(1),
     };
-    let rejected = given(&history, reject).unwrap();
-    let pair = pair_after(&[&history[..], &rejected[..]].concat());
+    let rejected = given(&[request], reject).unwrap();
+    let pair = pair_after(&[&[request][..], &rejected[..]].concat());
     assert_eq!(pair.prefs(u(1), u(2)), FollowPrefs::default());
+    // A request stored before the fourth round has no preferences: the defaults.
+    let old: RelationEvent =
+        serde_json::from_str(r#"{"FollowRequested":{"requester":1,"target":2}}"#).unwrap();
+    assert_eq!(pair_after(&[old]).prefs(u(1), u(2)), FollowPrefs::default());
+    let json = serde_json::to_string(&requested(1, 2)).unwrap();
+    assert_eq!(
+        json, r#"{"FollowRequested":{"requester":1,"target":2}}"#,
+        "defaults left out"
+    );
 }
 
 fn unfollow(actor: i64, target: i64) -> RelationCommand {
@@ -400,6 +412,8 @@ fn requested(requester: i64, target: i64) -> RelationEvent {
     RelationEvent::FollowRequested {
         requester: u(requester),
         target: u(target),
+        show_reposts: true,
+        notify: false,
     }
 }
 

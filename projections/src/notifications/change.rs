@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use relations_domain::{
-    LikeEvent, LikeTarget, LogEvent, PostEvent, RelationEvent, RepostEvent, ThreadEvent,
+    LikeEvent, LikeTarget, LogEvent, PostEvent, PostId, RelationEvent, RepostEvent, ThreadEvent,
 };
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
@@ -36,11 +36,13 @@ pub enum Kind {
     Replied,
     /// Someone reposted your post (issue 44).
     Reposted,
+    /// Someone you follow with `notify` posted (issue 44).
+    Posted,
 }
 
 impl Kind {
     /// Every type.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Followed,
         Kind::FollowRequest,
         Kind::FollowRequestApproved,
@@ -49,6 +51,7 @@ impl Kind {
         Kind::Commented,
         Kind::Replied,
         Kind::Reposted,
+        Kind::Posted,
     ];
 
     /// The type's name (API and `kind` columns).
@@ -62,6 +65,7 @@ impl Kind {
             Kind::Commented => "commented",
             Kind::Replied => "replied",
             Kind::Reposted => "reposted",
+            Kind::Posted => "posted",
         }
     }
 
@@ -161,6 +165,49 @@ pub enum Change {
     },
     /// The user was erased: every notification to or from them, or about their posts, goes.
     Erase(i64),
+    /// A post was published (issue 44): each follower who asked to be notified is, once.
+    Posted(NewPost),
+    /// `watcher` follows `author` with `notify` (`true`), or no more (an unfollow, or the
+    /// preference switched off).
+    Watch {
+        /// The follower.
+        watcher: i64,
+        /// The followee.
+        author: i64,
+        /// Whether each new post of the followee notifies the follower.
+        on: bool,
+    },
+}
+
+/// A post published, as notifications need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewPost {
+    /// The post.
+    pub post: Uuid,
+    /// Its author.
+    pub author: i64,
+    /// Where it sits in the log.
+    pub position: LogPosition,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+impl NewPost {
+    /// The `posted` notification of `watcher` (one per post, never grouped).
+    pub fn cause(&self, watcher: i64) -> Cause {
+        let key = format!("posted:{}", PostId::from_uuid(self.post));
+        Cause {
+            recipient: watcher,
+            cause: key.clone(),
+            group: key,
+            kind: Kind::Posted,
+            actor: self.author,
+            post: Some(self.post),
+            comment: None,
+            position: self.position,
+            at: self.at,
+        }
+    }
 }
 
 /// Reads events into changes. It remembers the approvals of the transaction being read: the
@@ -191,7 +238,14 @@ impl ChangeReader {
             LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {
                 post: post_id.uuid(),
             }],
-            LogEvent::Post(PostEvent::PostPublished { .. }) => vec![],
+            LogEvent::Post(PostEvent::PostPublished {
+                post_id, author, ..
+            }) => vec![Change::Posted(NewPost {
+                post: post_id.uuid(),
+                author: author.get(),
+                position,
+                at,
+            })],
             // An erasure is handled above; no other account event notifies anybody.
             LogEvent::Account(_) => vec![],
         })
@@ -243,10 +297,9 @@ impl ChangeReader {
                     )],
                 }
             }
-            RelationChange::End(EdgeKind::Follow, (follower, followee)) => vec![Change::Remove {
-                recipient: followee,
-                cause: format!("follow:{follower}"),
-            }],
+            RelationChange::End(EdgeKind::Follow, (follower, followee)) => {
+                unfollowed(follower, followee)
+            }
             RelationChange::Begin(EdgeKind::Request, (requester, target), _) => vec![add(
                 Kind::FollowRequest,
                 target,
@@ -267,10 +320,28 @@ impl ChangeReader {
                 until: until.map(|u| u.trunc_subsecs(6)),
             }],
             RelationChange::Unmute((muter, muted)) => vec![Change::Unmute { muter, muted }],
-            // `posted` notifications are not made yet (issue 44).
-            RelationChange::Prefs(..) => vec![],
+            RelationChange::Prefs((watcher, author), prefs) => vec![Change::Watch {
+                watcher,
+                author,
+                on: prefs.notify,
+            }],
         }
     }
+}
+
+/// A follow's end: its `followed` notification goes, and so does its `notify`.
+fn unfollowed(follower: i64, followee: i64) -> Vec<Change> {
+    vec![
+        Change::Remove {
+            recipient: followee,
+            cause: format!("follow:{follower}"),
+        },
+        Change::Watch {
+            watcher: follower,
+            author: followee,
+            on: false,
+        },
+    ]
 }
 
 fn request_ended(requester: i64, target: i64) -> Change {

@@ -51,7 +51,9 @@ use uuid::Uuid;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::Projector;
-use change::{admits, comment_causes, Cause, Change, ChangeReader, GroupDelta, NewComment, ACTORS};
+use change::{
+    admits, comment_causes, Cause, Change, ChangeReader, GroupDelta, NewComment, NewPost, ACTORS,
+};
 
 /// The projector's name.
 pub const NAME: &str = "notifications";
@@ -80,6 +82,7 @@ impl Projector for Notifications {
             "notify_groups",
             "notify_comments",
             "notify_mutes",
+            "notify_watchers",
         ]
     }
 
@@ -100,6 +103,7 @@ impl Projector for Notifications {
                 match change {
                     Change::Add(cause) => run.causes.push(cause),
                     Change::Comment(comment) => run.comments.push(comment),
+                    Change::Posted(post) => run.posts.push(post),
                     other => {
                         run.flush(conn).await?;
                         remove(conn, other).await?;
@@ -116,16 +120,26 @@ impl Projector for Notifications {
 struct Run {
     causes: Vec<Cause>,
     comments: Vec<NewComment>,
+    posts: Vec<NewPost>,
 }
 
 impl Run {
     /// Writes the run: the comments, then every cause the recipients' mutes admit, then the
     /// groups they join.
     async fn flush(&mut self, conn: &mut PgConnection) -> Result<(), ProjectionError> {
-        let (mut causes, comments) = (
+        let (mut causes, comments, posts) = (
             std::mem::take(&mut self.causes),
             std::mem::take(&mut self.comments),
+            std::mem::take(&mut self.posts),
         );
+        if !posts.is_empty() {
+            let watchers = watchers_of(conn, &posts).await?;
+            for post in &posts {
+                let of_author = watchers.get(&post.author).into_iter().flatten();
+                causes.extend(of_author.map(|&watcher| post.cause(watcher)));
+            }
+            causes.sort_by_key(|c| c.position);
+        }
         if !comments.is_empty() {
             write_comments(conn, &comments).await?;
             let parents = parent_authors(conn, &comments).await?;
@@ -143,6 +157,25 @@ impl Run {
         insert_causes(conn, &causes).await?;
         join_groups(conn, &GroupDelta::of(&causes)).await
     }
+}
+
+/// Who asked to be notified of each author's posts: author → watchers.
+async fn watchers_of(
+    conn: &mut PgConnection,
+    posts: &[NewPost],
+) -> Result<HashMap<i64, Vec<i64>>, ProjectionError> {
+    let authors: Vec<i64> = posts.iter().map(|p| p.author).collect();
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT author, watcher FROM notify_watchers WHERE author = ANY($1::bigint[])",
+    )
+    .bind(&authors)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut watchers: HashMap<i64, Vec<i64>> = HashMap::new();
+    for (author, watcher) in rows {
+        watchers.entry(author).or_default().push(watcher);
+    }
+    Ok(watchers)
 }
 
 async fn write_comments(
@@ -301,7 +334,12 @@ type Removed = (i64, String, i64, i64, i64);
 async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), ProjectionError> {
     const RETURNING: &str = "RETURNING recipient, grp, actor, tx, gp";
     let removed: Vec<Removed> = match change {
-        Change::Add(_) | Change::Comment(_) => return Ok(()),
+        Change::Add(_) | Change::Comment(_) | Change::Posted(_) => return Ok(()),
+        Change::Watch {
+            watcher,
+            author,
+            on,
+        } => return watch(conn, (author, watcher), on).await,
         Change::Remove { recipient, cause } => {
             sqlx::query_as(&format!(
                 "DELETE FROM notify_causes WHERE recipient = $1 AND cause = $2 {RETURNING}"
@@ -374,6 +412,22 @@ async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), Projectio
     settle(conn, &removed).await
 }
 
+/// Keeps (`on`) or drops the follow `(author, watcher)` with `notify`.
+async fn watch(conn: &mut PgConnection, pair: (i64, i64), on: bool) -> Result<(), ProjectionError> {
+    let sql = match on {
+        true => {
+            "INSERT INTO notify_watchers (author, watcher) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+        }
+        false => "DELETE FROM notify_watchers WHERE author = $1 AND watcher = $2",
+    };
+    sqlx::query(sql)
+        .bind(pair.0)
+        .bind(pair.1)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
 /// Removes everything of `user`'s: notifications to or from them and about their posts, their
 /// groups, comments, mutes and read marker; the causes removed from others' groups.
 async fn erase(conn: &mut PgConnection, user: i64) -> Result<Vec<Removed>, ProjectionError> {
@@ -391,6 +445,7 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<Vec<Removed>, Proje
         "DELETE FROM notify_comments WHERE author = $1 OR post_author = $1",
         "DELETE FROM notify_mutes WHERE muter = $1 OR muted = $1",
         "DELETE FROM notify_marks WHERE user_id = $1",
+        "DELETE FROM notify_watchers WHERE author = $1 OR watcher = $1",
     ] {
         sqlx::query(sql).bind(user).execute(&mut *conn).await?;
     }

@@ -38,6 +38,8 @@ pub struct Model {
     pub comments: BTreeMap<(Uuid, i32), (i64, i64)>,
     /// Mutes: (muter, muted) → until.
     pub mutes: BTreeMap<(i64, i64), Option<DateTime<Utc>>>,
+    /// Follows with `notify` (issue 44): (author, watcher).
+    pub watchers: BTreeSet<(i64, i64)>,
     /// Each live group's place (the last cause that joined it) and its live causes, by
     /// recipient and group.
     places: HashMap<i64, HashMap<String, (LogPosition, usize)>>,
@@ -188,6 +190,25 @@ impl Model {
             Change::Unmute { muter, muted } => {
                 self.mutes.remove(&(muter, muted));
             }
+            Change::Watch {
+                watcher,
+                author,
+                on,
+            } => {
+                match on {
+                    true => self.watchers.insert((author, watcher)),
+                    false => self.watchers.remove(&(author, watcher)),
+                };
+            }
+            Change::Posted(post) => {
+                let watchers = self
+                    .watchers
+                    .range((post.author, i64::MIN)..=(post.author, i64::MAX));
+                let causes: Vec<Cause> = watchers.map(|&(_, w)| post.cause(w)).collect();
+                for cause in causes {
+                    self.add(cause);
+                }
+            }
             Change::Erase(user) => {
                 let posts: BTreeSet<Uuid> = self
                     .comments
@@ -203,6 +224,7 @@ impl Model {
                     .retain(|_, (author, post_author)| *author != user && *post_author != user);
                 self.mutes
                     .retain(|(muter, muted), _| *muter != user && *muted != user);
+                self.watchers.retain(|&(a, w)| a != user && w != user);
             }
         }
     }
@@ -308,6 +330,11 @@ impl BulkFold for NotificationsBulk {
             let until = copy_nullable_timestamp(*until);
             writeln!(rows, "{muter}\t{muted}\t{until}").expect("a String");
         }
-        copy_in(conn, "notify_mutes (muter, muted, until)", rows).await
+        copy_in(conn, "notify_mutes (muter, muted, until)", rows).await?;
+        let mut rows = String::new();
+        for (author, watcher) in &model.watchers {
+            writeln!(rows, "{author}\t{watcher}").expect("a String");
+        }
+        copy_in(conn, "notify_watchers (author, watcher)", rows).await
     }
 }

@@ -171,6 +171,18 @@ impl Check for NotificationsCheck {
             .map(|(&(a, b), &u)| (a, b, u))
             .collect();
         diff("notify_mutes (muter, muted, until)", &expected, &mutes, out);
+        let watchers: BTreeSet<(i64, i64)> =
+            sqlx::query_as("SELECT author, watcher FROM notify_watchers")
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .collect();
+        diff(
+            "notify_watchers (author, watcher)",
+            &self.model.watchers,
+            &watchers,
+            out,
+        );
         Ok(())
     }
 }

@@ -143,9 +143,9 @@ impl RelationChange {
                 until,
             } => Self::Mute(pair(muter, muted), at, until),
             RelationEvent::Unmuted { muter, muted } => Self::Unmute(pair(muter, muted)),
-            RelationEvent::FollowRequested { requester, target } => {
-                Self::Begin(Request, pair(requester, target), at)
-            }
+            RelationEvent::FollowRequested {
+                requester, target, ..
+            } => Self::Begin(Request, pair(requester, target), at),
             RelationEvent::FollowRequestApproved { requester, target }
             | RelationEvent::FollowRequestRejected {
                 requester, target, ..

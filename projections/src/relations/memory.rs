@@ -341,8 +341,7 @@ impl RelationsMemory {
             .map(|&to| {
                 let muting = mutes_at.is_some_and(|now| self.muting(from, to, now));
                 let facts = self.facts(from, to);
-                let prefs = (mutes_at.is_some() && (facts.following || facts.requested))
-                    .then(|| self.prefs(from, to));
+                let prefs = (mutes_at.is_some() && facts.following).then(|| self.prefs(from, to));
                 Relation::new(from, to, facts)
                     .with_muting(muting)
                     .with_prefs(prefs)

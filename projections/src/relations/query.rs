@@ -47,8 +47,8 @@ pub async fn relations(
                 requested: row.try_get("requested")?,
                 requested_by: row.try_get("requested_by")?,
             };
-            // The preferences of a follow or a request, in answers to `from` only.
-            let kept = mutes_at.is_some() && (facts.following || facts.requested);
+            // The preferences of a follow, in answers to `from` only.
+            let kept = mutes_at.is_some() && facts.following;
             let prefs = FollowPrefs {
                 show_reposts: row
                     .try_get::<Option<bool>, _>("show_reposts")?

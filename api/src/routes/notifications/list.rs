@@ -25,7 +25,7 @@ pub struct NotificationGroup {
     /// The group's key (stable while the group lives).
     pub group: String,
     /// `followed`, `follow_request`, `follow_request_approved`, `liked_post`,
-    /// `liked_comment`, `commented`, `replied` or `reposted`.
+    /// `liked_comment`, `commented`, `replied`, `reposted` or `posted`.
     #[serde(rename = "type")]
     pub kind: String,
     /// The post it is about (likes, comments, replies, reposts).
@@ -60,7 +60,7 @@ pub struct NotificationPage {
 pub struct TypesParams {
     /// Only these types, comma-separated.
     #[param(
-        pattern = r"^(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted)(,(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted))*$"
+        pattern = r"^(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted|posted)(,(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted|posted))*$"
     )]
     types: Option<String>,
 }
