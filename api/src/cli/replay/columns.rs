@@ -74,7 +74,7 @@ const ENVELOPE: [(&str, Kind); 11] = [
 /// The payload's columns: (column, the `data` field it holds, kind), after the envelope's.
 /// One field, `target`, has two kinds (a user id in follow requests, `"post:{id}"` or
 /// `"comment:{id}"` in likes): it has one column per kind, `target` and `like_target`.
-const PAYLOAD: [(&str, &str, Kind); 25] = [
+const PAYLOAD: [(&str, &str, Kind); 27] = [
     ("follower", "follower", Kind::Int),
     ("followee", "followee", Kind::Int),
     ("cause", "cause", Kind::Text),
@@ -100,6 +100,8 @@ const PAYLOAD: [(&str, &str, Kind); 25] = [
     ("client", "client", Kind::Text),
     ("up_to", "up_to", Kind::Int),
     ("post", "post", Kind::Text),
+    ("show_reposts", "show_reposts", Kind::Bool),
+    ("notify", "notify", Kind::Bool),
 ];
 
 /// The table's schema: every column nullable but the sortable pair and the envelope's own.
