@@ -102,6 +102,14 @@ impl Engagement {
         }
     }
 
+    /// Who reposts `post` (a held post), if anyone.
+    pub fn reposters(&self, post: PostId) -> impl Iterator<Item = u64> + '_ {
+        self.by_post
+            .get(&post)
+            .into_iter()
+            .flat_map(|s| s.reposters.iter().copied())
+    }
+
     /// `post` left memory: its entry goes.
     pub fn forget(&mut self, post: PostId) {
         self.by_post.remove(&post);

@@ -62,6 +62,8 @@ pub struct NewPost<'a> {
 pub struct NewRepost {
     /// The reposted post.
     pub post: uuid::Uuid,
+    /// Its author.
+    pub author: i64,
     /// Who reposted it.
     pub reposter: i64,
     /// When.
@@ -190,9 +192,10 @@ impl<'a> FeedChange<'a> {
                 | AccountEvent::GraphHidden { .. }
                 | AccountEvent::GraphShown { .. } => return None,
             },
-            LogEvent::Repost(RepostEvent::Reposted { user, post, .. }) => {
+            LogEvent::Repost(RepostEvent::Reposted { user, post, author }) => {
                 Self::Reposted(NewRepost {
                     post: post.uuid(),
+                    author: author.get(),
                     reposter: user.get(),
                     created_at: occurred_at,
                 })

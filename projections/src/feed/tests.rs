@@ -163,6 +163,7 @@ fn history(ops: &[Op]) -> (Vec<Change<'static>>, Model) {
                 model.repost_of.insert(seq, post);
                 FeedChange::Reposted(NewRepost {
                     post: post_id(post),
+                    author: model.posts[(post - 1) as usize].1,
                     reposter: a,
                     created_at: DateTime::from_timestamp(seq, 0).expect("a time"),
                 })

@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use relations_domain::{AccountEvent, LikeTarget, LogEvent, Post, PostEvent, PostId};
+use relations_domain::{AccountEvent, LikeTarget, LogEvent, Post, PostEvent, PostId, Visibility};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
@@ -71,27 +71,33 @@ impl HeldPosts {
         }
         drop(rows);
         let mut rows = sqlx::query(
-            "SELECT author, max(seq) FROM rm_posts
+            "SELECT author, count(*) FROM rm_posts
               WHERE repost_of IS NOT NULL AND NOT deleted GROUP BY author",
         )
         .fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
-            let (author, top): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-            self.timelines.reposts_at(author as u64, top);
+            let (author, reposts): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            self.timelines.count_reposts(author as u64, reposts);
         }
         drop(rows);
         if !caps.on() {
             return Ok(from);
         }
-        let sql = format!(
-            "SELECT {} FROM rm_posts WHERE seq >= $1 AND NOT deleted AND repost_of IS NULL ORDER BY seq",
-            super::query::POST_COLUMNS
-        );
-        let mut rows = sqlx::query(&sql).bind(from).fetch(&mut *tx);
+        // Posts and reposts (a repost with its post's id and author: `o`).
+        let sql = "SELECT p.seq, p.post_id, p.author, p.content, p.created_at, p.visibility,
+                          o.post_id AS reposted, o.author AS reposted_author
+                     FROM rm_posts p LEFT JOIN rm_posts o ON o.post_id = p.repost_of
+                    WHERE p.seq >= $1 AND NOT p.deleted ORDER BY p.seq";
+        let mut rows = sqlx::query(sql).bind(from).fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
             let (seq, view) =
                 super::query::post(&row).map_err(|e| sqlx::Error::Decode(e.into()))?;
-            let (author, post) = HeldPost::of_view(seq, view);
+            let (author, mut post) = HeldPost::of_view(seq, view);
+            let reposted: Option<uuid::Uuid> = row.try_get("reposted")?;
+            let reposted_author: Option<i64> = row.try_get("reposted_author")?;
+            if let (Some(id), Some(by)) = (reposted, reposted_author) {
+                post.repost_of = Some((PostId::from_uuid(id), by as u64));
+            }
             self.timelines.hold(author, post);
         }
         Ok(from)
@@ -254,6 +260,7 @@ impl PostTables for Timelines {
             created_at: post.created_at.timestamp_micros(),
             visibility: post.visibility,
             content: post.content.unwrap_or_default().into(),
+            repost_of: None,
         };
         self.publish_held(post.author as u64, held);
         Ok(self.head())
@@ -269,16 +276,30 @@ impl PostTables for Timelines {
         Ok(())
     }
 
-    /// Numbered, not held (see [`Timelines::repost_unheld`]).
+    /// Numbered and held as an item of the reposter's, showing its post (see
+    /// [`Timelines::repost_held`]).
     async fn repost(&mut self, repost: &NewRepost) -> Folded<Option<i64>> {
-        Ok(Some(self.repost_unheld(repost.reposter as u64)))
+        let (post, author) = (PostId::from_uuid(repost.post), repost.author as u64);
+        let visibility = self
+            .find(author, post)
+            .map_or(Visibility::Public, |p| p.visibility);
+        let item = HeldPost {
+            seq: 0,
+            id: post,
+            created_at: repost.created_at.timestamp_micros(),
+            visibility,
+            content: Box::default(),
+            repost_of: Some((post, author)),
+        };
+        Ok(Some(self.repost_held(repost.reposter as u64, item)))
     }
 
-    /// Reposts are not held: the reposter's bound stays where it is.
-    async fn unrepost(&mut self, _: uuid::Uuid, _: i64) -> Folded<Option<i64>> {
+    async fn unrepost(&mut self, post: uuid::Uuid, reposter: i64) -> Folded<Option<i64>> {
+        self.unrepost_held(reposter as u64, PostId::from_uuid(post));
         Ok(None)
     }
 
+    /// A deletion's and an erasure's reposts go with the posts (`delete`, `delete_all`).
     async fn delete_reposts(&mut self, _: RepostsOf) -> Folded<Vec<(i64, i64)>> {
         Ok(Vec::new())
     }

@@ -11,9 +11,11 @@
 
 use std::collections::BinaryHeap;
 
+use foldhash::HashSet;
+
 use chrono::{DateTime, Utc};
 use relations_domain::privacy::{self, Access, Privacy, Reader};
-use relations_domain::{UserId, Visibility};
+use relations_domain::{PostId, UserId, Visibility};
 
 use super::timelines::{HeldPost, Timeline};
 use crate::feed::query::SeqPage;
@@ -69,7 +71,16 @@ struct Source<'g> {
     timeline: &'g Timeline,
     /// The highest seq of theirs that may not be held (0: none).
     unknown_top: i64,
+    /// Whether their reposts are in the feed: followed, and kept (issue 44).
+    keeps_reposts: bool,
 }
+
+/// A post a page shows: its author, the post, who brought it (`reposted_by`), and the seq
+/// of the item that shows it (the post's, or a repost's: the cursor).
+type Shown<'g> = (u64, &'g HeldPost, Vec<UserId>, i64);
+
+/// The sources whose reposts the reader keeps, by author (built for pages with reposts).
+type Reposters = foldhash::HashMap<u64, bool>;
 
 impl Replica {
     /// The authors whose posts make `ask.reader`'s feed, or `None` when posts are not held.
@@ -90,11 +101,15 @@ impl Replica {
             if banned || muted(author) {
                 return None;
             }
+            let judge = judge(privacy, reader, user);
+            let keeps_reposts =
+                matches!(judge, Judge::Followed(_)) && relations.prefs(reader, user).show_reposts;
             Some(Source {
                 author,
-                judge: judge(privacy, reader, user),
+                judge,
                 timeline,
                 unknown_top: timelines.unknown_below(timeline) - 1,
+                keeps_reposts,
             })
         };
         let followed = relations.followees(reader);
@@ -118,7 +133,11 @@ impl Replica {
 
     /// A page of `ask.reader`'s feed below the seq `before` (from the top when `None`), of
     /// `size` posts, and the newest seq (the read mark a first page sets); `None` when memory
-    /// cannot answer it exactly.
+    /// cannot answer it exactly. Reposts (issue 44) are shown as `crate::feed::query`'s
+    /// `hydrate` shows them: each post once, at its newest appearance, with `reposted_by`. A
+    /// first page finds the newest appearance by walking down from the top; a page below a
+    /// cursor cannot see the appearances above it, so it is answered only when no source has
+    /// a live repost.
     pub fn feed_page(
         &self,
         ask: FeedAsk<'_>,
@@ -126,6 +145,9 @@ impl Replica {
         size: i64,
     ) -> Option<(SeqPage, i64)> {
         let sources = self.feed_sources(ask)?;
+        if before.is_some() && sources.iter().any(|s| s.timeline.reposts() > 0) {
+            return None;
+        }
         let before = before.unwrap_or(i64::MAX);
         let want = size.max(0) as usize + 1;
         let unknown_top = sources.iter().map(|s| s.unknown_top).max().unwrap_or(0);
@@ -139,7 +161,15 @@ impl Replica {
             .filter(|&i| left[i] > 0)
             .map(|i| (sources[i].timeline.posts[left[i] - 1].seq, i))
             .collect();
-        let mut found: Vec<(u64, &HeldPost)> = Vec::with_capacity(want);
+        let mut found: Vec<Shown<'_>> = Vec::with_capacity(want);
+        let mut seen: HashSet<PostId> = HashSet::default();
+        let keeps: Reposters = match sources.iter().any(|s| s.timeline.reposts() > 0) {
+            true => sources
+                .iter()
+                .map(|s| (s.author, s.keeps_reposts))
+                .collect(),
+            false => Reposters::default(),
+        };
         while found.len() < want {
             match heap.pop() {
                 // A post below a bound may be preceded by one not held; only the one that
@@ -148,9 +178,10 @@ impl Replica {
                 Some((_, i)) => {
                     let source = &sources[i];
                     left[i] -= 1;
-                    let post = &source.timeline.posts[left[i]];
-                    if source.judge.keeps(post.visibility) {
-                        found.push((source.author, post));
+                    let item = &source.timeline.posts[left[i]];
+                    if let Some(shown) = self.appearance(ask, &keeps, source, item, &seen)? {
+                        seen.insert(shown.1.id);
+                        found.push(shown);
                     }
                     if left[i] > 0 {
                         heap.push((source.timeline.posts[left[i] - 1].seq, i));
@@ -163,26 +194,84 @@ impl Replica {
         }
         let more = found.len() == want;
         found.truncate(want - 1);
+        // The cursor is the seq of the last item shown (a repost's, not its post's).
+        let next = more.then(|| found.last().map(|p| p.3)).flatten();
         let engagement = self.timelines().engagement();
-        let page = SeqPage {
-            next: more.then(|| found.last().map(|p| p.1.seq)).flatten(),
-            items: found
-                .iter()
-                .map(|(author, post)| {
-                    let shown = engagement.shown(post.id, ask.reader.get() as u64);
-                    post.view(crate::relations::memory::user(*author), shown)
-                })
-                .collect(),
+        let items = found
+            .into_iter()
+            .map(|(author, post, reposted_by, _)| {
+                let shown = engagement.shown(post.id, ask.reader.get() as u64);
+                let mut view = post.view(crate::relations::memory::user(author), shown);
+                view.reposted_by = Some(reposted_by);
+                view
+            })
+            .collect();
+        Some((SeqPage { next, items }, self.timelines().head()))
+    }
+
+    /// What `item` of `source` shows `ask.reader`: a post, the post a repost brings, or
+    /// nothing (not theirs to read, or shown already at a newer appearance, in `seen`); `None`
+    /// when memory cannot tell (a reposted post or one of its reposts not held).
+    fn appearance<'g>(
+        &'g self,
+        ask: FeedAsk<'_>,
+        keeps: &Reposters,
+        source: &Source<'g>,
+        item: &'g HeldPost,
+        seen: &HashSet<PostId>,
+    ) -> Option<Option<Shown<'g>>> {
+        let Some((post, author)) = item.repost_of else {
+            let shown = !seen.contains(&item.id) && source.judge.keeps(item.visibility);
+            return Some(shown.then(|| (source.author, item, Vec::new(), item.seq)));
         };
-        Some((page, self.timelines().head()))
+        if !source.keeps_reposts || seen.contains(&post) {
+            return Some(None);
+        }
+        let timelines = self.timelines();
+        let original = timelines.find(author, post)?;
+        if !self.shows_reposted(ask, author, original.visibility) {
+            return Some(None);
+        }
+        // Its followed reposters, newest first: this one and those below it.
+        let mut by: Vec<(i64, u64)> = Vec::new();
+        for reposter in timelines.engagement().reposters(post) {
+            if keeps.get(&reposter).copied().unwrap_or(false) {
+                by.push((timelines.repost_by(reposter, post)?, reposter));
+            }
+        }
+        by.sort_unstable_by(|a, b| b.cmp(a));
+        let by = by
+            .iter()
+            .take(3)
+            .map(|&(_, u)| crate::relations::memory::user(u));
+        Some(Some((author, original, by.collect(), item.seq)))
+    }
+
+    /// Whether a repost may show `ask.reader` a post of `author` of `visibility`: the author
+    /// neither banned nor muted by the reader, no block either way, and the post readable.
+    fn shows_reposted(&self, ask: FeedAsk<'_>, author: u64, visibility: Visibility) -> bool {
+        let user = crate::relations::memory::user(author);
+        let (banned, privacy) = self.accounts().standing(user);
+        let relations = self.relations();
+        let facts = relations.facts(ask.reader, user);
+        if banned
+            || facts.blocking
+            || facts.blocked_by
+            || relations.muting(ask.reader, user, ask.now)
+        {
+            return false;
+        }
+        let reader = Reader::of(Some(ask.reader), user, facts.following);
+        Access { privacy, reader }.may_read(visibility)
     }
 
     /// How many posts of `ask.reader`'s feed are newer than `mark`; `None` when memory cannot
-    /// tell exactly.
+    /// tell exactly (a source's posts below a bound, or a source with live reposts: those are
+    /// counted by PostgreSQL).
     pub fn feed_new_count(&self, ask: FeedAsk<'_>, mark: i64) -> Option<i64> {
         let mut count = 0;
         for source in self.feed_sources(ask)? {
-            if source.unknown_top > mark {
+            if source.unknown_top > mark || source.timeline.reposts() > 0 {
                 return None;
             }
             count += source
@@ -236,6 +325,7 @@ mod tests {
             created_at: 0,
             visibility,
             content: "p".into(),
+            repost_of: None,
         };
         let posts = g.parts_mut().2.timelines_mut();
         posts.publish_held(author as u64, post);
@@ -349,6 +439,61 @@ mod tests {
         account(&mut g, AccountEvent::UserErased { user: u(1) });
         let (page, head) = g.feed_page(ask(10, &[]), None, 10).unwrap();
         assert_eq!((page.items.len(), head), (0, 1));
+    }
+
+    fn repost(g: &mut Replica, user: i64, post: PostId, author: i64) {
+        let at = LogPosition {
+            transaction_id: 2,
+            global_position: 2,
+        };
+        let event = relations_domain::RepostEvent::Reposted {
+            user: u(user),
+            post,
+            author: u(author),
+        };
+        g.apply(at, now(), &LogEvent::Repost(event));
+    }
+
+    #[test]
+    fn a_repost_shows_its_post_once_from_memory_with_its_followed_reposters() {
+        let mut g = graph(32);
+        for followee in [1, 2, 3] {
+            follow(&mut g, 10, followee);
+        }
+        let p = publish(&mut g, 1, Visibility::Public);
+        let q = publish(&mut g, 2, Visibility::Public);
+        repost(&mut g, 2, p, 1);
+        repost(&mut g, 3, p, 1);
+        let (page, _) = g.feed_page(ask(10, &[]), None, 10).unwrap();
+        assert_eq!(ids(&page), vec![p, q], "once, at its newest appearance");
+        let by: Vec<_> = page.items.iter().map(|i| i.reposted_by.clone()).collect();
+        assert_eq!(by, vec![Some(vec![u(3), u(2)]), Some(vec![])]);
+        assert_eq!(
+            page.items[0].author,
+            u(1),
+            "the post, as its author wrote it"
+        );
+        // Below a cursor memory cannot see the appearances above it: PostgreSQL answers.
+        let (first, _) = g.feed_page(ask(10, &[]), None, 1).unwrap();
+        assert_eq!((ids(&first), first.next), (vec![p], Some(4)));
+        assert_eq!(g.feed_page(ask(10, &[]), first.next, 1), None);
+        // Hiding 3's reposts leaves 2's; muting the post's author hides it either way.
+        let hide = relations_domain::FollowPrefs {
+            show_reposts: false,
+            notify: false,
+        };
+        change(&mut g, RelationChange::Prefs((10, 3), hide));
+        let (page, _) = g.feed_page(ask(10, &[]), None, 10).unwrap();
+        assert_eq!((ids(&page), page.next), (vec![p, q], None));
+        assert_eq!(page.items[0].reposted_by, Some(vec![u(2)]));
+        change(&mut g, RelationChange::Mute((10, 1), now(), None));
+        let (page, _) = g.feed_page(ask(10, &[]), None, 10).unwrap();
+        assert_eq!(ids(&page), vec![q]);
+        assert_eq!(
+            g.feed_new_count(ask(10, &[]), 0),
+            None,
+            "counted by PostgreSQL"
+        );
     }
 
     #[test]

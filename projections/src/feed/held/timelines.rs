@@ -60,8 +60,12 @@ pub struct HeldPost {
     pub created_at: i64,
     /// Who may read it.
     pub visibility: Visibility,
-    /// Its text (empty once its author's key is destroyed, as `rm_posts` holds null).
+    /// Its text (empty once its author's key is destroyed, as `rm_posts` holds null; a
+    /// repost's is its post's).
     pub content: Box<str>,
+    /// A repost (issue 44): the post it reposts and that post's author. A page shows the
+    /// post, held beside its author's.
+    pub repost_of: Option<(PostId, u64)>,
 }
 
 impl HeldPost {
@@ -73,6 +77,7 @@ impl HeldPost {
             created_at: view.created_at.timestamp_micros(),
             visibility: view.visibility,
             content: view.content.into(),
+            repost_of: None,
         };
         (view.author.get() as u64, post)
     }
@@ -111,9 +116,9 @@ pub(super) struct Timeline {
     /// Every live post with a seq at or above this is held, as far as the per-author cap goes
     /// (one above the newest post it dropped).
     floor: i64,
-    /// The newest seq of a repost of this author's (0: none; issue 44). Reposts are not held,
-    /// so a page that reaches it reads PostgreSQL.
-    reposts_top: i64,
+    /// Live reposts (issue 44), held or not: items beside the posts, under the same caps and
+    /// bounds.
+    reposts: i64,
 }
 
 /// `order`'s length below which it is never compacted.
@@ -182,7 +187,7 @@ impl Timelines {
         let empty = self
             .by_author
             .get(&author)
-            .is_some_and(|t| t.live == 0 && t.posts.is_empty() && t.reposts_top == 0);
+            .is_some_and(|t| t.live == 0 && t.reposts == 0 && t.posts.is_empty());
         if empty {
             self.by_author.remove(&author);
         }
@@ -211,18 +216,66 @@ impl Timelines {
         self.hold(author, post);
     }
 
-    /// The seq a repost made now gets: numbered, not held; its reposter's reposts are known
-    /// up to it.
-    pub fn repost_unheld(&mut self, reposter: u64) -> i64 {
+    /// A repost made now (issue 44): numbered with the next seq, counted and held as an item
+    /// of the reposter's; its seq.
+    pub fn repost_held(&mut self, reposter: u64, item: HeldPost) -> i64 {
         self.head += 1;
-        self.reposts_at(reposter, self.head);
+        let item = HeldPost {
+            seq: self.head,
+            id: PostId::from_uuid(crate::feed::fold::NewRepost::item_id(self.head)),
+            ..item
+        };
+        self.by_author.entry(reposter).or_default().reposts += 1;
+        self.hold(reposter, item);
         self.head
     }
 
-    /// `reposter` has a live repost at `seq` (the load's, and [`Timelines::repost_unheld`]).
-    pub fn reposts_at(&mut self, reposter: u64, seq: i64) {
-        let timeline = self.by_author.entry(reposter).or_default();
-        timeline.reposts_top = timeline.reposts_top.max(seq);
+    /// `reposter`'s live reposts move by `delta` (the load's counts).
+    pub fn count_reposts(&mut self, reposter: u64, delta: i64) {
+        self.by_author.entry(reposter).or_default().reposts += delta;
+        self.forget_if_empty(reposter);
+    }
+
+    /// `reposter` took back their repost of `post`: it is live and held no more.
+    pub fn unrepost_held(&mut self, reposter: u64, post: PostId) {
+        if let Some(timeline) = self.by_author.get_mut(&reposter) {
+            timeline.reposts = (timeline.reposts - 1).max(0);
+            let item = timeline.posts.iter().rposition(|p| p.reposts(post));
+            if let Some(i) = item {
+                timeline.posts.remove(i);
+                timeline.newest = timeline.posts.back().map_or(0, |p| p.seq);
+            }
+        }
+        self.forget_if_empty(reposter);
+    }
+
+    /// The held repost of `post` by `reposter`: its seq.
+    pub fn repost_by(&self, reposter: u64, post: PostId) -> Option<i64> {
+        let timeline = self.by_author.get(&reposter)?;
+        timeline
+            .posts
+            .iter()
+            .rev()
+            .find(|p| p.reposts(post))
+            .map(|p| p.seq)
+    }
+
+    /// The held post `post` of `author`.
+    pub fn find(&self, author: u64, post: PostId) -> Option<&HeldPost> {
+        let timeline = self.by_author.get(&author)?;
+        timeline
+            .posts
+            .iter()
+            .rev()
+            .find(|p| p.id == post && p.repost_of.is_none())
+    }
+
+    /// The reposts of `post` (held, and so its reposters known) leave memory with it.
+    fn unrepost_every(&mut self, post: PostId) {
+        let reposters: Vec<u64> = self.engagement.reposters(post).collect();
+        for reposter in reposters {
+            self.unrepost_held(reposter, post);
+        }
     }
 
     /// Holds a post at its seq (newer than any held of its author), dropping the oldest past
@@ -277,8 +330,9 @@ impl Timelines {
         self.compact_at = (2 * self.order.len()).max(MIN_COMPACT);
     }
 
-    /// `author` deleted `post`: it is live and held no more.
+    /// `author` deleted `post`: it is live and held no more, nor are its reposts.
     pub fn delete_held(&mut self, author: u64, post: PostId) {
+        self.unrepost_every(post);
         if let Some(timeline) = self.by_author.get_mut(&author) {
             timeline.live -= 1;
             if let Some(i) = timeline.posts.iter().rposition(|p| p.id == post) {
@@ -290,10 +344,13 @@ impl Timelines {
         self.forget_if_empty(author);
     }
 
-    /// Every post of `author` is deleted, with its likes and comments.
+    /// Every post and repost of `author` is deleted, with their likes, comments and reposts.
     pub fn delete_author(&mut self, author: u64) {
         if let Some(timeline) = self.by_author.remove(&author) {
             for post in timeline.posts {
+                if post.repost_of.is_none() {
+                    self.unrepost_every(post.id);
+                }
                 self.engagement.forget(post.id);
             }
         }
@@ -350,14 +407,10 @@ impl Timelines {
     /// The seq below which the live posts and reposts of the author of `timeline` may not all
     /// be held (0: all are).
     pub(super) fn unknown_below(&self, timeline: &Timeline) -> i64 {
-        let reposts = match timeline.reposts_top {
-            0 => 0,
-            top => top + 1,
-        };
-        if timeline.posts.len() as i64 >= timeline.live {
-            return reposts;
+        if timeline.posts.len() as i64 >= timeline.live + timeline.reposts {
+            return 0;
         }
-        timeline.floor.max(self.global_floor).max(reposts)
+        timeline.floor.max(self.global_floor)
     }
 
     /// An estimate of the heap held, in bytes: the posts, their bodies, the tables' slots.
@@ -378,10 +431,22 @@ impl Timelines {
     }
 }
 
+impl HeldPost {
+    /// Whether this is a repost of `post`.
+    fn reposts(&self, post: PostId) -> bool {
+        self.repost_of.is_some_and(|(p, _)| p == post)
+    }
+}
+
 impl Timeline {
     /// Whether `post` is held (newest first: likes and comments go mostly to new posts).
     fn holds(&self, post: PostId) -> bool {
         self.posts.iter().rev().any(|p| p.id == post)
+    }
+
+    /// Live reposts, held or not.
+    pub(super) fn reposts(&self) -> i64 {
+        self.reposts
     }
 
     /// How many held posts are below `before` (the index one past the newest of them); no
@@ -410,6 +475,7 @@ mod tests {
             created_at: 0,
             visibility: Visibility::Public,
             content: "p".into(),
+            repost_of: None,
         }
     }
 
