@@ -3,7 +3,8 @@
 # demo against it (follow, friends, block, a refused follow; a post, the feed, a deletion; a
 # mute and a removed follower; a locked account approving a follow request; a like and a
 # comment; bob's notifications, grouped, his unread count and marker; a repost, and a
-# post that cannot be reposted; where the operator page,
+# post that cannot be reposted; a repost in a feed, a follow's preferences (notify,
+# show_reposts) and a 'posted' notification; where the operator page,
 # the live feed and the live notifications are),
 # then keeps serving until Ctrl-C.
 set -euo pipefail
@@ -116,6 +117,26 @@ out=$(curl -s -X POST "$base/api/v1/posts/$shared/repost" -H "authorization: Bea
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s -X POST "$base/api/v1/posts/$post_id/repost" -H "authorization: Bearer $carol"; echo
 curl -s "$base/api/v1/posts/$shared/reposts?min_position=$position"; echo
+echo
+echo "== demo: alice follows carol, asking to be notified of her posts: carol's repost brings alice's post into alice's feed (reposted_by); carol posts (a 'posted' notification); alice hides carol's reposts"
+follow() { # follow NAME TOKEN TARGET PREFS
+  printf '
+$ %s follow %s %s
+' "$1" "$3" "$4"
+  curl -s -X POST "$base/api/v1/relation/follow" -H "authorization: Bearer $2" \
+    -H 'content-type: application/json' -d "{\"target\": $3, $4}"
+  echo
+}
+out=$(follow alice "$alice" "$c_id" '"notify": true'); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/feed?size=1&min_position=$position" -H "authorization: Bearer $alice"; echo
+out=$(curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $carol" \
+  -H 'content-type: application/json' -d '{"content": "news from carol"}')
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/notifications?types=posted&min_position=$position" -H "authorization: Bearer $alice"; echo
+out=$(follow alice "$alice" "$c_id" '"show_reposts": false'); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/feed?size=5&min_position=$position" -H "authorization: Bearer $alice"; echo
 echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"

@@ -66,6 +66,13 @@ pub async fn load_likes(pool: &PgPool, likes: &[(i64, usize)]) -> anyhow::Result
     Ok(events)
 }
 
+/// Appends a `Reposted` per `(user, post index)`, then settles the database; how many events.
+pub async fn load_reposts(pool: &PgPool, reposts: &[(i64, usize)]) -> anyhow::Result<u64> {
+    let events = bulk::append_reposts(pool, reposts).await?;
+    bulk::settle(pool).await?;
+    Ok(events)
+}
+
 /// Waits until every projector in `names` has applied the whole log; how long it took.
 pub async fn caught_up(pool: &PgPool, names: &[&str]) -> anyhow::Result<Duration> {
     let start = Instant::now();

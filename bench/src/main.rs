@@ -142,6 +142,9 @@ async fn main() -> anyhow::Result<()> {
     if wanted('p') {
         rows.outcome("notifications", scenarios::notifications(&env, scale).await);
     }
+    if wanted('r') {
+        rows.outcome("reposts", scenarios::reposts(&env, scale).await);
+    }
     if args.only.contains(&'q') {
         rows.outcome("soak", scenarios::soak(&env, args.soak_minutes).await);
     }

@@ -111,6 +111,30 @@ pub async fn append_posts(
 /// in log order among the log's `PostPublished` events (the liker must not be its author, nor
 /// like it twice: nothing is checked), 1,000 a transaction. Returns the events appended.
 pub async fn append_likes(pool: &PgPool, likes: &[(i64, usize)]) -> Result<u64, sqlx::Error> {
+    append_on_posts(pool, likes, LIKED).await
+}
+
+/// Appends a `Reposted` per `(user, post index)` (issue 44's bench worlds); how many.
+pub async fn append_reposts(pool: &PgPool, reposts: &[(i64, usize)]) -> Result<u64, sqlx::Error> {
+    append_on_posts(pool, reposts, REPOSTED).await
+}
+
+/// A `Liked` of post `p` by user `u` of author `a`, in its stream.
+const LIKED: &str = "SELECT 'like', 'post:' || p || ':' || u, 1, 'Liked', '1',
+        json_build_object('Liked', json_build_object('user', u, 'target', 'post:' || p, 'author', a)),
+        json_build_object('request_id', 'bench', 'actor', u::text)";
+
+/// A `Reposted` of post `p` by user `u` of author `a`, in its stream.
+const REPOSTED: &str = "SELECT 'repost', p || ':' || u, 1, 'Reposted', '1',
+        json_build_object('Reposted', json_build_object('user', u, 'post', p, 'author', a)),
+        json_build_object('request_id', 'bench', 'actor', u::text)";
+
+/// Appends the event `select` makes of each `(user, post index)` (posts in publication order).
+async fn append_on_posts(
+    pool: &PgPool,
+    pairs: &[(i64, usize)],
+    select: &str,
+) -> Result<u64, sqlx::Error> {
     let posts: Vec<(String, i64)> = sqlx::query_as(
         "SELECT aggregate_id, (payload->'PostPublished'->>'author')::bigint FROM events
           WHERE aggregate_type = 'post' AND event_type = 'PostPublished'
@@ -118,8 +142,12 @@ pub async fn append_likes(pool: &PgPool, likes: &[(i64, usize)]) -> Result<u64, 
     )
     .fetch_all(pool)
     .await?;
+    let sql = format!(
+        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
+         {select} FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(u, p, a)"
+    );
     let mut appended = 0;
-    for chunk in likes.chunks(1000) {
+    for chunk in pairs.chunks(1000) {
         let mut columns: (Vec<i64>, Vec<&str>, Vec<i64>) = Default::default();
         for &(user, post) in chunk {
             let Some((id, author)) = posts.get(post) else {
@@ -129,19 +157,13 @@ pub async fn append_likes(pool: &PgPool, likes: &[(i64, usize)]) -> Result<u64, 
             columns.1.push(id);
             columns.2.push(*author);
         }
-        appended += sqlx::query(
-            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
-             SELECT 'like', 'post:' || p || ':' || u, 1, 'Liked', '1',
-                    json_build_object('Liked', json_build_object('user', u, 'target', 'post:' || p, 'author', a)),
-                    json_build_object('request_id', 'bench', 'actor', u::text)
-               FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(u, p, a)",
-        )
-        .bind(&columns.0)
-        .bind(&columns.1)
-        .bind(&columns.2)
-        .execute(pool)
-        .await?
-        .rows_affected();
+        appended += sqlx::query(&sql)
+            .bind(&columns.0)
+            .bind(&columns.1)
+            .bind(&columns.2)
+            .execute(pool)
+            .await?
+            .rows_affected();
     }
     Ok(appended)
 }

@@ -34,7 +34,7 @@ pub async fn feed(env: &Env, scale: Scale, python: Option<&str>) -> anyhow::Resu
         ("pure push, from PostgreSQL", 1_000_000_000, false),
         ("pure pull, from PostgreSQL", 1, false),
     ] {
-        let (stats, more) = feed_pages(env, scale, mode, threshold, memory).await?;
+        let (stats, more) = feed_pages(env, scale, (mode, threshold, memory), false).await?;
         rows.extend(more);
         pages.push((mode, stats));
     }
@@ -129,20 +129,26 @@ async fn fan_out(env: &Env, base: i64) -> anyhow::Result<(Row, f64)> {
 }
 
 /// First feed pages at 16 clients on a graph of its own with `threshold`, from memory or
-/// from PostgreSQL; with the share of pages memory answered, and the Redis bytes per cached
-/// inbox entry for the hybrid from PostgreSQL.
-async fn feed_pages(
+/// from PostgreSQL, its feeds `reposted` (issue 44: a tenth of the posts reposted by a
+/// followed author) or not; with the share of pages memory answered, and the Redis bytes per
+/// cached inbox entry for the hybrid from PostgreSQL.
+pub(super) async fn feed_pages(
     env: &Env,
     scale: Scale,
-    mode: &str,
-    threshold: i64,
-    memory: bool,
+    (mode, threshold, memory): (&str, i64, bool),
+    reposted: bool,
 ) -> anyhow::Result<(Stats, Vec<Row>)> {
     let db = format!(
-        "bench_feed_{}",
-        mode.replace([' ', ','], "_").to_lowercase()
+        "bench_feed_{}{}",
+        mode.replace([' ', ','], "_").to_lowercase(),
+        if reposted { "_reposted" } else { "" }
     );
     let pool = feed_world(env, scale, &db).await?;
+    if reposted {
+        let reposts = reposts(scale);
+        let loaded = graph::load_reposts(&pool, &reposts).await?;
+        eprintln!("feed {mode}: {loaded} reposts appended");
+    }
     let held = if memory { "32" } else { "0" };
     let server = Server::start(
         env,
@@ -267,6 +273,17 @@ async fn feed_world(env: &Env, scale: Scale, db: &str) -> anyhow::Result<sqlx::P
     }
     graph::load_likes(&pool, &likes).await?;
     Ok(pool)
+}
+
+/// A tenth of `feed_world`'s posts, each reposted by a followed author half the authors away
+/// from its own (post `p` is by author `p % 1000`).
+fn reposts(scale: Scale) -> Vec<(i64, usize)> {
+    let authors = scale.base() + 100_000;
+    let posts = 1_000 * scale.feed_posts_per_author;
+    (0..posts)
+        .filter(|p| p % 10 == 0)
+        .map(|p| (authors + ((p % 1_000 + 500) % 1_000) as i64, p))
+        .collect()
 }
 
 /// The page rows: the hybrid from memory against the HTTP ceiling, Stream-Framework and the

@@ -1,7 +1,7 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
 //! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `read_pool`, (l)
-//! `bookkeeping`, (m) `failover`, (n) `erasure`, (o) `replay`, (p) `notifications`, (q) `soak`. (a), (b), (c), (f) and (l) share one loaded graph
+//! `bookkeeping`, (m) `failover`, (n) `erasure`, (o) `replay`, (p) `notifications`, (q) `soak`, (r) `reposts`. (a), (b), (c), (f) and (l) share one loaded graph
 //! ([`graph_scenarios`]).
 
 mod bookkeeping;
@@ -19,6 +19,7 @@ mod read_pool;
 mod reads;
 mod rebuild;
 mod replay;
+mod reposts;
 mod scale;
 mod soak;
 mod stream;
@@ -39,6 +40,7 @@ pub use notifications::notifications;
 pub use read_pool::read_pool;
 pub use rebuild::rebuild;
 pub use replay::replay;
+pub use reposts::reposts;
 pub use scale::Scale;
 pub use soak::soak;
 pub use stream::stream;
