@@ -79,6 +79,22 @@ struct Args {
     profile: Option<String>,
 }
 
+/// (n), (o), (p) and (r): the third and fourth rounds' scenarios, when wanted.
+async fn round_four(env: &Env, scale: Scale, wanted: &impl Fn(char) -> bool, rows: &mut Collected) {
+    if wanted('n') {
+        rows.outcome("erasure", scenarios::erasure(env, scale).await);
+    }
+    if wanted('o') {
+        rows.outcome("replay", scenarios::replay(env, scale).await);
+    }
+    if wanted('p') {
+        rows.outcome("notifications", scenarios::notifications(env, scale).await);
+    }
+    if wanted('r') {
+        rows.outcome("reposts", scenarios::reposts(env, scale).await);
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -133,18 +149,7 @@ async fn main() -> anyhow::Result<()> {
     if wanted('j') {
         rows.outcome("stream", scenarios::stream(&env, scale).await);
     }
-    if wanted('n') {
-        rows.outcome("erasure", scenarios::erasure(&env, scale).await);
-    }
-    if wanted('o') {
-        rows.outcome("replay", scenarios::replay(&env, scale).await);
-    }
-    if wanted('p') {
-        rows.outcome("notifications", scenarios::notifications(&env, scale).await);
-    }
-    if wanted('r') {
-        rows.outcome("reposts", scenarios::reposts(&env, scale).await);
-    }
+    round_four(&env, scale, &wanted, &mut rows).await;
     if args.only.contains(&'q') {
         rows.outcome("soak", scenarios::soak(&env, args.soak_minutes).await);
     }

@@ -54,13 +54,12 @@ async fn reach(env: &Env, scale: Scale) -> anyhow::Result<Row> {
     graph::load_follows(&pool, &edges).await?;
     graph::load_posts(&pool, &[author]).await?;
     let server = Server::start(env, db, 18089, &[], None).await?;
+    graph::caught_up(&pool, &[relations_projections::feed::NAME]).await?;
     server.graph_caught_up(&pool).await?;
     let client = client();
-    let post: String = sqlx::query_scalar(
-        "SELECT aggregate_id FROM events WHERE event_type = 'PostPublished' LIMIT 1",
-    )
-    .fetch_one(&pool)
-    .await?;
+    let post: String = sqlx::query_scalar("SELECT post_id::text FROM rm_posts LIMIT 1")
+        .fetch_one(&pool)
+        .await?;
     let sent = Instant::now();
     let answer = client
         .post(format!("{}/api/v1/posts/{post}/repost", server.base))

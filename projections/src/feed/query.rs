@@ -217,9 +217,8 @@ pub async fn timeline(
     }
     let mut bound = start_bound(pool, start).await?;
     let sql = format!(
-        "SELECT p.seq, {ITEM_COLUMNS} FROM rm_posts p
-           JOIN rm_posts o ON o.post_id = COALESCE(p.repost_of, p.post_id) AND NOT o.deleted
-          WHERE p.author = $1 AND NOT p.deleted AND p.seq < $2
+        "SELECT p.seq, {ITEM_COLUMNS} FROM {ITEM_FROM}
+          WHERE p.author = $1 AND {ITEM_LIVE} AND p.seq < $2
             AND ($3::timestamptz IS NULL OR p.created_at <= $3)
             AND NOT EXISTS (SELECT 1 FROM feed_banned WHERE author = $1)
             AND CASE WHEN p.repost_of IS NULL THEN p.visibility = ANY($5)
@@ -290,9 +289,23 @@ fn shown_to(reader: &str, user: &str) -> String {
     )
 }
 
-/// The columns [`item`] reads beside `p.seq`: item `p` (a post, or a repost) shows post `o`.
-const ITEM_COLUMNS: &str = "o.post_id, o.author, o.content, o.created_at, o.visibility,
-                            p.repost_of IS NOT NULL AS repost, p.author AS via";
+/// Items `p` (a post, or a repost) with, for a repost, the post `o` it shows (no probe for a
+/// post: it shows itself).
+const ITEM_FROM: &str = "rm_posts p LEFT JOIN rm_posts o ON o.post_id = p.repost_of";
+
+/// Whether item `p` of [`ITEM_FROM`] is live: it, and a repost's post.
+const ITEM_LIVE: &str = "NOT p.deleted AND (p.repost_of IS NULL OR NOT o.deleted)";
+
+/// The post item `p` of [`ITEM_FROM`] shows, by id.
+const ITEM_POST: &str = "COALESCE(p.repost_of, p.post_id)";
+
+/// The columns [`item`] reads beside `p.seq`: the post item `p` shows ([`ITEM_FROM`]).
+const ITEM_COLUMNS: &str = "COALESCE(o.post_id, p.post_id) AS post_id,
+        COALESCE(o.author, p.author) AS author,
+        CASE WHEN p.repost_of IS NULL THEN p.content ELSE o.content END AS content,
+        COALESCE(o.created_at, p.created_at) AS created_at,
+        COALESCE(o.visibility, p.visibility) AS visibility,
+        p.repost_of IS NOT NULL AS repost, p.author AS via";
 
 /// A feed item (issue 44): a post, or a repost of one, under the item's seq.
 struct Item {
@@ -477,19 +490,18 @@ async fn hydrate(
     };
     let sql = format!(
         "SELECT p.seq, {ITEM_COLUMNS}, v.reposters, v.newest
-           FROM rm_posts p
-           JOIN rm_posts o ON o.post_id = COALESCE(p.repost_of, p.post_id) AND NOT o.deleted
+           FROM {ITEM_FROM}
           CROSS JOIN LATERAL (
                 SELECT array_agg(r.author ORDER BY r.seq DESC) AS reposters, max(r.seq) AS newest
                   FROM (SELECT r.seq, r.author FROM rm_posts r
                           JOIN feed_follows f
                             ON f.follower = $2 AND f.followee = r.author AND f.show_reposts
-                         WHERE r.repost_of = o.post_id AND NOT r.deleted AND {shown_reposter}
+                         WHERE r.repost_of = {ITEM_POST} AND NOT r.deleted AND {shown_reposter}
                          ORDER BY r.seq DESC LIMIT 3) AS r) AS v
-          WHERE p.seq = ANY($1) AND NOT p.deleted
+          WHERE p.seq = ANY($1) AND {ITEM_LIVE}
             AND ($3::timestamptz IS NULL OR p.created_at <= $3)
-            AND {shown_via} AND {shown_author}
-            AND (p.repost_of IS NULL OR NOT {blocked})
+            AND {shown_via}
+            AND (p.repost_of IS NULL OR ({shown_author} AND NOT {blocked}))
             AND {visible}
           ORDER BY p.seq DESC",
         shown_reposter = shown_to("$2", "r.author"),
@@ -626,14 +638,15 @@ pub async fn new_count(
     let groups: Vec<(i64, String, i64)> = match &sources {
         Sources::Following { .. } => {
             let sql = format!(
-                "SELECT o.author, o.visibility, count(DISTINCT o.post_id) FROM feed_follows f
+                "SELECT COALESCE(o.author, p.author), COALESCE(o.visibility, p.visibility),
+                        count(DISTINCT {ITEM_POST})
+                   FROM feed_follows f
                    JOIN rm_posts p ON p.author = f.followee AND NOT p.deleted AND p.seq > $2
                                   AND (p.repost_of IS NULL OR f.show_reposts)
-                   JOIN rm_posts o ON o.post_id = COALESCE(p.repost_of, p.post_id)
-                                  AND NOT o.deleted
-                  WHERE f.follower = $1 AND {shown_via} AND {shown_author}
-                    AND (p.repost_of IS NULL OR NOT {blocked})
-                  GROUP BY o.author, o.visibility",
+                   LEFT JOIN rm_posts o ON o.post_id = p.repost_of
+                  WHERE f.follower = $1 AND {ITEM_LIVE} AND {shown_via}
+                    AND (p.repost_of IS NULL OR ({shown_author} AND NOT {blocked}))
+                  GROUP BY 1, 2",
                 shown_via = shown_to("$1", "p.author"),
                 shown_author = shown_to("$1", "o.author"),
                 blocked = blocked("$1", "o.author"),
