@@ -700,3 +700,25 @@ async fn a_follow_with_notify_is_told_of_each_readable_post_until_it_ends() {
         "a rebuild writes the same rows"
     );
 }
+
+#[tokio::test]
+async fn a_posted_notification_is_live_and_a_followers_only_post_reaches_only_followers() {
+    let app = spawn_app().await;
+    let body = json!({ "target": 1, "notify": true });
+    let (status, answer) = app.post_as(2, "/api/v1/relation/follow", body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let mut stream = listen(&app, 2, None).await;
+    // Let the hub find where the projector stands.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let body = json!({ "content": "for followers", "visibility": "followers" });
+    let (status, posted) = app.post_with(1, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{posted}");
+    let post = posted["post"]["id"].as_str().unwrap();
+    let sse = stream.next(Duration::from_secs(10)).await.expect("live");
+    assert_eq!(sse.event, "notification");
+    assert_eq!(
+        (sse.data["type"].as_str(), sse.data["post"].as_str()),
+        (Some("posted"), Some(post))
+    );
+    assert_eq!(sse.data["actor"], 1);
+}

@@ -246,3 +246,29 @@ async fn a_timeline_interleaves_reposts_only_when_asked() {
     let (_, page) = app.get_as(10, &path).await;
     assert_eq!(items(&page), vec![item(&own, &[])]);
 }
+
+#[tokio::test]
+async fn a_ban_of_the_posts_author_or_of_the_reposter_hides_the_repost_while_it_lasts() {
+    let app = spawn_app().await;
+    relation(&app, "follow", 10, 2).await;
+    let (post, _) = app.publish(1, "travel far").await;
+    let at = repost(&app, 2, &post, "repost").await;
+    assert_eq!(feed(&app, 10, &at).await, vec![item(&post, &[2])]);
+    for banned in [1, 2] {
+        let ban = |verb: &'static str| {
+            let app = &app;
+            async move {
+                let url = format!("{}/api/v1/admin/users/{banned}/{verb}", app.base);
+                let sent = app.client.post(url).bearer_auth(app.admin_token(99));
+                let answer = sent.send().await.unwrap();
+                assert_eq!(answer.status(), StatusCode::OK);
+                let body: Value = answer.json().await.unwrap();
+                body["position"].as_str().unwrap().to_owned()
+            }
+        };
+        let at = ban("ban").await;
+        assert_eq!(feed(&app, 10, &at).await, vec![], "{banned} banned");
+        let at = ban("unban").await;
+        assert_eq!(feed(&app, 10, &at).await, vec![item(&post, &[2])]);
+    }
+}
