@@ -19,11 +19,14 @@ struct Section {
 
 /// The sections, in the archive's order.
 const SECTIONS: &[Section] = &[
+    // With the follow's preferences (issue 44; no row: the defaults).
     Section {
-        rows: "rm_follows WHERE follower = $1",
-        at: "since",
-        tie: "followee",
-        record: "'kind', 'following', 'user', followee, 'at', since",
+        rows: "rm_follows f LEFT JOIN rm_follow_prefs p USING (follower, followee)
+               WHERE f.follower = $1",
+        at: "f.since",
+        tie: "f.followee",
+        record: "'kind', 'following', 'user', f.followee, 'at', f.since,
+                 'show_reposts', COALESCE(p.show_reposts, true), 'notify', COALESCE(p.notify, false)",
     },
     Section {
         rows: "rm_follows WHERE followee = $1",

@@ -478,6 +478,15 @@ async fn the_archive_holds_every_record_of_the_user_with_its_time_and_is_refused
         let at = line["at"].as_str().expect("every record carries its time");
         chrono::DateTime::parse_from_rfc3339(at).expect("RFC 3339");
     }
+    // A follow's preferences (issue 44) are the defaults when not given.
+    let following = lines.iter().find(|l| l["kind"] == "following").unwrap();
+    assert_eq!(
+        (
+            following["show_reposts"].clone(),
+            following["notify"].clone()
+        ),
+        (json!(true), json!(false))
+    );
     let post = lines.iter().find(|l| l["kind"] == "post").unwrap();
     assert_eq!(
         (post["id"].clone(), post["content"].clone()),
