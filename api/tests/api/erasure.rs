@@ -419,7 +419,7 @@ async fn the_id_is_never_used_again_and_a_second_erasure_changes_nothing() {
 }
 
 /// The archive's records, one per line.
-async fn archive(app: &TestApp, user: i64) -> (StatusCode, String, Vec<Value>) {
+pub(crate) async fn archive(app: &TestApp, user: i64) -> (StatusCode, String, Vec<Value>) {
     let response = app
         .client
         .get(format!("{}/api/v1/me/archive", app.base))

@@ -47,18 +47,6 @@ async fn feed(app: &TestApp, reader: i64, at: &str) -> Vec<String> {
         .collect()
 }
 
-/// `user`'s archive (the caller has waited for what it must hold).
-async fn archive_of(app: &TestApp, user: i64) -> (StatusCode, String) {
-    let answer = app
-        .client
-        .get(format!("{}/api/v1/me/archive", app.base))
-        .bearer_auth(app.token(user))
-        .send()
-        .await
-        .unwrap();
-    (answer.status(), answer.text().await.unwrap())
-}
-
 #[tokio::test]
 async fn preferences_are_set_changed_kept_private_and_ended_by_an_unfollow() {
     let app = spawn_app().await;
@@ -96,15 +84,14 @@ async fn preferences_are_set_changed_kept_private_and_ended_by_an_unfollow() {
     );
     assert_eq!(feed(&app, 1, at).await, vec![post.clone()]);
     // The archive holds them beside the follow.
-    let (code, archive) = archive_of(&app, 1).await;
+    let (code, _, archive) = crate::erasure::archive(&app, 1).await;
     assert_eq!(code, StatusCode::OK);
-    let following: Vec<Value> = archive
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let following: Vec<&Value> = archive
+        .iter()
         .filter(|l| l["kind"] == "following")
         .collect();
-    assert_eq!(following.len(), 1, "{archive}");
-    assert_eq!(prefs(&following[0]), (true, true));
+    assert_eq!(following.len(), 1, "{archive:?}");
+    assert_eq!(prefs(following[0]), (true, true));
     // When 1 unfollows and follows again, then the follow starts from the defaults.
     let (code, body) = app.command("unfollow", 1, 2).await;
     assert_eq!(code, StatusCode::OK, "{body}");
