@@ -142,6 +142,9 @@ pub struct Timelines {
     head: i64,
     /// The held posts' likes and live comments.
     engagement: Engagement,
+    /// Who holds a repost of each post (issue 44): held reposts by the post they repost, so
+    /// that a deletion or an erasure finds them whether the post is held or not.
+    reposts_of: HashMap<PostId, Vec<u64>>,
 }
 
 impl Timelines {
@@ -241,9 +244,10 @@ impl Timelines {
         if let Some(timeline) = self.by_author.get_mut(&reposter) {
             timeline.reposts = (timeline.reposts - 1).max(0);
             let item = timeline.posts.iter().rposition(|p| p.reposts(post));
-            if let Some(i) = item {
-                timeline.posts.remove(i);
-                timeline.newest = timeline.posts.back().map_or(0, |p| p.seq);
+            let removed = item.and_then(|i| timeline.posts.remove(i));
+            timeline.newest = timeline.posts.back().map_or(0, |p| p.seq);
+            if let Some(removed) = removed {
+                self.dropped(reposter, &removed);
             }
         }
         self.forget_if_empty(reposter);
@@ -270,9 +274,13 @@ impl Timelines {
             .find(|p| p.id == post && p.repost_of.is_none())
     }
 
-    /// The reposts of `post` (held, and so its reposters known) leave memory with it.
+    /// The reposts of `post` leave memory with it: those held, and those counted whose
+    /// reposters the post's engagement knows (when it is held).
     fn unrepost_every(&mut self, post: PostId) {
-        let reposters: Vec<u64> = self.engagement.reposters(post).collect();
+        let mut reposters = self.reposts_of.remove(&post).unwrap_or_default();
+        reposters.extend(self.engagement.reposters(post));
+        reposters.sort_unstable();
+        reposters.dedup();
         for reposter in reposters {
             self.unrepost_held(reposter, post);
         }
@@ -295,11 +303,14 @@ impl Timelines {
             // Most authors have a post or two: a first allocation of four would be mostly room.
             timeline.posts.reserve_exact(1);
         }
+        if let Some((reposted, _)) = post.repost_of {
+            self.reposts_of.entry(reposted).or_default().push(author);
+        }
         timeline.posts.push_back(post);
         if timeline.posts.len() > self.caps.per_author {
             let dropped = timeline.posts.pop_front().expect("over the cap");
             timeline.floor = dropped.seq + 1;
-            self.engagement.forget(dropped.id);
+            self.dropped(author, &dropped);
         }
         while self.order.len() > self.caps.total {
             let (seq, author) = self.order.pop_front().expect("over the cap");
@@ -307,7 +318,25 @@ impl Timelines {
             if let Some(timeline) = self.by_author.get_mut(&author) {
                 if timeline.posts.front().is_some_and(|p| p.seq == seq) {
                     let dropped = timeline.posts.pop_front().expect("just seen");
-                    self.engagement.forget(dropped.id);
+                    self.dropped(author, &dropped);
+                }
+            }
+        }
+    }
+
+    /// `post` of `author` left memory (past a cap, taken back, deleted): what is kept beside
+    /// it goes.
+    fn dropped(&mut self, author: u64, post: &HeldPost) {
+        match post.repost_of {
+            None => self.engagement.forget(post.id),
+            Some((reposted, _)) => {
+                if let Some(reposters) = self.reposts_of.get_mut(&reposted) {
+                    if let Some(i) = reposters.iter().position(|&r| r == author) {
+                        reposters.swap_remove(i);
+                    }
+                    if reposters.is_empty() {
+                        self.reposts_of.remove(&reposted);
+                    }
                 }
             }
         }
@@ -351,7 +380,7 @@ impl Timelines {
                 if post.repost_of.is_none() {
                     self.unrepost_every(post.id);
                 }
-                self.engagement.forget(post.id);
+                self.dropped(author, &post);
             }
         }
     }
@@ -424,7 +453,10 @@ impl Timelines {
                     + t.posts.iter().map(|p| p.content.len()).sum::<usize>()
             })
             .sum();
+        let reposts: usize = self.reposts_of.values().map(|r| r.capacity() * 8).sum();
         posts
+            + reposts
+            + self.reposts_of.capacity() * (size_of::<(PostId, Vec<u64>)>() + 1)
             + self.by_author.capacity() * (size_of::<(u64, Timeline)>() + 1)
             + self.order.capacity() * size_of::<(i64, u64)>()
             + self.engagement.heap_bytes()
@@ -532,6 +564,42 @@ mod tests {
         t.delete_author(8);
         assert!(seqs(&t, 8).is_empty());
         assert_eq!(t.held(), 1);
+    }
+
+    #[test]
+    fn a_deleted_posts_held_reposts_go_with_it_even_when_it_is_not_held() {
+        let mut t = Timelines::new(Caps {
+            per_author: 1,
+            total: 100,
+        });
+        t.publish_held(1, post(1));
+        t.publish_held(1, post(2)); // 1's first post leaves memory at the cap
+        let item = |n: u128| HeldPost {
+            repost_of: Some((post(n).id, 1)),
+            ..post(100 + n)
+        };
+        t.repost_held(7, item(1));
+        assert_eq!(
+            (t.of(7).unwrap().reposts(), t.repost_by(7, post(1).id)),
+            (1, Some(3))
+        );
+        assert!(
+            t.find(1, post(1).id).is_none(),
+            "the reposted post is not held"
+        );
+        t.delete_held(1, post(1).id);
+        assert_eq!(t.repost_by(7, post(1).id), None);
+        assert!(t.of(7).is_none(), "nothing left of 7's");
+        assert!(t.reposts_of.is_empty());
+        // A repost that leaves memory past its reposter's cap leaves the index too.
+        t.repost_held(8, item(2));
+        t.publish_held(8, post(3));
+        assert!(t.reposts_of.is_empty(), "{:?}", t.reposts_of);
+        assert_eq!(
+            t.of(8).unwrap().reposts(),
+            1,
+            "still counted: not held, live"
+        );
     }
 
     #[test]
