@@ -1,8 +1,6 @@
 //! Posts, author timelines and the follow feed (issue 4): rule 8, rule 9, the push, pull and
 //! cache paths, threshold crossings, paging, the read mark, the recommended feed.
 
-use std::time::Duration;
-
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -837,16 +835,7 @@ async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
     assert_eq!(status, StatusCode::OK);
     let at = position_of(&app, "follow", 10, 3).await;
     projector_reached(&app, "engagement", &at).await;
-    let position: relations_store::LogPosition = at.parse().unwrap();
-    let mut reached = false;
-    for _ in 0..200 {
-        if graph.wait_for(position, Duration::from_secs(10)).await == Some(true) {
-            reached = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(reached, "the replica never reached {at}");
+    crate::helpers::replica_reached(&graph, &at).await;
     let (_, count) = app
         .get_as(10, &format!("/api/v1/feed/new_count?min_position={at}"))
         .await;

@@ -17,8 +17,6 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 use reqwest::StatusCode;
 
-use std::time::Duration;
-
 use relations_projections::feed::held::page::FeedAsk;
 use relations_projections::feed::held::timelines::Caps;
 use relations_projections::replica::live::LiveGraph;
@@ -567,16 +565,7 @@ async fn run((ops, (per_author, posts)): (Vec<Op>, (u32, u32))) {
     }
     // The replica, folding every event, answers first pages as PostgreSQL does (or not at
     // all), reposts included.
-    let at: relations_store::LogPosition = last.parse().unwrap();
-    let mut reached = false;
-    for _ in 0..200 {
-        if graph.wait_for(at, Duration::from_secs(10)).await == Some(true) {
-            reached = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(reached, "the replica never reached {last}");
+    crate::helpers::replica_reached(&graph, &last).await;
     for &reader in &readers {
         if let Some(page) = memory_first_page(&graph, reader) {
             let expected = expected_pages(&model.feed(reader));

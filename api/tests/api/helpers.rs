@@ -565,3 +565,16 @@ pub async fn moment() -> chrono::DateTime<chrono::Utc> {
 pub fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
+
+/// Waits until `graph` (a replica a test runs itself) has folded the log up to `at`, waiting
+/// out its load.
+pub async fn replica_reached(graph: &relations_projections::replica::live::LiveGraph, at: &str) {
+    let position: relations_store::LogPosition = at.parse().unwrap();
+    for _ in 0..200 {
+        if graph.wait_for(position, Duration::from_secs(10)).await == Some(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the replica never reached {at}");
+}

@@ -580,13 +580,8 @@ async fn a_repost_reaches_the_reposters_followers_live_and_on_reconnection_under
     app.mute(1, 4, Value::Null).await;
     let (post, _) = app.publish(3, "travel far").await;
     let (muted, _) = app.publish(4, "muted author").await;
-    let (_, body) = app.command("follow", 1, 2).await;
-    let at = body["position"].as_str().unwrap().to_owned();
     // The replica has the follow before the reader connects.
-    app.get(&format!(
-        "/api/v1/relation/status?from=1&to=2&min_position={at}"
-    ))
-    .await;
+    one_follows_two(&app, &app).await;
     let mut reader = Reader::connect(&app, 1, None).await;
     let repost = |user: i64, post: String| {
         let app = &app;

@@ -87,11 +87,10 @@ async fn write_posts_and_follows(
     .await?;
     let mut rows = String::with_capacity(tables.following.len() * 24);
     for pair @ (follower, followee) in &tables.following {
-        let prefs = tables.prefs.get(pair).copied().unwrap_or_default();
-        let (reposts, notify) = (prefs.show_reposts, prefs.notify);
-        writeln!(rows, "{follower}\t{followee}\t{reposts}\t{notify}").expect("a String");
+        let shown = !tables.hiding_reposts.contains(pair);
+        writeln!(rows, "{follower}\t{followee}\t{shown}").expect("a String");
     }
-    let target = "feed_follows (follower, followee, show_reposts, notify)";
+    let target = "feed_follows (follower, followee, show_reposts)";
     copy_in(conn, target, rows).await?;
     Ok(())
 }

@@ -29,9 +29,7 @@ use std::future::Future;
 
 use chrono::{DateTime, Utc};
 use futures::FutureExt as _;
-use relations_domain::{
-    AccountEvent, FollowPrefs, LogEvent, PostEvent, RelationEvent, RepostEvent, Visibility,
-};
+use relations_domain::{AccountEvent, LogEvent, PostEvent, RelationEvent, RepostEvent, Visibility};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 
@@ -118,9 +116,9 @@ pub enum FeedChange<'a> {
     Erased(i64),
     /// A mute began (`RelationChange::Mute`) or was lifted (`RelationChange::Unmute`).
     Mute(RelationChange),
-    /// A follow's preferences (issue 44); a request's (no follow yet) change nothing here:
-    /// they are given again after its approval's follow.
-    Prefs(UserPair, FollowPrefs),
+    /// Whether a follow keeps the followee's reposts (issue 44's `show_reposts`; the feed
+    /// reads no other preference).
+    ShowReposts(UserPair, bool),
 }
 
 impl<'a> FeedChange<'a> {
@@ -139,21 +137,16 @@ impl<'a> FeedChange<'a> {
                 RelationEvent::Unfollowed {
                     follower, followee, ..
                 } => Self::Unfollowed((follower.get(), followee.get())),
-                RelationEvent::Muted { .. } | RelationEvent::Unmuted { .. } => {
-                    Self::Mute(RelationChange::of(relation, occurred_at))
+                RelationEvent::Muted { .. }
+                | RelationEvent::Unmuted { .. }
+                | RelationEvent::FollowPreferencesChanged { .. } => {
+                    match RelationChange::of(relation, occurred_at) {
+                        RelationChange::Prefs(pair, prefs) => {
+                            Self::ShowReposts(pair, prefs.show_reposts)
+                        }
+                        change => Self::Mute(change),
+                    }
                 }
-                RelationEvent::FollowPreferencesChanged {
-                    follower,
-                    followee,
-                    show_reposts,
-                    notify,
-                } => Self::Prefs(
-                    (follower.get(), followee.get()),
-                    FollowPrefs {
-                        show_reposts,
-                        notify,
-                    },
-                ),
                 // Requests change no feed (an approval's `Followed` does), nor do blocks (a
                 // block's `Unfollowed` does).
                 RelationEvent::Blocked { .. }
@@ -283,8 +276,9 @@ pub trait FeedTables: PostTables {
     async fn ban(&mut self, author: i64, banned: bool) -> Folded<()>;
     /// Keeps a mute or lifts it (other changes keep nothing).
     async fn mute(&mut self, change: RelationChange) -> Folded<()>;
-    /// Sets the preferences of the follow `pair`, if it is there (an unfollow ends them).
-    async fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) -> Folded<()>;
+    /// Whether the follow `pair`, if it is there, keeps the followee's reposts (a follow
+    /// starts keeping them; an unfollow ends what was set).
+    async fn show_reposts(&mut self, pair: UserPair, on: bool) -> Folded<()>;
     /// Ends every follow by `user`, each followee's count down by one; the followees.
     async fn end_follows_by(&mut self, user: i64) -> Folded<Vec<i64>>;
     /// Every live post of `author` leaves every inbox.
@@ -316,7 +310,7 @@ pub async fn fold_posts<T: PostTables>(tables: &mut T, change: &FeedChange<'_>) 
         | FeedChange::Unfollowed(_)
         | FeedChange::Banned(..)
         | FeedChange::Mute(_)
-        | FeedChange::Prefs(..) => {}
+        | FeedChange::ShowReposts(..) => {}
     }
     Ok(())
 }
@@ -375,7 +369,7 @@ pub async fn fold<T: FeedTables>(
         FeedChange::Banned(user, banned) => tables.ban(user, banned).await?,
         FeedChange::Erased(user) => erase(tables, at, user).await?,
         FeedChange::Mute(change) => tables.mute(change).await?,
-        FeedChange::Prefs(pair, prefs) => tables.prefs(pair, prefs).await?,
+        FeedChange::ShowReposts(pair, on) => tables.show_reposts(pair, on).await?,
     }
     Ok(())
 }

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use chrono::{DateTime, Utc};
-use relations_domain::FollowPrefs;
 use relations_store::LogPosition;
 
 use super::fold::{Author, FeedTables, Folded, NewPost, NewRepost, PostTables, RepostsOf};
@@ -97,8 +96,8 @@ pub(super) struct FeedMemory {
     pub(super) banned: BTreeSet<i64>,
     /// (muter, muted) -> until
     pub(super) mutes: BTreeMap<UserPair, Option<DateTime<Utc>>>,
-    /// The follows whose preferences are not the defaults (issue 44).
-    pub(super) prefs: BTreeMap<UserPair, FollowPrefs>,
+    /// The follows that hide the followee's reposts (issue 44).
+    pub(super) hiding_reposts: BTreeSet<UserPair>,
 }
 
 impl FeedMemory {
@@ -119,7 +118,7 @@ impl FeedMemory {
             inboxes: HashMap::new(),
             banned: BTreeSet::new(),
             mutes: BTreeMap::new(),
-            prefs: BTreeMap::new(),
+            hiding_reposts: BTreeSet::new(),
         }
     }
 
@@ -145,7 +144,7 @@ impl FeedMemory {
         inboxes.sort_unstable();
         format!(
             "{posts:?}\n{:?}\n{authors:?}\n{:?}\n{inboxes:?}\n{:?}\n{:?}\n{:?}",
-            self.following, self.mode_changes, self.banned, self.mutes, self.prefs
+            self.following, self.mode_changes, self.banned, self.mutes, self.hiding_reposts
         )
     }
 
@@ -326,7 +325,7 @@ impl FeedTables for FeedMemory {
     }
 
     async fn unfollow(&mut self, (follower, followee): UserPair) -> Folded<bool> {
-        self.prefs.remove(&(follower, followee));
+        self.hiding_reposts.remove(&(follower, followee));
         let was = self.following.remove(&(follower, followee));
         self.followers.remove(&(followee, follower));
         Ok(was)
@@ -411,11 +410,11 @@ impl FeedTables for FeedMemory {
         Ok(())
     }
 
-    async fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) -> Folded<()> {
+    async fn show_reposts(&mut self, pair: UserPair, on: bool) -> Folded<()> {
         if self.following.contains(&pair) {
-            match prefs == FollowPrefs::default() {
-                true => self.prefs.remove(&pair),
-                false => self.prefs.insert(pair, prefs),
+            match on {
+                true => self.hiding_reposts.remove(&pair),
+                false => self.hiding_reposts.insert(pair),
             };
         }
         Ok(())
@@ -437,7 +436,7 @@ impl FeedTables for FeedMemory {
     async fn end_follows_by(&mut self, user: i64) -> Folded<Vec<i64>> {
         let mut counted = Vec::new();
         for followee in paired_with(&self.following, user) {
-            self.prefs.remove(&(user, followee));
+            self.hiding_reposts.remove(&(user, followee));
             self.following.remove(&(user, followee));
             self.followers.remove(&(followee, user));
             if let Some(row) = self.authors.get_mut(&followee) {
@@ -459,7 +458,7 @@ impl FeedTables for FeedMemory {
 
     async fn forget(&mut self, user: i64) -> Folded<()> {
         for reader in paired_with(&self.followers, user) {
-            self.prefs.remove(&(reader, user));
+            self.hiding_reposts.remove(&(reader, user));
             self.following.remove(&(reader, user));
             self.followers.remove(&(user, reader));
         }

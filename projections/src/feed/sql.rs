@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use relations_domain::FollowPrefs;
 use relations_store::LogPosition;
 use sqlx::postgres::PgArguments;
 use sqlx::query::QueryScalar;
@@ -355,15 +354,13 @@ impl FeedTables for SqlTables<'_> {
         self.run(sql, author).await
     }
 
-    async fn prefs(&mut self, (follower, followee): UserPair, prefs: FollowPrefs) -> Folded<()> {
+    async fn show_reposts(&mut self, (follower, followee): UserPair, on: bool) -> Folded<()> {
         sqlx::query(
-            "UPDATE feed_follows SET show_reposts = $3, notify = $4
-              WHERE follower = $1 AND followee = $2",
+            "UPDATE feed_follows SET show_reposts = $3 WHERE follower = $1 AND followee = $2",
         )
         .bind(follower)
         .bind(followee)
-        .bind(prefs.show_reposts)
-        .bind(prefs.notify)
+        .bind(on)
         .execute(&mut *self.conn)
         .await?;
         Ok(())

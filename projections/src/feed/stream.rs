@@ -273,9 +273,9 @@ impl FeedHub {
     }
 
     /// Whether `reposter`'s repost of `post` belongs in `reader`'s feed now (issue 44): the
-    /// reader follows the reposter and keeps their reposts; neither the reposter nor the post's author is banned,
-    /// erased or muted by the reader; no block separates the reader and the author; and the
-    /// reader may read the post (issue 26), by the replica's state as it applies the repost.
+    /// reader follows the reposter and keeps their reposts, the reposter is neither banned,
+    /// erased nor muted by the reader, and the post may be shown by a repost
+    /// ([`Replica::shows_reposted`]), by the replica's state as it applies the repost.
     fn repost_in_feed(
         graph: &Replica,
         reader: UserId,
@@ -283,26 +283,14 @@ impl FeedHub {
         post: &PostView,
         now: DateTime<Utc>,
     ) -> bool {
-        let author = post.author;
-        let relations = graph.relations();
-        let shown = |user: UserId| {
-            !graph.accounts().banned(user)
-                && !graph.accounts().erased(user)
-                && !relations.muting(reader, user, now)
-        };
-        if reader == reposter || !shown(reposter) || !shown(author) {
-            return false;
-        }
-        let keeps = relations.prefs(reader, reposter).show_reposts;
-        if !relations.facts(reader, reposter).following || !keeps {
-            return false;
-        }
-        let facts = relations.facts(reader, author);
-        if facts.blocking || facts.blocked_by {
-            return false;
-        }
-        let as_reader = privacy::Reader::of(Some(reader), author, facts.following);
-        privacy::may_read(post.visibility, graph.privacy(author), as_reader)
+        let (accounts, relations) = (graph.accounts(), graph.relations());
+        let reposter_shown = reader != reposter
+            && !accounts.banned(reposter)
+            && !accounts.erased(reposter)
+            && !relations.muting(reader, reposter, now)
+            && relations.facts(reader, reposter).following
+            && relations.prefs(reader, reposter).show_reposts;
+        reposter_shown && graph.shows_reposted(reader, post.author, post.visibility, now)
     }
 
     /// What `signal` sends `reader`, if anything.

@@ -114,7 +114,7 @@ struct FeedRows {
     mutes: BTreeSet<(i64, i64, Option<i64>)>,
     not_public: BTreeSet<(uuid::Uuid, String)>,
     reposts: BTreeSet<(uuid::Uuid, uuid::Uuid)>,
-    prefs: BTreeSet<(i64, i64, bool, bool)>,
+    hiding_reposts: BTreeSet<(i64, i64)>,
 }
 
 impl FeedRows {
@@ -167,16 +167,13 @@ impl FeedRows {
                 .await?
                 .into_iter()
                 .collect();
-        let prefs = sqlx::query_as(
-            "SELECT follower, followee, show_reposts, notify FROM feed_follows
-              WHERE NOT show_reposts OR notify",
+        let hiding_reposts = pairs(
+            &mut *conn,
+            "SELECT follower, followee FROM feed_follows WHERE NOT show_reposts",
         )
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .collect();
+        .await?;
         Ok(Self {
-            prefs,
+            hiding_reposts,
             reposts,
             not_public,
             follows,
@@ -217,13 +214,10 @@ impl FeedRows {
             &self.not_public,
             out,
         );
-        let prefs = (tables.prefs.iter())
-            .map(|(&(a, b), p)| (a, b, p.show_reposts, p.notify))
-            .collect();
         diff(
-            "feed_follows (follower, followee, show_reposts, notify) not the defaults",
-            &prefs,
-            &self.prefs,
+            "feed_follows (follower, followee) hiding the followee's reposts",
+            &tables.hiding_reposts,
+            &self.hiding_reposts,
             out,
         );
         diff(

@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
-use relations_domain::{AccountEvent, LikeTarget, LogEvent, Post, PostEvent, PostId, Visibility};
+use relations_domain::{AccountEvent, LikeTarget, LogEvent, Post, PostEvent, PostId};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
@@ -279,19 +279,9 @@ impl PostTables for Timelines {
     /// Numbered and held as an item of the reposter's, showing its post (see
     /// [`Timelines::repost_held`]).
     async fn repost(&mut self, repost: &NewRepost) -> Folded<Option<i64>> {
-        let (post, author) = (PostId::from_uuid(repost.post), repost.author as u64);
-        let visibility = self
-            .find(author, post)
-            .map_or(Visibility::Public, |p| p.visibility);
-        let item = HeldPost {
-            seq: 0,
-            id: post,
-            created_at: repost.created_at.timestamp_micros(),
-            visibility,
-            content: Box::default(),
-            repost_of: Some((post, author)),
-        };
-        Ok(Some(self.repost_held(repost.reposter as u64, item)))
+        let reposted = (PostId::from_uuid(repost.post), repost.author as u64);
+        let at = repost.created_at.timestamp_micros();
+        Ok(Some(self.repost_held(repost.reposter as u64, reposted, at)))
     }
 
     async fn unrepost(&mut self, post: uuid::Uuid, reposter: i64) -> Folded<Option<i64>> {

@@ -79,8 +79,8 @@ struct Source<'g> {
 /// of the item that shows it (the post's, or a repost's: the cursor).
 type Shown<'g> = (u64, &'g HeldPost, Vec<UserId>, i64);
 
-/// The sources whose reposts the reader keeps, by author (built for pages with reposts).
-type Reposters = foldhash::HashMap<u64, bool>;
+/// The sources whose reposts the reader keeps (built for pages with reposts).
+type Reposters = HashSet<u64>;
 
 impl Replica {
     /// The authors whose posts make `ask.reader`'s feed, or `None` when posts are not held.
@@ -145,7 +145,8 @@ impl Replica {
         size: i64,
     ) -> Option<(SeqPage, i64)> {
         let sources = self.feed_sources(ask)?;
-        if before.is_some() && sources.iter().any(|s| s.timeline.reposts() > 0) {
+        let with_reposts = sources.iter().any(|s| s.timeline.reposts() > 0);
+        if before.is_some() && with_reposts {
             return None;
         }
         let before = before.unwrap_or(i64::MAX);
@@ -163,10 +164,11 @@ impl Replica {
             .collect();
         let mut found: Vec<Shown<'_>> = Vec::with_capacity(want);
         let mut seen: HashSet<PostId> = HashSet::default();
-        let keeps: Reposters = match sources.iter().any(|s| s.timeline.reposts() > 0) {
+        let keeps: Reposters = match with_reposts {
             true => sources
                 .iter()
-                .map(|s| (s.author, s.keeps_reposts))
+                .filter(|s| s.keeps_reposts)
+                .map(|s| s.author)
                 .collect(),
             false => Reposters::default(),
         };
@@ -229,13 +231,14 @@ impl Replica {
         }
         let timelines = self.timelines();
         let original = timelines.find(author, post)?;
-        if !self.shows_reposted(ask, author, original.visibility) {
+        let author_user = crate::relations::memory::user(author);
+        if !self.shows_reposted(ask.reader, author_user, original.visibility, ask.now) {
             return Some(None);
         }
         // Its followed reposters, newest first: this one and those below it.
         let mut by: Vec<(i64, u64)> = Vec::new();
         for reposter in timelines.engagement().reposters(post) {
-            if keeps.get(&reposter).copied().unwrap_or(false) {
+            if keeps.contains(&reposter) {
                 by.push((timelines.repost_by(reposter, post)?, reposter));
             }
         }
@@ -247,21 +250,23 @@ impl Replica {
         Some(Some((author, original, by.collect(), item.seq)))
     }
 
-    /// Whether a repost may show `ask.reader` a post of `author` of `visibility`: the author
-    /// neither banned nor muted by the reader, no block either way, and the post readable.
-    fn shows_reposted(&self, ask: FeedAsk<'_>, author: u64, visibility: Visibility) -> bool {
-        let user = crate::relations::memory::user(author);
-        let (banned, privacy) = self.accounts().standing(user);
+    /// Whether a repost may show `reader` a post of `author` of `visibility` at `now` (a
+    /// page from memory, and the live stream): the author neither banned nor muted by the
+    /// reader, no block either way, and the post readable (issue 26).
+    pub(crate) fn shows_reposted(
+        &self,
+        reader: UserId,
+        author: UserId,
+        visibility: Visibility,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let (banned, privacy) = self.accounts().standing(author);
         let relations = self.relations();
-        let facts = relations.facts(ask.reader, user);
-        if banned
-            || facts.blocking
-            || facts.blocked_by
-            || relations.muting(ask.reader, user, ask.now)
-        {
+        let facts = relations.facts(reader, author);
+        if banned || facts.blocking || facts.blocked_by || relations.muting(reader, author, now) {
             return false;
         }
-        let reader = Reader::of(Some(ask.reader), user, facts.following);
+        let reader = Reader::of(Some(reader), author, facts.following);
         Access { privacy, reader }.may_read(visibility)
     }
 

@@ -219,14 +219,18 @@ impl Timelines {
         self.hold(author, post);
     }
 
-    /// A repost made now (issue 44): numbered with the next seq, counted and held as an item
-    /// of the reposter's; its seq.
-    pub fn repost_held(&mut self, reposter: u64, item: HeldPost) -> i64 {
+    /// A repost made now (issue 44) by `reposter` of `reposted` (the post and its author), at
+    /// `created_at` (µs): numbered with the next seq, counted and held as an item of the
+    /// reposter's (its own visibility and text are never read: a page shows its post); its seq.
+    pub fn repost_held(&mut self, reposter: u64, reposted: (PostId, u64), created_at: i64) -> i64 {
         self.head += 1;
         let item = HeldPost {
             seq: self.head,
             id: PostId::from_uuid(crate::feed::fold::NewRepost::item_id(self.head)),
-            ..item
+            created_at,
+            visibility: Visibility::Public,
+            content: Box::default(),
+            repost_of: Some(reposted),
         };
         self.by_author.entry(reposter).or_default().reposts += 1;
         self.hold(reposter, item);
@@ -574,11 +578,7 @@ mod tests {
         });
         t.publish_held(1, post(1));
         t.publish_held(1, post(2)); // 1's first post leaves memory at the cap
-        let item = |n: u128| HeldPost {
-            repost_of: Some((post(n).id, 1)),
-            ..post(100 + n)
-        };
-        t.repost_held(7, item(1));
+        t.repost_held(7, (post(1).id, 1), 0);
         assert_eq!(
             (t.of(7).unwrap().reposts(), t.repost_by(7, post(1).id)),
             (1, Some(3))
@@ -592,7 +592,7 @@ mod tests {
         assert!(t.of(7).is_none(), "nothing left of 7's");
         assert!(t.reposts_of.is_empty());
         // A repost that leaves memory past its reposter's cap leaves the index too.
-        t.repost_held(8, item(2));
+        t.repost_held(8, (post(2).id, 1), 0);
         t.publish_held(8, post(3));
         assert!(t.reposts_of.is_empty(), "{:?}", t.reposts_of);
         assert_eq!(
