@@ -83,11 +83,15 @@ impl HeldPosts {
         if !caps.on() {
             return Ok(from);
         }
-        // Posts and reposts (a repost with its post's id and author: `o`).
+        // Posts and reposts, a repost with its post's id and author. Only a repost probes for
+        // its post's author: a start-up reading every held post must not join (or hash) all of
+        // `rm_posts` for the few reposts among them.
         let sql = "SELECT p.seq, p.post_id, p.author, p.content, p.created_at, p.visibility,
-                          o.post_id AS reposted, o.author AS reposted_author
-                     FROM rm_posts p LEFT JOIN rm_posts o ON o.post_id = p.repost_of
-                    WHERE p.seq >= $1 AND NOT p.deleted ORDER BY p.seq";
+                          p.repost_of AS reposted,
+                          CASE WHEN p.repost_of IS NOT NULL THEN
+                              (SELECT o.author FROM rm_posts o WHERE o.post_id = p.repost_of)
+                          END AS reposted_author
+                     FROM rm_posts p WHERE p.seq >= $1 AND NOT p.deleted ORDER BY p.seq";
         let mut rows = sqlx::query(sql).bind(from).fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
             let (seq, view) =
