@@ -272,6 +272,20 @@ impl From<PostError> for ApiError {
                 code: "POST_EXISTS",
                 message,
             },
+            PostError::QuotedNotFound => ApiError::NotFound,
+            PostError::Blocked => ApiError::Forbidden {
+                code: "BLOCKED",
+                message,
+            },
+            PostError::NotQuotable => ApiError::Forbidden {
+                code: "NOT_QUOTABLE",
+                message,
+            },
+            // Only the quoted post's author may detach (SPEC: anyone else 403).
+            PostError::NotQuotedAuthor => ApiError::Forbidden {
+                code: "NOT_AUTHOR",
+                message,
+            },
         }
     }
 }

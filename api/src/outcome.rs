@@ -7,10 +7,10 @@
 
 use axum::http::StatusCode;
 use relations_domain::Relation;
-use relations_projections::views::{CommentView, PostView};
+use relations_projections::views::{CommentView, PostView, QuoteView};
 use relations_store::{
-    AccountOutcome, Deletion, LikeChange, LogPosition, NewComment, PinChange, PostOutcome,
-    Publication, RelationDecision, RepostChange, StoredAnswer, ThreadOutcome,
+    AccountOutcome, Deletion, LikeChange, LogPosition, NewComment, PinChange, PostChange,
+    PostOutcome, Publication, RelationDecision, RepostChange, StoredAnswer, ThreadOutcome,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -57,6 +57,11 @@ impl From<Publication> for Published {
                 repost_count: 0,
                 reposted: Some(false),
                 reposted_by: None,
+                quote_policy: publication.quote_policy,
+                quote_count: 0,
+                // The handler shows the quoted post as the author may see it (and a replay,
+                // as they may see it then): `routes::posts::publish`.
+                quote: QuoteView::pending(publication.quote_of.map(|q| q.post), false),
             },
             position: publication.position,
         }
@@ -95,6 +100,8 @@ pub enum PostAnswer {
     Published(Published),
     /// A delete.
     Deleted(Deleted),
+    /// A quote policy set, a quote detached.
+    Changed(Changed),
 }
 
 impl From<PostOutcome> for PostAnswer {
@@ -102,6 +109,7 @@ impl From<PostOutcome> for PostAnswer {
         match outcome {
             PostOutcome::Published(publication) => Self::Published(publication.into()),
             PostOutcome::Deleted(deletion) => Self::Deleted(deletion.into()),
+            PostOutcome::Changed(change) => Self::Changed(change.into()),
         }
     }
 }
@@ -111,9 +119,32 @@ impl Answer for PostAnswer {
         match self {
             Self::Published(published) => published.status(),
             Self::Deleted(deleted) => deleted.status(),
+            Self::Changed(changed) => changed.status(),
         }
     }
 }
+
+/// The answer to a change that may change nothing (issue 44's quote policy and detach):
+/// `{changed, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Changed {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Where the event sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+impl From<PostChange> for Changed {
+    fn from(change: PostChange) -> Self {
+        Self {
+            changed: change.changed,
+            position: change.position,
+        }
+    }
+}
+
+impl Answer for Changed {}
 
 /// The answer to a new comment: `{comment, position}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

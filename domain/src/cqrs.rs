@@ -7,7 +7,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use crate::account::{Account, AccountCommand, AccountError, AccountEvent};
 use crate::like::{Like, LikeCommand, LikeError, LikeEvent, LikeServices};
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
-use crate::post::{Post, PostCommand, PostError, PostEvent};
+use crate::post::{Post, PostCommand, PostError, PostEvent, QuoteJudged};
 use crate::repost::{Repost, RepostCommand, RepostError, RepostEvent, RepostServices};
 use crate::thread::{Thread, ThreadCommand, ThreadError, ThreadEvent, ThreadServices};
 
@@ -63,7 +63,7 @@ macro_rules! aggregate {
     };
 }
 
-aggregate!(Post, PostCommand, PostEvent, PostError);
+aggregate!(Post, PostCommand, PostEvent, PostError, QuoteJudged);
 aggregate!(Account, AccountCommand, AccountEvent, AccountError);
 aggregate!(
     RelationPair,

@@ -141,7 +141,11 @@ impl LogEvent {
             | Self::Thread(ThreadEvent::CommentAdded {
                 content, author, ..
             }) => Some((content, *author)),
-            Self::Post(PostEvent::PostDeleted { .. })
+            Self::Post(
+                PostEvent::PostDeleted { .. }
+                | PostEvent::QuotePolicyChanged { .. }
+                | PostEvent::QuoteDetached { .. },
+            )
             | Self::Thread(
                 ThreadEvent::CommentDeleted { .. }
                 | ThreadEvent::CommentPinned { .. }

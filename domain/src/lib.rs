@@ -28,8 +28,8 @@ pub use pair::{
     RelationPair, RequestEndCause, UnfollowCause,
 };
 pub use post::{
-    BadPostId, BadVisibility, Post, PostCommand, PostContent, PostContentError, PostError,
-    PostEvent, PostId, Visibility,
+    BadPostId, BadQuotePolicy, BadVisibility, Post, PostCommand, PostContent, PostContentError,
+    PostError, PostEvent, PostId, QuoteJudged, QuoteOf, QuotePolicy, Visibility,
 };
 pub use privacy::{Privacy, Reader};
 pub use relation::{Facts, FollowPrefs, PrefsChange, Relation, RelationState};

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::UserId;
 
+mod quote;
+pub use quote::{BadQuotePolicy, QuoteJudged, QuoteOf, QuotePolicy};
+
 /// A post's id: a UUID (version 7, so ids sort roughly by creation), made by the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(value_type = String, format = "uuid"))]
@@ -174,6 +177,26 @@ pub enum PostCommand {
         visibility: Visibility,
         /// When it was written (the service's clock; the domain has none).
         created_at: DateTime<Utc>,
+        /// The post it quotes (issue 44), as the caller found it live.
+        quote_of: Option<QuoteOf>,
+        /// Who may quote it.
+        quote_policy: QuotePolicy,
+    },
+    /// Change who may quote the post (its author only).
+    SetQuotePolicy {
+        /// The post.
+        post_id: PostId,
+        /// The user who asks.
+        actor: UserId,
+        /// The new policy.
+        quote_policy: QuotePolicy,
+    },
+    /// Detach the post's quote (issue 44): only the quoted post's author may.
+    Detach {
+        /// The quoting post.
+        post_id: PostId,
+        /// The user who asks.
+        actor: UserId,
     },
     /// Delete the post (rule 8: only its author).
     Delete {
@@ -189,6 +212,8 @@ impl PostCommand {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Publish { .. } => "publish_post",
+            Self::SetQuotePolicy { .. } => "set_quote_policy",
+            Self::Detach { .. } => "detach_quote",
             Self::Delete { .. } => "delete_post",
         }
     }
@@ -196,7 +221,10 @@ impl PostCommand {
     /// The post the command acts on.
     pub fn post_id(&self) -> PostId {
         match self {
-            Self::Publish { post_id, .. } | Self::Delete { post_id, .. } => *post_id,
+            Self::Publish { post_id, .. }
+            | Self::SetQuotePolicy { post_id, .. }
+            | Self::Detach { post_id, .. }
+            | Self::Delete { post_id, .. } => *post_id,
         }
     }
 
@@ -204,13 +232,15 @@ impl PostCommand {
     pub fn actor(&self) -> UserId {
         match self {
             Self::Publish { author, .. } => *author,
-            Self::Delete { actor, .. } => *actor,
+            Self::SetQuotePolicy { actor, .. }
+            | Self::Detach { actor, .. }
+            | Self::Delete { actor, .. } => *actor,
         }
     }
 }
 
 /// The facts a post's stream holds. `PostPublished` is stored as version 2 (its content
-/// sealed by the store); version 1 (plain content) stays readable.
+/// sealed by the store); version 1 (plain content) stays readable. The others are version 1.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PostEvent {
     /// `author` published the post.
@@ -228,6 +258,36 @@ pub enum PostEvent {
         /// Who may read it (issue 26); absent from events stored before it: `public`.
         #[serde(default)]
         visibility: Visibility,
+        /// The post it quotes (issue 44); absent when it quotes none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        quote_of: Option<PostId>,
+        /// The quoted post's author, beside `quote_of` ([`PostEvent::quote`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        quote_author: Option<UserId>,
+        /// Who may quote it (issue 44); absent when `anyone`, as in every event before it.
+        #[serde(default, skip_serializing_if = "QuotePolicy::is_anyone")]
+        quote_policy: QuotePolicy,
+    },
+    /// The author changed who may quote the post (issue 44); quotes made before stay.
+    QuotePolicyChanged {
+        /// The post.
+        post_id: PostId,
+        /// Its author.
+        author: UserId,
+        /// The new policy.
+        quote_policy: QuotePolicy,
+    },
+    /// The quoted post's author detached the post's quote (issue 44): it shows the quote as
+    /// `detached` from now on, and no longer counts among the quoted post's quotes.
+    QuoteDetached {
+        /// The quoting post.
+        post_id: PostId,
+        /// The quoting post's author.
+        author: UserId,
+        /// The quoted post.
+        quote_of: PostId,
+        /// Its author, who detached the quote.
+        quote_author: UserId,
     },
     /// The author deleted the post; it never appears again anywhere.
     PostDeleted {
@@ -243,6 +303,8 @@ impl PostEvent {
     pub fn event_type(&self) -> &'static str {
         match self {
             Self::PostPublished { .. } => "PostPublished",
+            Self::QuotePolicyChanged { .. } => "QuotePolicyChanged",
+            Self::QuoteDetached { .. } => "QuoteDetached",
             Self::PostDeleted { .. } => "PostDeleted",
         }
     }
@@ -250,6 +312,25 @@ impl PostEvent {
     /// The schema version of the event's payload.
     pub fn event_version(&self) -> &'static str {
         "1"
+    }
+
+    /// The post a published post quotes, or whose quote was detached, with its author.
+    pub fn quote(&self) -> Option<QuoteOf> {
+        match *self {
+            Self::PostPublished {
+                quote_of: Some(post),
+                quote_author: Some(author),
+                ..
+            }
+            | Self::QuoteDetached {
+                quote_of: post,
+                quote_author: author,
+                ..
+            } => Some(QuoteOf { post, author }),
+            Self::PostPublished { .. }
+            | Self::QuotePolicyChanged { .. }
+            | Self::PostDeleted { .. } => None,
+        }
     }
 }
 
@@ -265,6 +346,18 @@ pub enum PostError {
     /// The id is taken (a publish on an existing stream).
     #[error("a post with this id exists")]
     AlreadyExists,
+    /// A quote of a post the author may not read (issue 26): to them it does not exist.
+    #[error("no such post to quote")]
+    QuotedNotFound,
+    /// A quote across a block, either way, with the quoted post's author.
+    #[error("a block stands between you and the quoted post's author")]
+    Blocked,
+    /// A quote the quoted post's policy does not allow.
+    #[error("this post cannot be quoted")]
+    NotQuotable,
+    /// A detach by anyone but the quoted post's author, or of a post that quotes none.
+    #[error("only the quoted post's author may detach a quote")]
+    NotQuotedAuthor,
 }
 
 /// A post's state, folded from its stream.
@@ -280,6 +373,15 @@ pub enum Post {
         /// Who may read it.
         #[serde(default)]
         visibility: Visibility,
+        /// Who may quote it.
+        #[serde(default)]
+        quote_policy: QuotePolicy,
+        /// The post it quotes, while its quote is not detached.
+        #[serde(default)]
+        quote_of: Option<QuoteOf>,
+        /// Who detached its quote (the quoted post's author), once one did.
+        #[serde(default)]
+        detached_by: Option<UserId>,
     },
     /// Deleted by its author.
     Deleted {
@@ -292,8 +394,13 @@ impl Post {
     /// The aggregate's type, as the event store names its streams.
     pub const TYPE: &'static str = "post";
 
-    /// Decides a command: the events it appends, or why it is refused.
-    pub fn decide(&self, command: PostCommand) -> Result<Vec<PostEvent>, PostError> {
+    /// Decides a command: the events it appends, or why it is refused. A quote is judged
+    /// in SPEC's order against `quote` (read under lock): not found, blocked, not quotable.
+    pub fn decide(
+        &self,
+        command: PostCommand,
+        quote: QuoteJudged,
+    ) -> Result<Vec<PostEvent>, PostError> {
         match (self, command) {
             (
                 Post::Unpublished,
@@ -303,15 +410,26 @@ impl Post {
                     content,
                     visibility,
                     created_at,
+                    quote_of,
+                    quote_policy,
                 },
-            ) => Ok(vec![PostEvent::PostPublished {
-                post_id,
-                author,
-                content: Some(content),
-                created_at,
-                visibility,
-            }]),
+            ) => {
+                if quote_of.is_some() {
+                    judge_quote(quote)?;
+                }
+                Ok(vec![PostEvent::PostPublished {
+                    post_id,
+                    author,
+                    content: Some(content),
+                    created_at,
+                    visibility,
+                    quote_of: quote_of.map(|q| q.post),
+                    quote_author: quote_of.map(|q| q.author),
+                    quote_policy,
+                }])
+            }
             (_, PostCommand::Publish { .. }) => Err(PostError::AlreadyExists),
+            (Post::Unpublished | Post::Deleted { .. }, _) => Err(PostError::NotFound),
             (Post::Live { author, .. }, PostCommand::Delete { post_id, actor }) => {
                 if *author != actor {
                     return Err(PostError::NotAuthor);
@@ -321,20 +439,111 @@ impl Post {
                     author: *author,
                 }])
             }
-            (Post::Unpublished | Post::Deleted { .. }, PostCommand::Delete { .. }) => {
-                Err(PostError::NotFound)
+            (
+                Post::Live {
+                    author,
+                    quote_policy: now,
+                    ..
+                },
+                PostCommand::SetQuotePolicy {
+                    post_id,
+                    actor,
+                    quote_policy,
+                },
+            ) => {
+                if *author != actor {
+                    return Err(PostError::NotAuthor);
+                }
+                Ok(match *now == quote_policy {
+                    true => vec![],
+                    false => vec![PostEvent::QuotePolicyChanged {
+                        post_id,
+                        author: *author,
+                        quote_policy,
+                    }],
+                })
+            }
+            (
+                Post::Live {
+                    author, quote_of, ..
+                },
+                PostCommand::Detach { post_id, actor },
+            ) => {
+                Ok(match quote_of {
+                    Some(quote_of) if quote_of.author == actor => vec![PostEvent::QuoteDetached {
+                        post_id,
+                        author: *author,
+                        quote_of: quote_of.post,
+                        quote_author: quote_of.author,
+                    }],
+                    Some(_) => return Err(PostError::NotQuotedAuthor),
+                    // Detached already (a quote is detached once), or it never quoted: only
+                    // the author of a post it quoted may ask, and then it changes nothing.
+                    None => match self.quoted_by(actor) {
+                        true => vec![],
+                        false => return Err(PostError::NotQuotedAuthor),
+                    },
+                })
             }
         }
     }
 
+    /// Whether this post's quote was detached by `actor`, the author of the post it quoted.
+    fn quoted_by(&self, actor: UserId) -> bool {
+        matches!(self, Post::Live { detached_by: Some(by), .. } if *by == actor)
+    }
+
     /// Folds one event into the state.
     pub fn apply(&mut self, event: PostEvent) {
-        *self = match event {
+        let quote = event.quote();
+        match event {
             PostEvent::PostPublished {
-                author, visibility, ..
-            } => Post::Live { author, visibility },
-            PostEvent::PostDeleted { author, .. } => Post::Deleted { author },
-        };
+                author,
+                visibility,
+                quote_policy,
+                ..
+            } => {
+                *self = Post::Live {
+                    author,
+                    visibility,
+                    quote_policy,
+                    quote_of: quote,
+                    detached_by: None,
+                }
+            }
+            PostEvent::QuotePolicyChanged {
+                quote_policy: new, ..
+            } => {
+                if let Post::Live { quote_policy, .. } = self {
+                    *quote_policy = new;
+                }
+            }
+            PostEvent::QuoteDetached { quote_author, .. } => {
+                if let Post::Live {
+                    quote_of,
+                    detached_by,
+                    ..
+                } = self
+                {
+                    *quote_of = None;
+                    *detached_by = Some(quote_author);
+                }
+            }
+            PostEvent::PostDeleted { author, .. } => *self = Post::Deleted { author },
+        }
+    }
+}
+
+/// A quote's judgement, in SPEC's order.
+fn judge_quote(quote: QuoteJudged) -> Result<(), PostError> {
+    if quote.unreadable {
+        Err(PostError::QuotedNotFound)
+    } else if quote.blocked {
+        Err(PostError::Blocked)
+    } else if quote.not_quotable {
+        Err(PostError::NotQuotable)
+    } else {
+        Ok(())
     }
 }
 

@@ -62,7 +62,8 @@ const SECTIONS: &[Section] = &[
         rows: "rm_posts WHERE author = $1 AND NOT deleted AND repost_of IS NULL",
         at: "created_at",
         tie: "seq",
-        record: "'kind', 'post', 'id', post_id, 'content', content, 'at', created_at",
+        record: "'kind', 'post', 'id', post_id, 'content', content, 'at', created_at,
+                 'quote_of', quote_of, 'quote_policy', quote_policy",
     },
     Section {
         rows: "rm_comments WHERE author = $1 AND NOT deleted",

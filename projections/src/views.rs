@@ -3,7 +3,7 @@
 //! answer shows one as it was just written.
 
 use chrono::{DateTime, Utc};
-use relations_domain::{CommentId, PostId, UserId, Visibility};
+use relations_domain::{CommentId, PostId, QuotePolicy, UserId, Visibility};
 use serde::Serialize;
 
 /// A post as a reader sees it (SPEC.md's `Post`).
@@ -36,6 +36,72 @@ pub struct PostView {
     /// empty when the reader sees it only as a follower of its author. Only on feed items.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reposted_by: Option<Vec<UserId>>,
+    /// Who may quote it (issue 44).
+    pub quote_policy: QuotePolicy,
+    /// Live quotes of it that are not detached (projector `engagement`).
+    pub quote_count: i64,
+    /// The post it quotes, as this reader may see it at the moment of reading: null when it
+    /// quotes none; left out of a quoted post (one level).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<QuoteView>, nullable))]
+    pub quote: Option<Option<QuoteView>>,
+}
+
+impl PostView {
+    /// The quoted post not yet looked up: shown as `unavailable` until it is
+    /// ([`QuoteView::pending`]), never with content the reader may not read.
+    pub fn quoting(&self) -> Option<PostId> {
+        match &self.quote {
+            Some(Some(QuoteView::Gone {
+                id,
+                state: QuoteState::Unavailable,
+            })) => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+/// What a post shows of the post it quotes (issue 44).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(no_recursion))]
+#[serde(untagged)]
+pub enum QuoteView {
+    /// The quoted post as the reader may see it, its own `quote` left out.
+    Post(Box<PostView>),
+    /// The quoted post is not shown: `{id, state}`.
+    Gone {
+        /// The quoted post's id.
+        id: PostId,
+        /// Why not.
+        state: QuoteState,
+    },
+}
+
+impl QuoteView {
+    /// What a post quoting `quote_of` (`detached` or not) shows before the quoted post is
+    /// looked up for a reader: a detached quote stays so; any other is `unavailable` until
+    /// the lookup finds it readable.
+    pub fn pending(quote_of: Option<PostId>, detached: bool) -> Option<Option<Self>> {
+        Some(quote_of.map(|id| Self::Gone {
+            id,
+            state: match detached {
+                true => QuoteState::Detached,
+                false => QuoteState::Unavailable,
+            },
+        }))
+    }
+}
+
+/// Why a quoted post is not shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum QuoteState {
+    /// Deleted, its author erased or banned, or the reader may not read it or is separated
+    /// from its author by a block.
+    Unavailable,
+    /// Its author detached the quote.
+    Detached,
 }
 
 /// SPEC.md's `Comment`.

@@ -38,7 +38,7 @@ pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnsw
 pub use keys::{KeyError, Keyring, MasterKey};
 pub use metadata::EventMetadata;
 pub use position::{BadPosition, LogPosition};
-pub use posts::{Deletion, PostOutcome, PostStore, Publication};
+pub use posts::{Deletion, PostChange, PostOptions, PostOutcome, PostStore, Publication};
 pub use relations::{RelationDecision, RelationStore};
 pub use settings::{SettingsAsk, SettingsChange, SettingsStore};
 pub use signal::CommitSignal;

@@ -2,11 +2,15 @@
 //! transaction with the idempotency answer.
 
 use chrono::{DateTime, Utc};
-use relations_domain::{Post, PostCommand, PostContent, PostId, UserId, Visibility};
+use relations_domain::{
+    PairId, Post, PostCommand, PostContent, PostId, QuoteJudged, QuoteOf, QuotePolicy, UserId,
+    Visibility,
+};
 use sqlx::PgPool;
 
 use crate::error::StoreError;
 use crate::executor::{Executed, Executor, Render, StoreCommand, Workers};
+use crate::guards::pairs::{PairAsk, PairGuard, PostAccess};
 use crate::idempotency::Idempotency;
 use crate::keys::Keyring;
 use crate::metadata::EventMetadata;
@@ -24,10 +28,34 @@ pub struct Publication {
     pub content: PostContent,
     /// Who may read it.
     pub visibility: Visibility,
+    /// The post it quotes (issue 44).
+    pub quote_of: Option<QuoteOf>,
+    /// Who may quote it.
+    pub quote_policy: QuotePolicy,
     /// When it was written (to the microsecond, as PostgreSQL keeps it).
     pub created_at: DateTime<Utc>,
     /// Where its event sits in the log.
     pub position: LogPosition,
+}
+
+/// What a new post says beyond its text (issue 26's visibility, issue 44's quote).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PostOptions {
+    /// Who may read it.
+    pub visibility: Visibility,
+    /// The post it quotes, as its author found it live and readable.
+    pub quote_of: Option<PostAccess>,
+    /// Who may quote it.
+    pub quote_policy: QuotePolicy,
+}
+
+/// A change to a post that may change nothing (a quote policy set, a quote detached).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostChange {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Where the event sits in the log; none when nothing changed.
+    pub position: Option<LogPosition>,
 }
 
 /// A post or a comment deleted: where the deletion sits in the log.
@@ -44,6 +72,8 @@ pub enum PostOutcome {
     Published(Publication),
     /// A delete.
     Deleted(Deletion),
+    /// A quote policy set or a quote detached.
+    Changed(PostChange),
 }
 
 /// Carries out post commands against the event store.
@@ -69,7 +99,10 @@ impl PostStore {
         }
     }
 
-    /// Publishes a new post by `author`, readable as `visibility` says, made now.
+    /// Publishes a new post by `author` with `options`, made now. A quote is refused as not
+    /// found when the author may not read the quoted post, as blocked across a block either
+    /// way, as not quotable when its policy says no, each read under the pair's lock and the
+    /// quoted post's stream (issue 44).
     #[tracing::instrument(name = "command.execute", skip_all, fields(
         command = "publish_post", user.id = %author, post.id
     ))]
@@ -77,7 +110,7 @@ impl PostStore {
         &self,
         author: UserId,
         content: PostContent,
-        visibility: Visibility,
+        options: PostOptions,
         metadata: &EventMetadata,
         idempotency: Option<&Idempotency>,
     ) -> Result<Executed<Publication>, StoreError> {
@@ -87,17 +120,45 @@ impl PostStore {
             post_id,
             author,
             content,
-            visibility,
+            visibility: options.visibility,
             created_at: crate::metadata::now(),
+            quote_of: options.quote_of.map(|q| QuoteOf {
+                post: q.post,
+                author: q.author,
+            }),
+            quote_policy: options.quote_policy,
         };
-        let command = PostCommandOf::new(command);
+        let mut command = PostCommandOf::new(command);
+        command.quoted = options.quote_of;
         let executed = self
             .executor
             .execute(command, metadata, idempotency)
             .await?;
         Ok(executed.map(|outcome| match outcome {
             PostOutcome::Published(publication) => publication,
-            PostOutcome::Deleted(_) => unreachable!("a publish answers Published"),
+            _ => unreachable!("a publish answers Published"),
+        }))
+    }
+
+    /// Sets who may quote `post_id` (its author only), or detaches its quote (the quoted
+    /// post's author only): `command` is a `SetQuotePolicy` or a `Detach`.
+    #[tracing::instrument(name = "command.execute", skip_all, fields(
+        command = command.name(), user.id = %command.actor(), post.id = %command.post_id()
+    ))]
+    pub async fn change(
+        &self,
+        command: PostCommand,
+        metadata: &EventMetadata,
+        idempotency: Option<&Idempotency>,
+    ) -> Result<Executed<PostChange>, StoreError> {
+        let command = PostCommandOf::new(command);
+        let executed = self
+            .executor
+            .execute(command, metadata, idempotency)
+            .await?;
+        Ok(executed.map(|outcome| match outcome {
+            PostOutcome::Changed(change) => change,
+            _ => unreachable!("a policy change or a detach answers Changed"),
         }))
     }
 
@@ -132,15 +193,16 @@ impl PostStore {
             .await?;
         Ok(executed.map(|outcome| match outcome {
             PostOutcome::Deleted(deletion) => deletion,
-            PostOutcome::Published(_) => unreachable!("a delete answers Deleted"),
+            _ => unreachable!("a delete answers Deleted"),
         }))
     }
 }
 
-/// A post command with its stream.
+/// A post command with its stream, and the post it quotes.
 struct PostCommandOf {
     command: PostCommand,
     stream: String,
+    quoted: Option<PostAccess>,
 }
 
 impl PostCommandOf {
@@ -148,13 +210,14 @@ impl PostCommandOf {
         Self {
             stream: command.post_id().to_string(),
             command,
+            quoted: None,
         }
     }
 }
 
 impl StoreCommand for PostCommandOf {
     type Aggregate = Post;
-    type Guard = ();
+    type Guard = PairGuard;
     type Outcome = PostOutcome;
 
     fn stream(&self) -> &str {
@@ -165,21 +228,49 @@ impl StoreCommand for PostCommandOf {
         self.command.actor()
     }
 
+    /// The actor, and the quoted post's author: an erased one is named, and refused.
     fn users(&self) -> Vec<UserId> {
-        vec![self.command.actor()]
+        let mut users = vec![self.command.actor()];
+        users.extend(self.quoted.map(|q| q.author));
+        users
     }
 
     fn command(&self) -> PostCommand {
         self.command.clone()
     }
 
-    fn ask(&self) {}
+    /// A quote reads the pair of its author and the quoted post's, and the quoted post; any
+    /// other post command reads nothing beyond its stream.
+    fn ask(&self) -> PairAsk {
+        let actor = self.command.actor();
+        PairAsk {
+            pairs: self
+                .quoted
+                .and_then(|q| PairId::new(actor, q.author).ok())
+                .into_iter()
+                .collect(),
+            post: self.quoted,
+            comment: None,
+        }
+    }
 
-    fn services(&self, _guard: &()) {}
+    fn services(&self, guard: &PairGuard) -> QuoteJudged {
+        let actor = self.command.actor();
+        self.quoted
+            .map_or_else(QuoteJudged::default, |quoted| QuoteJudged {
+                unreadable: guard.unreadable(actor, quoted),
+                blocked: guard.blocked(actor, [quoted.author]),
+                not_quotable: guard.not_quotable(actor, quoted),
+            })
+    }
 
-    // A post command that is decided always appends (the aggregate refuses a no-op with an
-    // error), so the position is never the default.
+    // A publish and a delete that are decided always append (the aggregate refuses a no-op
+    // with an error), so their position is never the default.
     fn outcome(&self, _post: &Post, position: Option<LogPosition>) -> PostOutcome {
+        let change = PostChange {
+            changed: position.is_some(),
+            position,
+        };
         let position = position.unwrap_or_default();
         match &self.command {
             PostCommand::Publish {
@@ -188,15 +279,22 @@ impl StoreCommand for PostCommandOf {
                 content,
                 visibility,
                 created_at,
+                quote_of,
+                quote_policy,
             } => PostOutcome::Published(Publication {
                 post: *post_id,
                 author: *author,
                 content: content.clone(),
                 visibility: *visibility,
+                quote_of: *quote_of,
+                quote_policy: *quote_policy,
                 created_at: *created_at,
                 position,
             }),
             PostCommand::Delete { .. } => PostOutcome::Deleted(Deletion { position }),
+            PostCommand::SetQuotePolicy { .. } | PostCommand::Detach { .. } => {
+                PostOutcome::Changed(change)
+            }
         }
     }
 }

@@ -72,8 +72,13 @@ async fn judge(
     (post, seen): (Post, usize),
     judged: Judged,
 ) -> Result<PostAccess, ApiError> {
-    let (author, visibility) = match post {
-        Post::Live { author, visibility } => (live_user(state, author).await?, visibility),
+    let (author, visibility, quote_policy) = match post {
+        Post::Live {
+            author,
+            visibility,
+            quote_policy,
+            ..
+        } => (live_user(state, author).await?, visibility, quote_policy),
         Post::Unpublished | Post::Deleted { .. } => return Err(ApiError::NotFound),
     };
     let min_position = match judged {
@@ -94,6 +99,7 @@ async fn judge(
             post: id,
             author,
             visibility,
+            quote_policy,
             seen,
         }),
         false => Err(ApiError::NotFound),

@@ -25,6 +25,9 @@ fn published(author: i64) -> PostEvent {
         content: Some(content("hello")),
         created_at: at(),
         visibility: Visibility::Public,
+        quote_of: None,
+        quote_author: None,
+        quote_policy: QuotePolicy::Anyone,
     }
 }
 
@@ -43,6 +46,8 @@ fn publish(author: i64) -> PostCommand {
         content: content("hello"),
         visibility: Visibility::Public,
         created_at: at(),
+        quote_of: None,
+        quote_policy: QuotePolicy::Anyone,
     }
 }
 
@@ -91,13 +96,16 @@ fn post_ids_parse_only_from_the_hyphenated_form() {
 
 #[test]
 fn publishing_starts_the_stream() {
-    assert_eq!(given(vec![]).decide(publish(1)), Ok(vec![published(1)]));
+    assert_eq!(
+        given(vec![]).decide(publish(1), QuoteJudged::default()),
+        Ok(vec![published(1)])
+    );
 }
 
 #[test]
 fn an_id_is_published_once() {
     assert_eq!(
-        given(vec![published(1)]).decide(publish(1)),
+        given(vec![published(1)]).decide(publish(1), QuoteJudged::default()),
         Err(PostError::AlreadyExists)
     );
 }
@@ -105,9 +113,12 @@ fn an_id_is_published_once() {
 #[test]
 fn only_the_author_deletes() {
     let post = given(vec![published(1)]);
-    assert_eq!(post.decide(delete(2)), Err(PostError::NotAuthor));
     assert_eq!(
-        post.decide(delete(1)),
+        post.decide(delete(2), QuoteJudged::default()),
+        Err(PostError::NotAuthor)
+    );
+    assert_eq!(
+        post.decide(delete(1), QuoteJudged::default()),
         Ok(vec![PostEvent::PostDeleted {
             post_id: id(),
             author: u(1)
@@ -117,7 +128,10 @@ fn only_the_author_deletes() {
 
 #[test]
 fn an_unknown_or_deleted_post_is_not_found_for_anyone() {
-    assert_eq!(given(vec![]).decide(delete(1)), Err(PostError::NotFound));
+    assert_eq!(
+        given(vec![]).decide(delete(1), QuoteJudged::default()),
+        Err(PostError::NotFound)
+    );
     let deleted = given(vec![
         published(1),
         PostEvent::PostDeleted {
@@ -125,9 +139,18 @@ fn an_unknown_or_deleted_post_is_not_found_for_anyone() {
             author: u(1),
         },
     ]);
-    assert_eq!(deleted.decide(delete(1)), Err(PostError::NotFound));
-    assert_eq!(deleted.decide(delete(2)), Err(PostError::NotFound));
-    assert_eq!(deleted.decide(publish(1)), Err(PostError::AlreadyExists));
+    assert_eq!(
+        deleted.decide(delete(1), QuoteJudged::default()),
+        Err(PostError::NotFound)
+    );
+    assert_eq!(
+        deleted.decide(delete(2), QuoteJudged::default()),
+        Err(PostError::NotFound)
+    );
+    assert_eq!(
+        deleted.decide(publish(1), QuoteJudged::default()),
+        Err(PostError::AlreadyExists)
+    );
 }
 
 #[test]
@@ -160,16 +183,160 @@ fn visibility_is_in_the_event_and_defaults_to_public_for_old_events() {
         post,
         Post::Live {
             author: u(1),
-            visibility: Visibility::Public
+            visibility: Visibility::Public,
+            quote_policy: QuotePolicy::Anyone,
+            quote_of: None,
+            detached_by: None,
         }
     );
     let mut command = publish(1);
     if let PostCommand::Publish { visibility, .. } = &mut command {
         *visibility = Visibility::Followers;
     }
-    let events = Post::default().decide(command).unwrap();
+    let events = Post::default()
+        .decide(command, QuoteJudged::default())
+        .unwrap();
     let json = serde_json::to_value(&events[0]).unwrap();
     assert_eq!(json["PostPublished"]["visibility"], "followers");
     assert_eq!("unlisted".parse(), Ok(Visibility::Unlisted));
     assert_eq!("secret".parse::<Visibility>(), Err(BadVisibility));
+}
+
+fn other() -> PostId {
+    "0190f5a2-7b6c-7def-8123-456789abcde0".parse().unwrap()
+}
+
+fn quoting(author: i64, quoted_author: i64) -> PostCommand {
+    let mut command = publish(author);
+    if let PostCommand::Publish { quote_of, .. } = &mut command {
+        *quote_of = Some(QuoteOf {
+            post: other(),
+            author: u(quoted_author),
+        });
+    }
+    command
+}
+
+fn judged(unreadable: bool, blocked: bool, not_quotable: bool) -> QuoteJudged {
+    QuoteJudged {
+        unreadable,
+        blocked,
+        not_quotable,
+    }
+}
+
+#[test]
+fn a_quote_is_judged_not_found_then_blocked_then_not_quotable() {
+    let new = Post::default();
+    let all = judged(true, true, true);
+    assert_eq!(
+        new.decide(quoting(1, 2), all),
+        Err(PostError::QuotedNotFound)
+    );
+    let blocked = judged(false, true, true);
+    assert_eq!(new.decide(quoting(1, 2), blocked), Err(PostError::Blocked));
+    let closed = judged(false, false, true);
+    assert_eq!(
+        new.decide(quoting(1, 2), closed),
+        Err(PostError::NotQuotable)
+    );
+    let events = new.decide(quoting(1, 2), QuoteJudged::default()).unwrap();
+    assert_eq!(events[0].quote().map(|q| q.author), Some(u(2)));
+    // A post that quotes nothing is never judged as a quote.
+    assert!(new.decide(publish(1), all).is_ok());
+}
+
+#[test]
+fn a_policy_lets_the_author_its_followers_or_anyone_quote() {
+    use QuotePolicy::*;
+    assert!(Anyone.allows(false, false));
+    assert!(Followers.allows(false, true));
+    assert!(!Followers.allows(false, false));
+    assert!(!Nobody.allows(false, true));
+    assert!(Nobody.allows(true, false));
+    assert_eq!("followers".parse(), Ok(Followers));
+    assert_eq!("friends".parse::<QuotePolicy>(), Err(BadQuotePolicy));
+}
+
+#[test]
+fn only_the_author_changes_the_policy_and_the_same_policy_changes_nothing() {
+    let post = given(vec![published(1)]);
+    let set = |actor, quote_policy| PostCommand::SetQuotePolicy {
+        post_id: id(),
+        actor: u(actor),
+        quote_policy,
+    };
+    let none = QuoteJudged::default();
+    assert_eq!(
+        post.decide(set(2, QuotePolicy::Nobody), none),
+        Err(PostError::NotAuthor)
+    );
+    assert_eq!(post.decide(set(1, QuotePolicy::Anyone), none), Ok(vec![]));
+    let changed = post.decide(set(1, QuotePolicy::Nobody), none).unwrap();
+    let post = given(vec![published(1), changed[0].clone()]);
+    assert!(matches!(
+        post,
+        Post::Live {
+            quote_policy: QuotePolicy::Nobody,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn only_the_quoted_author_detaches_once() {
+    let none = QuoteJudged::default();
+    let published = Post::default().decide(quoting(1, 2), none).unwrap();
+    let post = given(published.clone());
+    let detach = |actor| PostCommand::Detach {
+        post_id: id(),
+        actor: u(actor),
+    };
+    assert_eq!(
+        post.decide(detach(1), none),
+        Err(PostError::NotQuotedAuthor)
+    );
+    assert_eq!(
+        post.decide(detach(3), none),
+        Err(PostError::NotQuotedAuthor)
+    );
+    let detached = post.decide(detach(2), none).unwrap();
+    assert!(matches!(detached[..], [PostEvent::QuoteDetached { .. }]));
+    let post = given([published, detached].concat());
+    assert_eq!(post.decide(detach(2), none), Ok(vec![]));
+    assert_eq!(
+        post.decide(detach(3), none),
+        Err(PostError::NotQuotedAuthor)
+    );
+    // A post that quotes nothing has nothing to detach.
+    let plain = given(vec![self::published(1)]);
+    assert_eq!(
+        plain.decide(detach(2), none),
+        Err(PostError::NotQuotedAuthor)
+    );
+    let gone = given(vec![
+        self::published(1),
+        PostEvent::PostDeleted {
+            post_id: id(),
+            author: u(1),
+        },
+    ]);
+    assert_eq!(gone.decide(detach(2), none), Err(PostError::NotFound));
+}
+
+#[test]
+fn a_quote_is_in_the_event_and_old_events_read_as_quoting_nothing() {
+    let events = Post::default()
+        .decide(quoting(1, 2), QuoteJudged::default())
+        .unwrap();
+    let json = serde_json::to_value(&events[0]).unwrap();
+    assert_eq!(json["PostPublished"]["quote_author"], 2);
+    assert_eq!(json["PostPublished"]["quote_of"], other().to_string());
+    // The default policy is left out, as in every event before quotes.
+    assert!(json["PostPublished"].get("quote_policy").is_none());
+    let plain = serde_json::to_value(published(1)).unwrap();
+    assert!(plain["PostPublished"].get("quote_of").is_none());
+    assert!(plain["PostPublished"].get("quote_author").is_none());
+    let back: PostEvent = serde_json::from_value(plain).unwrap();
+    assert_eq!(back, published(1));
 }

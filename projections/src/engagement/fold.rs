@@ -13,8 +13,10 @@
 //!   ([`hide_bare`]);
 //! - a repost is a row per (post, user) and moves the post's repost count as a like moves its
 //!   like count (issue 44);
-//! - an erasure voids the user's likes and reposts (each target loses one) and deletes each of
-//!   their live comments as a deletion does.
+//! - a quote is a row per quoting post and adds one to the quoted post's quote count; the
+//!   quoting post's deletion, or its quote's detaching, takes the row and the one (issue 44);
+//! - an erasure voids the user's likes, reposts and quotes (each target loses one) and deletes
+//!   each of their live comments as a deletion does.
 //!
 //! A run of likes ([`fold_changes`]) is folded at once where the tables can do better than one
 //! by one ([`EngagementTables::like_run`]), with the result one by one gives.
@@ -22,7 +24,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use relations_domain::{LikeTarget, LogEvent, ThreadEvent};
+use relations_domain::{LikeTarget, LogEvent, PostEvent, ThreadEvent};
 use relations_store::log::RecordedEvent;
 
 use crate::error::ProjectionError;
@@ -63,6 +65,19 @@ pub struct Repost {
     pub on: bool,
 }
 
+/// A quote as published (issue 44).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quote {
+    /// The quoting post.
+    pub post: uuid::Uuid,
+    /// The quoted post.
+    pub quote_of: uuid::Uuid,
+    /// The quoting post's author.
+    pub author: i64,
+    /// The quoted post's author.
+    pub quoted_author: i64,
+}
+
 /// A comment as written.
 #[derive(Debug, Clone, Copy)]
 pub struct NewComment<'a> {
@@ -87,6 +102,10 @@ pub enum EngagementChange<'a> {
     Like(Like),
     /// A repost made or taken back.
     Repost(Repost),
+    /// A post that quotes another was published.
+    Quoted(Quote),
+    /// A post was deleted, or its quote detached: it quotes no more, if it did.
+    Unquoted(uuid::Uuid),
     /// A comment written.
     Commented(NewComment<'a>),
     /// A comment deleted.
@@ -130,8 +149,32 @@ impl<'a> EngagementChange<'a> {
                 })
             }
             LogEvent::Thread(thread) => Self::of_thread(thread),
+            LogEvent::Post(
+                published @ PostEvent::PostPublished {
+                    post_id,
+                    author,
+                    quote_of: Some(_),
+                    ..
+                },
+            ) => {
+                let quote = published.quote()?;
+                Self::Quoted(Quote {
+                    post: post_id.uuid(),
+                    quote_of: quote.post.uuid(),
+                    author: author.get(),
+                    quoted_author: quote.author.get(),
+                })
+            }
+            LogEvent::Post(
+                PostEvent::PostDeleted { post_id, .. } | PostEvent::QuoteDetached { post_id, .. },
+            ) => Self::Unquoted(post_id.uuid()),
             // Erasures are above; nothing else is engagement.
-            LogEvent::Relation(_) | LogEvent::Post(_) | LogEvent::Account(_) => return None,
+            LogEvent::Post(
+                PostEvent::PostPublished { quote_of: None, .. }
+                | PostEvent::QuotePolicyChanged { .. },
+            )
+            | LogEvent::Relation(_)
+            | LogEvent::Account(_) => return None,
         })
     }
 
@@ -195,6 +238,18 @@ pub trait EngagementTables {
     /// Adds each post's change to its repost count.
     async fn count_reposts(&mut self, moved: &[(uuid::Uuid, i64)]) -> Folded<()>;
 
+    /// Keeps `quote`'s row; whether it is new.
+    async fn quote(&mut self, quote: &Quote) -> Folded<bool>;
+
+    /// Removes the quote row of `post`; the post it quoted, if it had one.
+    async fn unquote(&mut self, post: uuid::Uuid) -> Folded<Option<uuid::Uuid>>;
+
+    /// Removes every quote row of `user`'s posts; the posts they quoted.
+    async fn unquote_all(&mut self, user: i64) -> Folded<Vec<uuid::Uuid>>;
+
+    /// Adds each post's change to its quote count.
+    async fn count_quotes(&mut self, moved: &[(uuid::Uuid, i64)]) -> Folded<()>;
+
     /// Adds each target's change to its like count.
     async fn count_likes(&mut self, moved: &[(LikeTarget, i64)]) -> Folded<()>;
 
@@ -243,6 +298,16 @@ pub async fn fold<T: EngagementTables + ?Sized>(
                 tables.count_reposts(&[(repost.post, delta)]).await?;
             }
         }
+        EngagementChange::Quoted(quote) => {
+            if tables.quote(&quote).await? {
+                tables.count_quotes(&[(quote.quote_of, 1)]).await?;
+            }
+        }
+        EngagementChange::Unquoted(post) => {
+            if let Some(quoted) = tables.unquote(post).await? {
+                tables.count_quotes(&[(quoted, -1)]).await?;
+            }
+        }
         EngagementChange::Commented(comment) => {
             if tables.comment(&comment).await? {
                 if let Some(parent) = comment.parent {
@@ -265,7 +330,7 @@ pub async fn fold<T: EngagementTables + ?Sized>(
     Ok(())
 }
 
-/// Folds `user`'s erasure: every like and repost of theirs goes and its target loses one;
+/// Folds `user`'s erasure: every like, repost and quote of theirs goes and its target loses one;
 /// every live comment of theirs is deleted as a deletion deletes one.
 async fn erase<T: EngagementTables + ?Sized>(tables: &mut T, user: i64) -> Folded<()> {
     let liked = tables.unlike_all(user).await?;
@@ -275,6 +340,10 @@ async fn erase<T: EngagementTables + ?Sized>(tables: &mut T, user: i64) -> Folde
     let reposted = tables.unrepost_all(user).await?;
     tables
         .count_reposts(&net(reposted.into_iter().map(|p| (p, -1))))
+        .await?;
+    let quoted = tables.unquote_all(user).await?;
+    tables
+        .count_quotes(&net(quoted.into_iter().map(|p| (p, -1))))
         .await?;
     let deleted = tables.uncomment_all(user).await?;
     tables

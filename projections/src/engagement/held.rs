@@ -21,11 +21,16 @@ pub struct PostStats {
     reposters: HashSet<u64>,
     /// `(n, author)` of every live comment.
     comments: Vec<(u32, u64)>,
+    /// The posts that quote it, live and not detached (issue 44).
+    quotes: HashSet<PostId>,
 }
 
 impl PostStats {
     fn is_empty(&self) -> bool {
-        self.likers.is_empty() && self.reposters.is_empty() && self.comments.is_empty()
+        self.likers.is_empty()
+            && self.reposters.is_empty()
+            && self.comments.is_empty()
+            && self.quotes.is_empty()
     }
 }
 
@@ -42,12 +47,17 @@ pub struct Shown {
     pub reposts: i64,
     /// Whether the reader reposts it.
     pub reposted: bool,
+    /// Live quotes that are not detached.
+    pub quotes: i64,
 }
 
 /// Every held post's likes and live comments; see the module docs.
 #[derive(Debug, Default, Clone)]
 pub struct Engagement {
     by_post: HashMap<PostId, PostStats>,
+    /// Each quote counted above: quoting post -> (quoted post, the quoting post's author), so
+    /// that a deletion or a detach, which names the quoting post, finds its entry.
+    quoting: HashMap<PostId, (PostId, u64)>,
 }
 
 impl Engagement {
@@ -61,7 +71,38 @@ impl Engagement {
                 liked: s.likers.contains(&reader),
                 reposts: s.reposters.len() as i64,
                 reposted: s.reposters.contains(&reader),
+                quotes: s.quotes.len() as i64,
             })
+    }
+
+    /// `post` by `by` quotes `quoted` of `author`; the caller adds only to held posts.
+    pub fn quote(&mut self, post: PostId, by: u64, quoted: PostId, author: u64) {
+        if self.entry(quoted, author).quotes.insert(post) {
+            self.quoting.insert(post, (quoted, by));
+        }
+    }
+
+    /// `post` quotes no more (deleted, or its quote detached), if it quoted a held post.
+    pub fn unquote(&mut self, post: PostId) {
+        if let Some((quoted, _)) = self.quoting.remove(&post) {
+            if let Some(stats) = self.by_post.get_mut(&quoted) {
+                stats.quotes.remove(&post);
+                self.forget_if_empty(quoted);
+            }
+        }
+    }
+
+    /// Each quote by `user` is void (an erasure).
+    pub fn unquote_all(&mut self, user: u64) {
+        let theirs: Vec<PostId> = self
+            .quoting
+            .iter()
+            .filter(|(_, &(_, by))| by == user)
+            .map(|(&post, _)| post)
+            .collect();
+        for post in theirs {
+            self.unquote(post);
+        }
     }
 
     /// `user` likes `post` of `author` (`on`), or took the like back. Liking twice, or taking
@@ -112,7 +153,16 @@ impl Engagement {
 
     /// `post` left memory: its entry goes.
     pub fn forget(&mut self, post: PostId) {
-        self.by_post.remove(&post);
+        if let Some(stats) = self.by_post.remove(&post) {
+            self.unindex(&stats);
+        }
+    }
+
+    /// The quotes of an entry that went leave the index.
+    fn unindex(&mut self, stats: &PostStats) {
+        for quoting in &stats.quotes {
+            self.quoting.remove(quoting);
+        }
     }
 
     /// Each like of `user` is void (an erasure).
@@ -142,7 +192,16 @@ impl Engagement {
     /// Keeps only the entries `held` says are of posts held (the load read some for posts
     /// its replay was to publish).
     pub fn retain_held(&mut self, held: impl Fn(u64, PostId) -> bool) {
-        self.by_post.retain(|&post, stats| held(stats.author, post));
+        let quoting = &mut self.quoting;
+        self.by_post.retain(|&post, stats| {
+            let keep = held(stats.author, post);
+            if !keep {
+                for q in &stats.quotes {
+                    quoting.remove(q);
+                }
+            }
+            keep
+        });
     }
 
     /// The likes and live comments held, in all.
@@ -162,9 +221,11 @@ impl Engagement {
             .map(|s| {
                 (s.likers.capacity() + s.reposters.capacity()) * (size_of::<u64>() + 1)
                     + s.comments.capacity() * size_of::<(u32, u64)>()
+                    + s.quotes.capacity() * (size_of::<PostId>() + 1)
             })
             .sum();
-        inner + self.by_post.capacity() * (size_of::<(PostId, PostStats)>() + 1)
+        let index = self.quoting.capacity() * (size_of::<(PostId, (PostId, u64))>() + 1);
+        inner + index + self.by_post.capacity() * (size_of::<(PostId, PostStats)>() + 1)
     }
 
     fn entry(&mut self, post: PostId, author: u64) -> &mut PostStats {
@@ -214,6 +275,32 @@ mod tests {
         e.uncomment_all(2);
         assert_eq!(shown(&e, 1, 2), (0, 0, false));
         assert_eq!(e.held(), (0, 0));
+    }
+
+    #[test]
+    fn quotes_count_until_deleted_detached_or_erased_and_leave_with_their_post() {
+        let mut e = Engagement::default();
+        e.quote(p(10), 2, p(1), 9);
+        e.quote(p(10), 2, p(1), 9);
+        e.quote(p(11), 3, p(1), 9);
+        e.quote(p(12), 2, p(2), 8);
+        assert_eq!(e.shown(p(1), 5).quotes, 2);
+        e.unquote(p(11));
+        e.unquote(p(11));
+        e.unquote(p(99));
+        assert_eq!(e.shown(p(1), 5).quotes, 1);
+        // User 2's erasure voids both their quotes.
+        e.unquote_all(2);
+        assert_eq!(e.shown(p(1), 5).quotes, 0);
+        assert_eq!(e.shown(p(2), 5).quotes, 0);
+        assert!(e.quoting.is_empty() && e.by_post.is_empty());
+        // A quoted post leaving memory takes its quotes out of the index.
+        e.quote(p(13), 4, p(3), 7);
+        e.forget(p(3));
+        assert!(e.quoting.is_empty());
+        e.quote(p(14), 4, p(4), 7);
+        e.retain_held(|_, _| false);
+        assert!(e.quoting.is_empty());
     }
 
     #[test]

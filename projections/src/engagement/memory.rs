@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use relations_domain::LikeTarget;
 use uuid::Uuid;
 
-use super::fold::{EngagementTables, Folded, Key, Like, NewComment, Repost};
+use super::fold::{EngagementTables, Folded, Key, Like, NewComment, Quote, Repost};
 use super::PostCounts;
 
 /// A row of `rm_comments`.
@@ -30,13 +30,15 @@ pub struct CommentRow {
     pub visible: bool,
 }
 
-/// `rm_likes`, `rm_reposts`, `rm_post_stats` and `rm_comments`, in memory.
+/// `rm_likes`, `rm_reposts`, `rm_quotes`, `rm_post_stats` and `rm_comments`, in memory.
 #[derive(Debug, Default)]
 pub struct EngagementMemory {
     /// `rm_likes`: (target, user).
     pub likes: BTreeSet<(LikeTarget, i64)>,
     /// `rm_reposts`: (post, user).
     pub reposts: BTreeSet<(Uuid, i64)>,
+    /// `rm_quotes`: quoting post -> (quoted post, author).
+    pub quotes: BTreeMap<Uuid, (Uuid, i64)>,
     /// `rm_post_stats`.
     pub stats: BTreeMap<Uuid, PostCounts>,
     /// `rm_comments`.
@@ -90,6 +92,34 @@ impl EngagementTables for EngagementMemory {
     async fn count_reposts(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
         for &(post, delta) in moved {
             self.stats.entry(post).or_default().reposts += delta;
+        }
+        Ok(())
+    }
+
+    async fn quote(&mut self, quote: &Quote) -> Folded<bool> {
+        let row = (quote.quote_of, quote.author);
+        Ok(self.quotes.insert(quote.post, row).is_none())
+    }
+
+    async fn unquote(&mut self, post: Uuid) -> Folded<Option<Uuid>> {
+        Ok(self.quotes.remove(&post).map(|(quoted, _)| quoted))
+    }
+
+    async fn unquote_all(&mut self, user: i64) -> Folded<Vec<Uuid>> {
+        let mut quoted = Vec::new();
+        self.quotes.retain(|_, &mut (of, author)| {
+            let mine = author == user;
+            if mine {
+                quoted.push(of);
+            }
+            !mine
+        });
+        Ok(quoted)
+    }
+
+    async fn count_quotes(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
+        for &(post, delta) in moved {
+            self.stats.entry(post).or_default().quotes += delta;
         }
         Ok(())
     }

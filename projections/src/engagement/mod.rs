@@ -1,6 +1,7 @@
-//! Projector `engagement`: likes and comments (seed 002), reposts (issue 44). Who likes what
-//! (`rm_likes`), who reposts what (`rm_reposts`), each post's like, comment and repost counts
-//! (`rm_post_stats`), and every comment with its like count,
+//! Projector `engagement`: likes and comments (seed 002), reposts and quotes (issue 44). Who
+//! likes what (`rm_likes`), who reposts what (`rm_reposts`), which post quotes which
+//! (`rm_quotes`), each post's like, comment, repost and quote counts (`rm_post_stats`), and
+//! every comment with its like count,
 //! reply count and visibility (`rm_comments`).
 //!
 //! Counts are folded from the log and never written any other way, so they cannot drift: a
@@ -38,6 +39,8 @@ pub struct PostCounts {
     pub comments: i64,
     /// Live reposts (issue 44).
     pub reposts: i64,
+    /// Live quotes that are not detached (issue 44).
+    pub quotes: i64,
 }
 
 /// The projector's name.
@@ -56,7 +59,13 @@ impl Projector for Engagement {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["rm_likes", "rm_reposts", "rm_post_stats", "rm_comments"]
+        &[
+            "rm_likes",
+            "rm_reposts",
+            "rm_quotes",
+            "rm_post_stats",
+            "rm_comments",
+        ]
     }
 
     /// The batch's content opened at once (one key look-up for its authors), then folded

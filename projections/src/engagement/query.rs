@@ -279,21 +279,24 @@ pub async fn post_stats(
         return Ok(HashMap::new());
     }
     let ids: Vec<uuid::Uuid> = posts.iter().map(|p| p.uuid()).collect();
-    let rows: Vec<(uuid::Uuid, i64, i64, i64)> = sqlx::query_as(
-        "SELECT post, like_count, comment_count, repost_count FROM rm_post_stats
+    let rows: Vec<(uuid::Uuid, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT post, like_count, comment_count, repost_count, quote_count FROM rm_post_stats
           WHERE post = ANY($1)",
     )
     .bind(&ids)
     .fetch_all(pool)
     .await?;
-    let counts = rows.into_iter().map(|(p, likes, comments, reposts)| {
-        let counts = super::PostCounts {
-            likes,
-            comments,
-            reposts,
-        };
-        (PostId::from_uuid(p), counts)
-    });
+    let counts = rows
+        .into_iter()
+        .map(|(p, likes, comments, reposts, quotes)| {
+            let counts = super::PostCounts {
+                likes,
+                comments,
+                reposts,
+                quotes,
+            };
+            (PostId::from_uuid(p), counts)
+        });
     Ok(counts.collect())
 }
 

@@ -1,11 +1,11 @@
 //! Projector `engagement`'s tables in PostgreSQL as the engagement fold's tables: `rm_likes`,
-//! `rm_reposts`, `rm_post_stats` and `rm_comments`, written set-based where the fold hands over many.
+//! `rm_reposts`, `rm_quotes`, `rm_post_stats` and `rm_comments`, written set-based where the fold hands over many.
 
 use relations_domain::LikeTarget;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::fold::{EngagementTables, Folded, Key, Like, NewComment, Repost};
+use super::fold::{EngagementTables, Folded, Key, Like, NewComment, Quote, Repost};
 use super::likes;
 
 /// The tables, on the projector's connection.
@@ -67,6 +67,41 @@ impl EngagementTables for SqlTables<'_> {
 
     async fn count_reposts(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
         add_to_posts(self.conn, PostCount::Reposts, moved).await
+    }
+
+    async fn quote(&mut self, quote: &Quote) -> Folded<bool> {
+        let done = sqlx::query(
+            "INSERT INTO rm_quotes (post, quote_of, author) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(quote.post)
+        .bind(quote.quote_of)
+        .bind(quote.author)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn unquote(&mut self, post: Uuid) -> Folded<Option<Uuid>> {
+        Ok(
+            sqlx::query_scalar("DELETE FROM rm_quotes WHERE post = $1 RETURNING quote_of")
+                .bind(post)
+                .fetch_optional(&mut *self.conn)
+                .await?,
+        )
+    }
+
+    async fn unquote_all(&mut self, user: i64) -> Folded<Vec<Uuid>> {
+        Ok(
+            sqlx::query_scalar("DELETE FROM rm_quotes WHERE author = $1 RETURNING quote_of")
+                .bind(user)
+                .fetch_all(&mut *self.conn)
+                .await?,
+        )
+    }
+
+    async fn count_quotes(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
+        add_to_posts(self.conn, PostCount::Quotes, moved).await
     }
 
     async fn count_comments(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
@@ -160,6 +195,7 @@ enum PostCount {
     Likes,
     Comments,
     Reposts,
+    Quotes,
 }
 
 /// Adds each post's change to one of its counts (its row made when missing), in post order.
@@ -187,6 +223,11 @@ async fn add_to_posts(
             "INSERT INTO rm_post_stats AS s (post, repost_count)
              SELECT * FROM unnest($1::uuid[], $2::bigint[]) ORDER BY 1
              ON CONFLICT (post) DO UPDATE SET repost_count = s.repost_count + excluded.repost_count"
+        }
+        PostCount::Quotes => {
+            "INSERT INTO rm_post_stats AS s (post, quote_count)
+             SELECT * FROM unnest($1::uuid[], $2::bigint[]) ORDER BY 1
+             ON CONFLICT (post) DO UPDATE SET quote_count = s.quote_count + excluded.quote_count"
         }
     };
     sqlx::query(sql)

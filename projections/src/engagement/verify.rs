@@ -34,15 +34,15 @@ type Row = (
 );
 
 /// How differences name the tables compared.
-const STATS: &str = "rm_post_stats (post, likes, comments, reposts)";
+const STATS: &str = "rm_post_stats (post, likes, comments, reposts, quotes)";
 
-/// A compared row of `rm_post_stats`: (post, likes, comments, reposts).
-type StatsRow = (uuid::Uuid, i64, i64, i64);
+/// A compared row of `rm_post_stats`: (post, likes, comments, reposts, quotes).
+type StatsRow = (uuid::Uuid, i64, i64, i64, i64);
 
 /// The rows of `rm_post_stats` that are not all zero.
 fn stats_rows(stats: &BTreeMap<uuid::Uuid, PostCounts>) -> BTreeSet<StatsRow> {
     let rows = stats.iter().filter(|(_, c)| **c != PostCounts::default());
-    rows.map(|(&p, c)| (p, c.likes, c.comments, c.reposts))
+    rows.map(|(&p, c)| (p, c.likes, c.comments, c.reposts, c.quotes))
         .collect()
 }
 const COMMENTS: &str =
@@ -92,14 +92,18 @@ impl EngagementCheck {
             .collect()
     }
 
-    /// The counts and visibility the rules give, recounted from the folded likes, reposts
-    /// and comments: a post's likes and reposts are its rows of `rm_likes` and `rm_reposts`,
+    /// The counts and visibility the rules give, recounted from the folded likes, reposts,
+    /// quotes and comments: a post's likes, reposts and quotes are its rows of `rm_likes`,
+    /// `rm_reposts` and `rm_quotes`,
     /// its comments the live ones; a comment is visible while live or while it has a visible
     /// reply.
     fn recounted(&self) -> (BTreeSet<StatsRow>, BTreeSet<Row>) {
         let mut stats: BTreeMap<uuid::Uuid, PostCounts> = BTreeMap::new();
         for (post, _) in &self.tables.reposts {
             stats.entry(*post).or_default().reposts += 1;
+        }
+        for (quoted, _) in self.tables.quotes.values() {
+            stats.entry(*quoted).or_default().quotes += 1;
         }
         let mut comment_likes: BTreeMap<Key, i64> = BTreeMap::new();
         for (target, _) in &self.tables.likes {
@@ -195,9 +199,25 @@ impl Check for EngagementCheck {
             &reposts,
             out,
         );
+        let quotes: BTreeMap<uuid::Uuid, (uuid::Uuid, i64)> =
+            sqlx::query_as("SELECT post, quote_of, author FROM rm_quotes")
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .map(|(post, of, author)| (post, (of, author)))
+                .collect();
+        let folded: BTreeSet<_> = self.tables.quotes.iter().collect();
+        let actual: BTreeSet<_> = quotes.iter().collect();
+        diff(
+            "rm_quotes (post, (quote_of, author))",
+            &folded,
+            &actual,
+            out,
+        );
         let actual_stats: BTreeSet<StatsRow> = sqlx::query_as(
-            "SELECT post, like_count, comment_count, repost_count FROM rm_post_stats
-              WHERE like_count <> 0 OR comment_count <> 0 OR repost_count <> 0",
+            "SELECT post, like_count, comment_count, repost_count, quote_count FROM rm_post_stats
+              WHERE like_count <> 0 OR comment_count <> 0 OR repost_count <> 0
+                 OR quote_count <> 0",
         )
         .fetch_all(&mut *conn)
         .await?

@@ -66,7 +66,7 @@ async fn write_posts_and_follows(
         let content = post.content.as_deref().map(copy_text);
         writeln!(
             rows,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             post.id,
             at + 1,
             post.author,
@@ -74,14 +74,17 @@ async fn write_posts_and_follows(
             copy_timestamp(post.created_at),
             post.deleted,
             post.visibility,
-            post.repost_of
-                .map_or_else(|| "\\N".to_owned(), |p| p.to_string())
+            or_null(post.repost_of),
+            or_null(post.quote_of),
+            post.quote_policy,
+            post.quote_detached,
         )
         .expect("a String");
     }
     copy_in(
         conn,
-        "rm_posts (post_id, seq, author, content, created_at, deleted, visibility, repost_of)",
+        "rm_posts (post_id, seq, author, content, created_at, deleted, visibility, repost_of,
+                   quote_of, quote_policy, quote_detached)",
         rows,
     )
     .await?;
@@ -93,6 +96,11 @@ async fn write_posts_and_follows(
     let target = "feed_follows (follower, followee, show_reposts)";
     copy_in(conn, target, rows).await?;
     Ok(())
+}
+
+/// A post id for `COPY`, or its null.
+fn or_null(post: Option<uuid::Uuid>) -> String {
+    post.map_or_else(|| "\\N".to_owned(), |p| p.to_string())
 }
 
 /// `feed_authors` and `feed_mode_changes`, in key order.

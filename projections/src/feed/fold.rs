@@ -29,7 +29,9 @@ use std::future::Future;
 
 use chrono::{DateTime, Utc};
 use futures::FutureExt as _;
-use relations_domain::{AccountEvent, LogEvent, PostEvent, RelationEvent, RepostEvent, Visibility};
+use relations_domain::{
+    AccountEvent, LogEvent, PostEvent, QuotePolicy, RelationEvent, RepostEvent, Visibility,
+};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 
@@ -53,6 +55,21 @@ pub struct NewPost<'a> {
     pub created_at: DateTime<Utc>,
     /// Who may read it.
     pub visibility: Visibility,
+    /// The post it quotes (issue 44).
+    pub quote_of: Option<uuid::Uuid>,
+    /// Who may quote it.
+    pub quote_policy: QuotePolicy,
+}
+
+/// A change to a post's quoting (issue 44): what a post shows of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuoteChange {
+    /// The post.
+    pub post: uuid::Uuid,
+    /// Its author.
+    pub author: i64,
+    /// Who may quote it now, or (`None`) its quote was detached by the quoted post's author.
+    pub policy: Option<QuotePolicy>,
 }
 
 /// A repost as made: an item of the reposter's in the feed (issue 44).
@@ -119,6 +136,8 @@ pub enum FeedChange<'a> {
     /// Whether a follow keeps the followee's reposts (issue 44's `show_reposts`; the feed
     /// reads no other preference).
     ShowReposts(UserPair, bool),
+    /// A post's quote policy changed, or its quote was detached.
+    Quote(QuoteChange),
 }
 
 impl<'a> FeedChange<'a> {
@@ -162,12 +181,33 @@ impl<'a> FeedChange<'a> {
                 content,
                 created_at,
                 visibility,
+                quote_of,
+                quote_policy,
+                ..
             }) => Self::Published(NewPost {
                 id: post_id.uuid(),
                 author: author.get(),
                 content: content.as_ref().map(|c| c.as_str()),
                 created_at: *created_at,
                 visibility: *visibility,
+                quote_of: quote_of.map(|q| q.uuid()),
+                quote_policy: *quote_policy,
+            }),
+            LogEvent::Post(PostEvent::QuotePolicyChanged {
+                post_id,
+                author,
+                quote_policy,
+            }) => Self::Quote(QuoteChange {
+                post: post_id.uuid(),
+                author: author.get(),
+                policy: Some(*quote_policy),
+            }),
+            LogEvent::Post(PostEvent::QuoteDetached {
+                post_id, author, ..
+            }) => Self::Quote(QuoteChange {
+                post: post_id.uuid(),
+                author: author.get(),
+                policy: None,
             }),
             LogEvent::Post(PostEvent::PostDeleted { post_id, author }) => Self::Deleted {
                 post: post_id.uuid(),
@@ -219,6 +259,8 @@ pub trait PostTables {
     async fn unrepost(&mut self, post: uuid::Uuid, reposter: i64) -> Folded<Option<i64>>;
     /// Deletes the live reposts of `of`; each one's `(seq, reposter)`.
     async fn delete_reposts(&mut self, of: RepostsOf) -> Folded<Vec<(i64, i64)>>;
+    /// Keeps a change to a post's quoting (a post not kept changes nothing).
+    async fn quote(&mut self, change: QuoteChange) -> Folded<()>;
 
     /// Numbers `posts` in order, as [`PostTables::publish`] one after the other; their seqs.
     async fn publish_all(&mut self, posts: &[NewPost<'_>]) -> Folded<Vec<i64>> {
@@ -306,6 +348,7 @@ pub async fn fold_posts<T: PostTables>(tables: &mut T, change: &FeedChange<'_>) 
         FeedChange::Unreposted { post, reposter } => {
             tables.unrepost(*post, *reposter).await?;
         }
+        FeedChange::Quote(change) => tables.quote(*change).await?,
         FeedChange::Followed(_)
         | FeedChange::Unfollowed(_)
         | FeedChange::Banned(..)
@@ -370,6 +413,7 @@ pub async fn fold<T: FeedTables>(
         FeedChange::Erased(user) => erase(tables, at, user).await?,
         FeedChange::Mute(change) => tables.mute(change).await?,
         FeedChange::ShowReposts(pair, on) => tables.show_reposts(pair, on).await?,
+        FeedChange::Quote(change) => tables.quote(change).await?,
     }
     Ok(())
 }

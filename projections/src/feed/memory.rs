@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use chrono::{DateTime, Utc};
 use relations_store::LogPosition;
 
-use super::fold::{Author, FeedTables, Folded, NewPost, NewRepost, PostTables, RepostsOf};
+use super::fold::{
+    Author, FeedTables, Folded, NewPost, NewRepost, PostTables, QuoteChange, RepostsOf,
+};
 use super::Settings;
 use crate::relations::fold::{RelationChange, UserPair};
 
@@ -22,6 +24,10 @@ pub(super) struct PostRow {
     pub(super) visibility: &'static str,
     /// A repost's post (issue 44).
     pub(super) repost_of: Option<uuid::Uuid>,
+    /// The post it quotes, who may quote it, and whether its quote was detached (issue 44).
+    pub(super) quote_of: Option<uuid::Uuid>,
+    pub(super) quote_policy: &'static str,
+    pub(super) quote_detached: bool,
 }
 
 /// One row of `feed_authors`.
@@ -214,6 +220,9 @@ impl PostTables for FeedMemory {
             deleted: false,
             visibility: post.visibility.as_str(),
             repost_of: None,
+            quote_of: post.quote_of,
+            quote_policy: post.quote_policy.as_str(),
+            quote_detached: false,
         });
         self.timelines.entry(post.author).or_default().push(seq);
         Ok(seq)
@@ -255,6 +264,9 @@ impl PostTables for FeedMemory {
             deleted: !live,
             visibility,
             repost_of: Some(repost.post),
+            quote_of: None,
+            quote_policy: relations_domain::QuotePolicy::Anyone.as_str(),
+            quote_detached: false,
         });
         if !live {
             return Ok(None);
@@ -299,6 +311,17 @@ impl PostTables for FeedMemory {
         }
         gone.sort_unstable();
         Ok(gone)
+    }
+
+    async fn quote(&mut self, change: QuoteChange) -> Folded<()> {
+        if let Some(&seq) = self.seq_of.get(&change.post) {
+            let row = &mut self.posts[(seq - 1) as usize];
+            match change.policy {
+                Some(policy) => row.quote_policy = policy.as_str(),
+                None => row.quote_detached = true,
+            }
+        }
+        Ok(())
     }
 }
 

@@ -39,6 +39,7 @@ pub mod held;
 pub mod inbox_cache;
 mod memory;
 pub mod query;
+pub mod quotes;
 pub mod read_marks;
 pub mod reader;
 mod settings;

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::views::PostView;
+use crate::views::{PostView, QuoteView};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use relations_domain::{PostId, UserId, Visibility};
@@ -141,7 +141,8 @@ fn visibility(stored: &str) -> Result<Visibility, sqlx::Error> {
 }
 
 /// The columns [`post`] reads.
-pub(crate) const POST_COLUMNS: &str = "seq, post_id, author, content, created_at, visibility";
+pub(crate) const POST_COLUMNS: &str =
+    "seq, post_id, author, content, created_at, visibility, quote_of, quote_policy, quote_detached";
 
 /// A post row of `rm_posts` and its seq.
 pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), ProjectionError> {
@@ -164,6 +165,16 @@ pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), Proje
             repost_count: 0,
             reposted: None,
             reposted_by: None,
+            quote_policy: row
+                .try_get::<&str, _>("quote_policy")?
+                .parse()
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+            quote_count: 0,
+            quote: QuoteView::pending(
+                row.try_get::<Option<uuid::Uuid>, _>("quote_of")?
+                    .map(PostId::from_uuid),
+                row.try_get("quote_detached")?,
+            ),
         },
     ))
 }
@@ -305,6 +316,9 @@ const ITEM_COLUMNS: &str = "COALESCE(o.post_id, p.post_id) AS post_id,
         CASE WHEN p.repost_of IS NULL THEN p.content ELSE o.content END AS content,
         COALESCE(o.created_at, p.created_at) AS created_at,
         COALESCE(o.visibility, p.visibility) AS visibility,
+        COALESCE(o.quote_of, p.quote_of) AS quote_of,
+        COALESCE(o.quote_policy, p.quote_policy) AS quote_policy,
+        COALESCE(o.quote_detached, p.quote_detached) AS quote_detached,
         p.repost_of IS NOT NULL AS repost, p.author AS via";
 
 /// A feed item (issue 44): a post, or a repost of one, under the item's seq.

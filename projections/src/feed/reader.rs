@@ -5,6 +5,8 @@
 //! carries its engagement; what the reader may read is judged on the graph at the moment of
 //! reading (issue 26).
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use chrono::Utc;
 use relations_domain::privacy as privacy_rule;
@@ -15,6 +17,7 @@ use sqlx::PgPool;
 use super::held::page::FeedAsk;
 use super::inbox_cache::InboxCache;
 use super::query::{self, Inbox, InboxEntries, InboxRange, PageStart, PgInbox, SeqPage};
+use super::quotes;
 use crate::engagement::like_cache::LikeCache;
 use crate::engagement::query as engagement_query;
 use crate::error::ProjectionError;
@@ -57,8 +60,9 @@ impl FeedReader<'_> {
             recommended,
             now: Utc::now(),
         };
-        if let Some(answer) = self.held_page(ask, start, size) {
+        if let Some(mut answer) = self.held_page(ask, start, size) {
             metrics::counter!("relations_feed_pages_total", "source" => "memory").increment(1);
+            self.quotes(&mut answer.0.items, Some(reader)).await?;
             return Ok(answer);
         }
         metrics::counter!("relations_feed_pages_total", "source" => "postgres").increment(1);
@@ -72,6 +76,7 @@ impl FeedReader<'_> {
         let read = query::feed(self.reads, inbox, &filter, reader, recommended, start, size);
         let (mut page, head) = read.await?;
         self.engage(&mut page.items, Some(reader)).await?;
+        self.quotes(&mut page.items, Some(reader)).await?;
         Ok((page, head))
     }
 
@@ -128,7 +133,36 @@ impl FeedReader<'_> {
         };
         let mut page = query::timeline(self.reads, &filter, ask, start, size).await?;
         self.engage(&mut page.items, viewer).await?;
+        self.quotes(&mut page.items, viewer).await?;
         Ok(page)
+    }
+
+    /// Shows in each of `posts` the post it quotes as `viewer` may see it now (issue 44:
+    /// [`quotes`]), with its engagement; no round trip when none quotes.
+    pub async fn quotes(
+        &self,
+        posts: &mut [PostView],
+        viewer: Option<UserId>,
+    ) -> Result<(), ProjectionError> {
+        let ids: Vec<PostId> = posts.iter().filter_map(PostView::quoting).collect();
+        let found = self.quoted(&ids, viewer).await?;
+        quotes::embed(posts, &found);
+        Ok(())
+    }
+
+    /// The posts of `ids` that `viewer` may see now as quoted posts, with their engagement.
+    pub async fn quoted(
+        &self,
+        ids: &[PostId],
+        viewer: Option<UserId>,
+    ) -> Result<HashMap<PostId, PostView>, ProjectionError> {
+        let mut found = quotes::quoted(self.reads, self.source, viewer, ids).await?;
+        if found.is_empty() {
+            return Ok(found);
+        }
+        let mut engaged: Vec<PostView> = found.drain().map(|(_, post)| post).collect();
+        self.engage(&mut engaged, viewer).await?;
+        Ok(engaged.into_iter().map(|post| (post.id, post)).collect())
     }
 
     /// Fills `posts`' like, comment and repost counts, and for a viewer whether they like
@@ -165,6 +199,7 @@ impl FeedReader<'_> {
             post.like_count = counts.likes;
             post.comment_count = counts.comments;
             post.repost_count = counts.reposts;
+            post.quote_count = counts.quotes;
             post.liked = liked.as_ref().map(|l| l[i]);
             post.reposted = reposted.as_ref().map(|r| r.contains(&post.id));
         }

@@ -8,7 +8,9 @@ use sqlx::postgres::PgArguments;
 use sqlx::query::QueryScalar;
 use sqlx::{PgConnection, Postgres};
 
-use super::fold::{Author, FeedTables, Folded, NewPost, NewRepost, PostTables, RepostsOf};
+use super::fold::{
+    Author, FeedTables, Folded, NewPost, NewRepost, PostTables, QuoteChange, RepostsOf,
+};
 use super::Settings;
 use crate::relations::fold::{RelationChange, UserPair};
 
@@ -91,11 +93,15 @@ impl PostTables for SqlTables<'_> {
         let contents: Vec<Option<&str>> = posts.iter().map(|p| p.content).collect();
         let created: Vec<_> = posts.iter().map(|p| p.created_at).collect();
         let visibilities: Vec<&str> = posts.iter().map(|p| p.visibility.as_str()).collect();
+        let quotes: Vec<Option<uuid::Uuid>> = posts.iter().map(|p| p.quote_of).collect();
+        let policies: Vec<&str> = posts.iter().map(|p| p.quote_policy.as_str()).collect();
         Ok(sqlx::query_scalar(
-            "INSERT INTO rm_posts (post_id, seq, author, content, created_at, visibility)
-             SELECT id, m.top + n, a, c, t, v
-               FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[])
-                    WITH ORDINALITY AS x(id, a, c, t, v, n),
+            "INSERT INTO rm_posts (post_id, seq, author, content, created_at, visibility,
+                                   quote_of, quote_policy)
+             SELECT id, m.top + n, a, c, t, v, q, qp
+               FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[],
+                           $6::uuid[], $7::text[])
+                    WITH ORDINALITY AS x(id, a, c, t, v, q, qp, n),
                     (SELECT COALESCE(max(seq), 0) AS top FROM rm_posts) AS m
               ORDER BY n
              RETURNING seq",
@@ -105,6 +111,8 @@ impl PostTables for SqlTables<'_> {
         .bind(&contents)
         .bind(&created)
         .bind(&visibilities)
+        .bind(&quotes)
+        .bind(&policies)
         .fetch_all(&mut *self.conn)
         .await?)
     }
@@ -173,6 +181,18 @@ impl PostTables for SqlTables<'_> {
             .bind(author),
         };
         Ok(query.fetch_all(&mut *self.conn).await?)
+    }
+
+    async fn quote(&mut self, change: QuoteChange) -> Folded<()> {
+        let query = match change.policy {
+            Some(policy) => sqlx::query("UPDATE rm_posts SET quote_policy = $2 WHERE post_id = $1")
+                .bind(change.post)
+                .bind(policy.as_str()),
+            None => sqlx::query("UPDATE rm_posts SET quote_detached = true WHERE post_id = $1")
+                .bind(change.post),
+        };
+        query.execute(&mut *self.conn).await?;
+        Ok(())
     }
 }
 

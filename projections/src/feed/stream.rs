@@ -33,7 +33,7 @@ use crate::error::ProjectionError;
 use crate::replica::live::LiveGraph;
 use crate::replica::Replica;
 use crate::runtime::projector::erased_user;
-use crate::views::PostView;
+use crate::views::{PostView, QuoteView};
 
 /// Items buffered per connection before it is told to catch up from the log instead.
 const BUFFER: usize = 256;
@@ -67,8 +67,9 @@ struct PostSignal {
 /// What enters or leaves feeds.
 #[derive(Debug, Clone)]
 enum Signal {
-    /// A post published or deleted.
-    Post(PostEvent),
+    /// A post published or deleted, and a quoting post's quoted post as read when the batch
+    /// came (`None`: not found live; the reader is shown it `unavailable`).
+    Post(PostEvent, Option<PostView>),
     /// `reposter` reposted a post (issue 44): the post as read when the batch came (`None`:
     /// not found live, so it enters no feed).
     Reposted {
@@ -302,8 +303,8 @@ impl FeedHub {
         signal: &Signal,
         now: DateTime<Utc>,
     ) -> Option<StreamItem> {
-        let event = match signal {
-            Signal::Post(event) => event,
+        let (event, quoted) = match signal {
+            Signal::Post(event, quoted) => (event, quoted),
             Signal::Reposted { post: None, .. } => return None,
             Signal::Reposted {
                 reposter,
@@ -331,31 +332,43 @@ impl FeedHub {
                 content: Some(content),
                 created_at,
                 visibility,
+                quote_of,
+                quote_policy,
+                ..
             } => self
                 .in_feed(graph, reader, *author, *visibility, now)
                 .then(|| {
-                    StreamItem::Post(
-                        position,
-                        PostView {
-                            id: *post_id,
-                            author: *author,
-                            content: content.as_str().to_owned(),
-                            created_at: *created_at,
-                            visibility: *visibility,
-                            like_count: 0,
-                            comment_count: 0,
-                            liked: None,
-                            repost_count: 0,
-                            reposted: None,
-                            reposted_by: Some(Vec::new()),
-                        },
-                    )
+                    let mut post = PostView {
+                        id: *post_id,
+                        author: *author,
+                        content: content.as_str().to_owned(),
+                        created_at: *created_at,
+                        visibility: *visibility,
+                        like_count: 0,
+                        comment_count: 0,
+                        liked: None,
+                        repost_count: 0,
+                        reposted: None,
+                        reposted_by: Some(Vec::new()),
+                        quote_policy: *quote_policy,
+                        quote_count: 0,
+                        quote: QuoteView::pending(*quote_of, false),
+                    };
+                    let quoted = quoted
+                        .as_ref()
+                        .filter(|q| graph.shows_quoted(reader, q.author, q.visibility));
+                    if let Some(quoted) = quoted {
+                        post.quote = Some(Some(QuoteView::Post(Box::new(quoted.clone()))));
+                    }
+                    StreamItem::Post(position, post)
                 }),
             PostEvent::PostDeleted { post_id, author } => {
                 let related = graph.relations().facts(reader, *author).following
                     || self.recommended.contains(author);
                 related.then_some(StreamItem::Deleted(position, *post_id))
             }
+            // A policy change or a detach shows on the next page, not as a stream item.
+            PostEvent::QuotePolicyChanged { .. } | PostEvent::QuoteDetached { .. } => None,
         }
     }
 
@@ -368,9 +381,18 @@ impl FeedHub {
     ) -> Result<Vec<PostSignal>, ProjectionError> {
         let mut signals = Vec::new();
         let mut reposted = Vec::new();
+        let mut quoted = Vec::new();
         for event in events {
             let signal = match &event.event {
-                LogEvent::Post(post) => Signal::Post(post.clone()),
+                LogEvent::Post(post) => {
+                    if let PostEvent::PostPublished {
+                        quote_of: Some(q), ..
+                    } = post
+                    {
+                        quoted.push(q.uuid());
+                    }
+                    Signal::Post(post.clone(), None)
+                }
                 LogEvent::Repost(RepostEvent::Reposted { user, post, .. }) => {
                     reposted.push(post.uuid());
                     Signal::Reposted {
@@ -389,14 +411,28 @@ impl FeedHub {
                 event: signal,
             });
         }
-        if reposted.is_empty() {
+        if reposted.is_empty() && quoted.is_empty() {
             return Ok(signals);
         }
-        let posts = super::query::live_posts(&self.pool, &reposted).await?;
-        let mut ids = reposted.iter();
+        let read = [reposted.as_slice(), quoted.as_slice()].concat();
+        let posts = super::query::live_posts(&self.pool, &read).await?;
+        let (mut reposted, mut quoted) = (reposted.iter(), quoted.iter());
+        let found = |ids: &mut std::slice::Iter<'_, uuid::Uuid>| {
+            ids.next().and_then(|id| posts.get(id)).cloned()
+        };
         for signal in &mut signals {
-            if let Signal::Reposted { post, .. } = &mut signal.event {
-                *post = ids.next().and_then(|id| posts.get(id)).cloned();
+            match &mut signal.event {
+                Signal::Reposted { post, .. } => *post = found(&mut reposted),
+                Signal::Post(
+                    PostEvent::PostPublished {
+                        quote_of: Some(_), ..
+                    },
+                    quoted_post,
+                ) => {
+                    // One level: the quoted post's own quote is left out.
+                    *quoted_post = found(&mut quoted).map(|q| PostView { quote: None, ..q });
+                }
+                Signal::Post(..) => {}
             }
         }
         Ok(signals)

@@ -133,6 +133,9 @@ fn history(ops: &[Op]) -> (Vec<Change<'static>>, Model) {
                     content: Some("text"),
                     created_at: DateTime::from_timestamp(seq, 0).expect("a time"),
                     visibility: Visibility::Public,
+                    // Every third post quotes the one before (issue 44).
+                    quote_of: (seq % 3 == 0).then(|| post_id(seq - 1)),
+                    quote_policy: Default::default(),
                 })
             }
             Op::Delete(n) => {

@@ -62,6 +62,21 @@ impl FeedCheck {
         posts.filter_map(|p| Some((p.id, p.repost_of?))).collect()
     }
 
+    /// Posts that quote (or whose quote policy is not `anyone`): (post, (quote_of, policy,
+    /// detached)) (issue 44).
+    fn quotes(&self) -> BTreeSet<QuoteRow> {
+        let posts = self.tables.posts.iter();
+        posts
+            .filter(|p| p.quote_of.is_some() || p.quote_policy != "anyone")
+            .map(|p| {
+                (
+                    p.id,
+                    (p.quote_of, p.quote_policy.to_owned(), p.quote_detached),
+                )
+            })
+            .collect()
+    }
+
     /// author -> (followers, posts, pulled), rows of nothing left out.
     fn authors(&self) -> BTreeSet<(i64, (i64, i64, bool))> {
         let rows = self.tables.authors.iter();
@@ -99,6 +114,9 @@ impl Check for FeedCheck {
     }
 }
 
+/// A compared post's quoting: (post, (quote_of, quote_policy, quote_detached)).
+type QuoteRow = (uuid::Uuid, (Option<uuid::Uuid>, String, bool));
+
 /// Projector `feed`'s rows, as read in the snapshot.
 struct FeedRows {
     follows: BTreeSet<(i64, i64)>,
@@ -115,6 +133,7 @@ struct FeedRows {
     not_public: BTreeSet<(uuid::Uuid, String)>,
     reposts: BTreeSet<(uuid::Uuid, uuid::Uuid)>,
     hiding_reposts: BTreeSet<(i64, i64)>,
+    quotes: BTreeSet<QuoteRow>,
 }
 
 impl FeedRows {
@@ -172,7 +191,17 @@ impl FeedRows {
             "SELECT follower, followee FROM feed_follows WHERE NOT show_reposts",
         )
         .await?;
+        let quotes = sqlx::query(
+            "SELECT post_id, quote_of, quote_policy, quote_detached FROM rm_posts
+              WHERE quote_of IS NOT NULL OR quote_policy <> 'anyone'",
+        )
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
+        .collect::<Result<_, sqlx::Error>>()?;
         Ok(Self {
+            quotes,
             hiding_reposts,
             reposts,
             not_public,
@@ -224,6 +253,12 @@ impl FeedRows {
             "rm_posts (post_id, repost_of) of reposts",
             &fold.reposts(),
             &self.reposts,
+            out,
+        );
+        diff(
+            "rm_posts (post_id, (quote_of, quote_policy, quote_detached)) quoting or not anyone's",
+            &fold.quotes(),
+            &self.quotes,
             out,
         );
         let actual: BTreeSet<_> = self.authors.iter().map(|(k, v)| (*k, *v)).collect();

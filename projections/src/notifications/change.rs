@@ -38,11 +38,13 @@ pub enum Kind {
     Reposted,
     /// Someone you follow with `notify` posted (issue 44).
     Posted,
+    /// Someone quoted your post (issue 44).
+    Quoted,
 }
 
 impl Kind {
     /// Every type.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Followed,
         Kind::FollowRequest,
         Kind::FollowRequestApproved,
@@ -52,6 +54,7 @@ impl Kind {
         Kind::Replied,
         Kind::Reposted,
         Kind::Posted,
+        Kind::Quoted,
     ];
 
     /// The type's name (API and `kind` columns).
@@ -66,6 +69,7 @@ impl Kind {
             Kind::Replied => "replied",
             Kind::Reposted => "reposted",
             Kind::Posted => "posted",
+            Kind::Quoted => "quoted",
         }
     }
 
@@ -192,7 +196,29 @@ pub struct NewPost {
     pub at: DateTime<Utc>,
 }
 
+/// The cause of a `quoted` notification: the quoting post.
+fn quote_cause(post: PostId) -> String {
+    format!("quoted:{post}")
+}
+
 impl NewPost {
+    /// The `quoted` notification of the quoted post's author, `recipient` (one per quoting
+    /// post, never grouped; its `post` is the quoting post).
+    fn quoted(&self, recipient: i64) -> Cause {
+        let key = quote_cause(PostId::from_uuid(self.post));
+        Cause {
+            recipient,
+            cause: key.clone(),
+            group: key,
+            kind: Kind::Quoted,
+            actor: self.author,
+            post: Some(self.post),
+            comment: None,
+            position: self.position,
+            at: self.at,
+        }
+    }
+
     /// The `posted` notification of `watcher` (one per post, never grouped).
     pub fn cause(&self, watcher: i64) -> Cause {
         let key = format!("posted:{}", PostId::from_uuid(self.post));
@@ -235,17 +261,34 @@ impl ChangeReader {
             LogEvent::Like(liked) => vec![like(*liked, position, at)],
             LogEvent::Repost(reposted) => vec![repost(*reposted, position, at)],
             LogEvent::Thread(threaded) => thread(threaded, position, at),
+            // A deletion takes every notification about the post: a quote's among them.
             LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {
                 post: post_id.uuid(),
             }],
-            LogEvent::Post(PostEvent::PostPublished {
-                post_id, author, ..
-            }) => vec![Change::Posted(NewPost {
-                post: post_id.uuid(),
-                author: author.get(),
-                position,
-                at,
-            })],
+            LogEvent::Post(
+                published @ PostEvent::PostPublished {
+                    post_id, author, ..
+                },
+            ) => {
+                let post = NewPost {
+                    post: post_id.uuid(),
+                    author: author.get(),
+                    position,
+                    at,
+                };
+                let quoted = published.quote().filter(|q| q.author != *author);
+                let quoted = quoted.map(|q| Change::Add(post.quoted(q.author.get())));
+                [Change::Posted(post)].into_iter().chain(quoted).collect()
+            }
+            LogEvent::Post(PostEvent::QuoteDetached {
+                post_id,
+                quote_author,
+                ..
+            }) => vec![Change::Remove {
+                recipient: quote_author.get(),
+                cause: quote_cause(*post_id),
+            }],
+            LogEvent::Post(PostEvent::QuotePolicyChanged { .. }) => vec![],
             // An erasure is handled above; no other account event notifies anybody.
             LogEvent::Account(_) => vec![],
         })
@@ -424,10 +467,12 @@ fn thread(event: &ThreadEvent, position: LogPosition, at: DateTime<Utc>) -> Vec<
             at,
         })],
         EngagementChange::Uncommented((post, n)) => vec![Change::CommentDeleted { post, n }],
-        // Pins notify nobody; a thread event is no like, repost or erasure.
+        // Pins notify nobody; a thread event is no like, repost, quote or erasure.
         EngagementChange::Pinned(..)
         | EngagementChange::Like(_)
         | EngagementChange::Repost(_)
+        | EngagementChange::Quoted(_)
+        | EngagementChange::Unquoted(_)
         | EngagementChange::Erased(_) => vec![],
     }
 }

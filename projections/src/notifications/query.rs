@@ -78,7 +78,7 @@ pub struct PostAsk {
 impl PostAsk {
     /// Whether a group or notification of `kind` may ask anything (the kinds [`ASK`] names).
     pub fn asked_of(kind: &str) -> bool {
-        matches!(kind, "liked_comment" | "replied" | "posted")
+        matches!(kind, "liked_comment" | "replied" | "posted" | "quoted")
     }
 
     /// From the two columns [`ASK`] selects: `None` when the group asks nothing.
@@ -89,9 +89,9 @@ impl PostAsk {
 
 /// The columns of what a group `g` of recipient `$1`, joined to its post `p` in `rm_posts`,
 /// asks: `ask_author` (null: nothing; 0: a post the feed has not folded yet) and
-/// `ask_visibility`. A comment's likes and replies, and `posted` (issue 44), ask ([`PostAsk::asked_of`]); a group about one's own post
-/// (or a reply on it) asks nothing.
-const ASK: &str = "CASE WHEN g.kind IN ('liked_comment', 'replied', 'posted')
+/// `ask_visibility`. A comment's likes and replies, and `posted` and `quoted` (issue 44), ask
+/// ([`PostAsk::asked_of`]); a group about one's own post (or a reply on it) asks nothing.
+const ASK: &str = "CASE WHEN g.kind IN ('liked_comment', 'replied', 'posted', 'quoted')
                          AND p.author IS DISTINCT FROM $1
                         THEN coalesce(p.author, 0) END AS ask_author,
                    p.visibility AS ask_visibility";

@@ -24,7 +24,8 @@ use std::collections::{HashMap, HashSet};
 
 use relations_domain::privacy::{may_read, Privacy, Reader};
 use relations_domain::{
-    CommentId, PairId, Post, PostId, RelationPair, Thread, ThreadEvent, UserId, Visibility,
+    CommentId, PairId, Post, PostEvent, PostId, QuotePolicy, RelationPair, Thread, ThreadEvent,
+    UserId, Visibility,
 };
 use sqlx::PgConnection;
 
@@ -42,17 +43,23 @@ pub struct PostAccess {
     pub author: UserId,
     /// The post's visibility (fixed at publishing).
     pub visibility: Visibility,
+    /// Who may quote it, as found (the guard brings it up to date).
+    pub quote_policy: QuotePolicy,
     /// The version of the post's stream it was found live at.
     pub seen: usize,
 }
 
 impl PostAccess {
-    /// The post as found live.
+    /// The post as found live, as far as the guard reads it (who may read and quote it; its
+    /// own quote is not read).
     fn as_seen(&self) -> Loaded<Post> {
         Loaded {
             aggregate: Post::Live {
                 author: self.author,
                 visibility: self.visibility,
+                quote_policy: self.quote_policy,
+                quote_of: None,
+                detached_by: None,
             },
             version: self.seen,
         }
@@ -97,7 +104,8 @@ pub(crate) struct PairAsk {
 pub(crate) struct PairGuard {
     pairs: HashMap<String, RelationPair>,
     locked: HashSet<UserId>,
-    gone: HashSet<PostId>,
+    /// The posts asked about, brought up to date under their streams' shared locks.
+    posts: HashMap<PostId, Post>,
     gone_comments: HashSet<CommentId>,
 }
 
@@ -105,16 +113,46 @@ impl PairGuard {
     /// Whether `actor` may not read `post`: it is gone, or the pair and the lock read under
     /// lock say so.
     pub fn unreadable(&self, actor: UserId, post: PostAccess) -> bool {
-        if self.gone.contains(&post.post) {
+        if !matches!(self.posts.get(&post.post), Some(Post::Live { .. })) {
             return true;
         }
-        let follows = PairId::new(actor, post.author).is_ok_and(|pair| {
-            self.pairs
-                .get(&pair.stream_id())
-                .is_some_and(|p| p.facts(actor, post.author).following)
-        });
+        let follows = self.follows(actor, post.author);
         let locked = self.locked.contains(&post.author);
         !may_read_post(actor, post.author, post.visibility, follows, locked)
+    }
+
+    /// Whether `actor` follows `author`, as read under lock.
+    fn follows(&self, actor: UserId, author: UserId) -> bool {
+        PairId::new(actor, author).is_ok_and(|pair| {
+            self.pairs
+                .get(&pair.stream_id())
+                .is_some_and(|p| p.facts(actor, author).following)
+        })
+    }
+
+    /// Whether `post`'s quote policy, as it stands under lock, keeps `actor` from quoting it
+    /// (issue 44).
+    pub fn not_quotable(&self, actor: UserId, post: PostAccess) -> bool {
+        let policy = match self.posts.get(&post.post) {
+            Some(Post::Live { quote_policy, .. }) => *quote_policy,
+            _ => return true,
+        };
+        let own = actor == post.author;
+        !policy.allows(own, self.follows(actor, post.author))
+    }
+
+    /// Takes in a post event decided in the group (a policy change or a deletion of a post
+    /// asked about), so that a later command of the group is judged after it.
+    fn post_decided(&mut self, event: &PostEvent) {
+        let post = match event {
+            PostEvent::PostPublished { post_id, .. }
+            | PostEvent::QuotePolicyChanged { post_id, .. }
+            | PostEvent::QuoteDetached { post_id, .. }
+            | PostEvent::PostDeleted { post_id, .. } => post_id,
+        };
+        if let Some(state) = self.posts.get_mut(post) {
+            state.apply(event.clone());
+        }
     }
 
     /// Whether `post` may not be reposted (issue 44): it is `followers` only (or narrower), or
@@ -144,7 +182,26 @@ impl PairGuard {
     }
 }
 
-impl<E: Sync> Guard<E> for PairGuard {
+/// The events of the commands a [`PairGuard`] guards: a post's own events change the posts it
+/// holds (a quote's guard, issue 44); the others change nothing it reads.
+pub(crate) trait GuardedEvent: Sync {
+    /// The event as a post's, if it is one.
+    fn as_post(&self) -> Option<&PostEvent> {
+        None
+    }
+}
+
+impl GuardedEvent for PostEvent {
+    fn as_post(&self) -> Option<&PostEvent> {
+        Some(self)
+    }
+}
+
+impl GuardedEvent for relations_domain::ThreadEvent {}
+impl GuardedEvent for relations_domain::LikeEvent {}
+impl GuardedEvent for relations_domain::RepostEvent {}
+
+impl<E: GuardedEvent> Guard<E> for PairGuard {
     /// The pairs one command reads, and its post's author.
     type Ask = PairAsk;
 
@@ -181,10 +238,10 @@ impl<E: Sync> Guard<E> for PairGuard {
         append::lock_and_catch_up(conn, &mut pairs, Mode::Exclusive).await?;
         // Only likes and new comments ask about a post: a group of other thread commands
         // (deletes, pins) makes no round trip for it.
-        let (gone, locked) = match authors.is_empty() {
+        let (posts, locked) = match authors.is_empty() {
             true => Default::default(),
             false => (
-                gone_posts(conn, posts).await?,
+                posts_now(conn, posts).await?,
                 locked_authors(conn, &authors).await?,
             ),
         };
@@ -194,13 +251,17 @@ impl<E: Sync> Guard<E> for PairGuard {
                 .map(|(id, loaded)| (id, loaded.aggregate))
                 .collect(),
             locked,
-            gone,
+            posts,
             gone_comments,
         })
     }
 
-    /// A comment or like changes no pair.
-    fn decided(&mut self, _events: &[E]) {}
+    /// A comment or like changes no pair; a post's policy change or deletion changes the post.
+    fn decided(&mut self, events: &[E]) {
+        for event in events.iter().filter_map(GuardedEvent::as_post) {
+            self.post_decided(event);
+        }
+    }
 
     async fn write(self, _conn: &mut PgConnection) -> Result<(), StoreError> {
         Ok(())
@@ -235,17 +296,19 @@ async fn deleted_comments(
         .collect())
 }
 
-/// Which of `posts` (each as found live) are no longer live: their streams locked shared and
-/// brought up to date.
-async fn gone_posts(
+/// `posts` (each as found live) as they are now: their streams locked shared and brought up
+/// to date.
+async fn posts_now(
     conn: &mut PgConnection,
     mut posts: HashMap<String, Loaded<Post>>,
-) -> Result<HashSet<PostId>, StoreError> {
+) -> Result<HashMap<PostId, Post>, StoreError> {
     append::lock_and_catch_up(conn, &mut posts, Mode::Shared).await?;
     posts
         .into_iter()
-        .filter(|(_, loaded)| !matches!(loaded.aggregate, Post::Live { .. }))
-        .map(|(id, _)| id.parse().map_err(|_| StoreError::Corrupt(id)))
+        .map(|(id, loaded)| match id.parse() {
+            Ok(post) => Ok((post, loaded.aggregate)),
+            Err(_) => Err(StoreError::Corrupt(id)),
+        })
         .collect()
 }
 

@@ -74,7 +74,7 @@ const ENVELOPE: [(&str, Kind); 11] = [
 /// The payload's columns: (column, the `data` field it holds, kind), after the envelope's.
 /// One field, `target`, has two kinds (a user id in follow requests, `"post:{id}"` or
 /// `"comment:{id}"` in likes): it has one column per kind, `target` and `like_target`.
-const PAYLOAD: [(&str, &str, Kind); 27] = [
+const PAYLOAD: [(&str, &str, Kind); 30] = [
     ("follower", "follower", Kind::Int),
     ("followee", "followee", Kind::Int),
     ("cause", "cause", Kind::Text),
@@ -102,6 +102,9 @@ const PAYLOAD: [(&str, &str, Kind); 27] = [
     ("post", "post", Kind::Text),
     ("show_reposts", "show_reposts", Kind::Bool),
     ("notify", "notify", Kind::Bool),
+    ("quote_of", "quote_of", Kind::Text),
+    ("quote_author", "quote_author", Kind::Int),
+    ("quote_policy", "quote_policy", Kind::Text),
 ];
 
 /// The table's schema: every column nullable but the sortable pair and the envelope's own.

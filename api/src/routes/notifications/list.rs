@@ -60,7 +60,7 @@ pub struct NotificationPage {
 pub struct TypesParams {
     /// Only these types, comma-separated.
     #[param(
-        pattern = r"^(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted|posted)(,(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted|posted))*$"
+        pattern = r"^(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted|posted|quoted)(,(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted|posted|quoted))*$"
     )]
     types: Option<String>,
 }

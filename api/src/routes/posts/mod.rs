@@ -1,12 +1,14 @@
 //! `/api/v1/posts[/{id}/*]`: publishing and deleting posts (rule 8), their likes and their
-//! comments (seed 002), their reposts (issue 44), one file each.
+//! comments (seed 002), their reposts and quotes (issue 44), one file each.
 
 mod comment;
 mod comments;
 mod delete;
+mod detach;
 mod like;
 mod likes;
 mod publish;
+mod quote_policy;
 mod repost;
 mod reposts;
 mod unlike;
@@ -28,5 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(repost::repost_post))
         .routes(routes!(unrepost::unrepost_post))
         .routes(routes!(reposts::reposters))
+        .routes(routes!(quote_policy::set_quote_policy))
+        .routes(routes!(detach::detach))
         .routes(routes!(comment::comment, comments::comments))
 }

@@ -1,15 +1,19 @@
-//! `POST /api/v1/posts`: publishes a post.
+//! `POST /api/v1/posts`: publishes a post, which may quote another (issue 44).
 
 use crate::outcome::Published;
 use axum::extract::State;
 use axum::http::StatusCode;
-use relations_domain::{PostContent, Visibility};
+use relations_domain::{PostContent, PostId, QuotePolicy, UserId, Visibility};
+use relations_projections::views::{PostView, QuoteView};
+use relations_store::{Executed, PostOptions};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
 use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::query::feed_reader;
+use crate::routes::readable::likable_post;
 use crate::state::AppState;
 
 /// `POST /api/v1/posts` body.
@@ -22,15 +26,26 @@ pub struct PublishBody {
     /// recommended feed) or `followers` (the author and their followers).
     #[serde(default)]
     pub visibility: Visibility,
+    /// The post it quotes (issue 44).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub quote_of: Option<PostId>,
+    /// Who may quote it: `anyone` (the default), `followers` or `nobody`.
+    #[serde(default)]
+    pub quote_policy: QuotePolicy,
 }
 
-/// Publishes a post: `201 {post, position}`.
+/// Publishes a post: `201 {post, position}`. A quote is judged in this order: a quoted post
+/// the author may not read is 404, a block either way with its author 403 `BLOCKED`, a
+/// policy that does not let the author quote it 403 `NOT_QUOTABLE`.
 #[utoipa::path(post, path = "/api/v1/posts", tag = "commands", request_body = PublishBody,
     params(CommandRequest), security(("bearer" = [])),
     responses((status = 201, body = Published),
-              (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters, or an unknown visibility"),
+              (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters, an unknown visibility or quote policy, or a malformed quote_of"),
               (status = 401, body = ErrorBody),
-              (status = 403, body = ErrorBody, description = "USER_BANNED"), (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "USER_BANNED; of a quote, BLOCKED or NOT_QUOTABLE"),
+              (status = 404, body = ErrorBody, description = "the quoted post is unknown, deleted, or not readable by the author"),
+              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
               (status = 422, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn publish(
     State(state): State<AppState>,
@@ -38,19 +53,67 @@ pub async fn publish(
     ApiJson(body): ApiJson<PublishBody>,
 ) -> Result<CommandAnswer<Published>, ApiError> {
     let idempotency = request.admit(&state, "publish_post", &body).await?;
+    let actor = request.actor();
+    let quote_of = match body.quote_of {
+        Some(quoted) => Some(likable_post(&state, actor, quoted).await?),
+        None => None,
+    };
+    let options = PostOptions {
+        visibility: body.visibility,
+        quote_of,
+        quote_policy: body.quote_policy,
+    };
     let executed = state
         .posts
         .publish(
-            request.actor(),
+            actor,
             body.content,
-            body.visibility,
+            options,
             &request.metadata,
             idempotency.as_ref(),
         )
         .await?;
+    let executed = show_quote(&state, actor, executed.map(Published::from)).await?;
     Ok(CommandAnswer::new(
         "publish_post",
         executed,
         StatusCode::CREATED,
     ))
+}
+
+/// The answer with the quoted post as the author may see it now (a first answer and its
+/// replays alike: what is stored names only the quoted post).
+async fn show_quote(
+    state: &AppState,
+    actor: UserId,
+    mut executed: Executed<Published>,
+) -> Result<Executed<Published>, ApiError> {
+    let quoted = match &executed {
+        Executed::Fresh(published) => published.post.quoting(),
+        Executed::Replayed(stored) => stored.body["post"]["quote"]["id"]
+            .as_str()
+            .filter(|_| stored.body["post"]["quote"]["state"] == "unavailable")
+            .and_then(|id| id.parse().ok()),
+    };
+    let Some(quoted) = quoted else {
+        return Ok(executed);
+    };
+    let reader = feed_reader(state, None).await?;
+    let found = reader.quoted(&[quoted], Some(actor)).await?;
+    let Some(view) = found.get(&quoted) else {
+        return Ok(executed);
+    };
+    let quote: Option<Option<QuoteView>> = Some(Some(QuoteView::Post(Box::new(view.clone()))));
+    match &mut executed {
+        Executed::Fresh(published) => {
+            published.post = PostView {
+                quote,
+                ..published.post.clone()
+            }
+        }
+        Executed::Replayed(stored) => {
+            stored.body["post"]["quote"] = serde_json::to_value(&quote).expect("a view serialises")
+        }
+    }
+    Ok(executed)
 }

@@ -12,14 +12,15 @@ use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
 use super::fold::{
-    fold_posts, in_memory, FeedChange, Folded, NewPost, NewRepost, PostTables, RepostsOf,
+    fold_posts, in_memory, FeedChange, Folded, NewPost, NewRepost, PostTables, QuoteChange,
+    RepostsOf,
 };
 use crate::engagement::fold::{
     self as engagement, EngagementChange, EngagementTables, Like, NewComment,
 };
 use crate::replica::MemoryModel;
 use crate::runtime::checkpoint;
-use timelines::{Caps, HeldPost, Timelines};
+use timelines::{Caps, HeldPost, Quoting, Timelines};
 
 pub mod page;
 pub mod timelines;
@@ -87,7 +88,7 @@ impl HeldPosts {
         // its post's author: a start-up reading every held post must not join (or hash) all of
         // `rm_posts` for the few reposts among them.
         let sql = "SELECT p.seq, p.post_id, p.author, p.content, p.created_at, p.visibility,
-                          p.repost_of AS reposted,
+                          p.quote_of, p.quote_policy, p.quote_detached, p.repost_of AS reposted,
                           CASE WHEN p.repost_of IS NOT NULL THEN
                               (SELECT o.author FROM rm_posts o WHERE o.post_id = p.repost_of)
                           END AS reposted_author
@@ -144,11 +145,16 @@ impl HeldPosts {
             "SELECT p.post_id, p.author, c.author, c.n FROM rm_comments c
                JOIN {POSTS} ON c.post = p.post_id WHERE NOT c.deleted"
         );
+        let quotes = format!(
+            "SELECT p.post_id, p.author, q.author, q.post FROM rm_quotes q
+               JOIN {POSTS} ON q.quote_of = p.post_id"
+        );
         let engagement = self.timelines.engagement_mut();
         for (sql, kind) in [
             (likes, Loaded::Like),
             (reposts, Loaded::Repost),
             (comments, Loaded::Comment),
+            (quotes, Loaded::Quote),
         ] {
             let query = sqlx::query(&sql).bind(from).bind(&ids).bind(&authors);
             let mut rows = query.fetch(&mut *tx);
@@ -163,6 +169,10 @@ impl HeldPosts {
                         let n: i32 = row.try_get(3)?;
                         engagement.comment(post, author, n as u32, by);
                     }
+                    Loaded::Quote => {
+                        let quoting = PostId::from_uuid(row.try_get(3)?);
+                        engagement.quote(quoting, by, post, author);
+                    }
                 }
             }
         }
@@ -176,6 +186,7 @@ enum Loaded {
     Like,
     Repost,
     Comment,
+    Quote,
 }
 
 impl HeldPosts {
@@ -227,7 +238,7 @@ impl MemoryModel for HeldPosts {
         }
         match event {
             // Engagement is kept only beside held posts.
-            LogEvent::Like(_) | LogEvent::Repost(_) | LogEvent::Thread(_)
+            LogEvent::Like(_) | LogEvent::Repost(_) | LogEvent::Thread(_) | LogEvent::Post(_)
                 if self.timelines.on() && at > self.engagement_loaded =>
             {
                 self.engage(event, occurred_at)
@@ -265,6 +276,12 @@ impl PostTables for Timelines {
             visibility: post.visibility,
             content: post.content.unwrap_or_default().into(),
             repost_of: None,
+            quoting: Quoting {
+                policy: post.quote_policy,
+                quote: post
+                    .quote_of
+                    .map(|q| Box::new((PostId::from_uuid(q), false))),
+            },
         };
         self.publish_held(post.author as u64, held);
         Ok(self.head())
@@ -297,6 +314,12 @@ impl PostTables for Timelines {
     async fn delete_reposts(&mut self, _: RepostsOf) -> Folded<Vec<(i64, i64)>> {
         Ok(Vec::new())
     }
+
+    async fn quote(&mut self, change: QuoteChange) -> Folded<()> {
+        let post = PostId::from_uuid(change.post);
+        self.quote_changed(change.author as u64, post, change.policy);
+        Ok(())
+    }
 }
 
 /// The held timelines as the engagement fold's tables: who likes each held post and its live
@@ -326,6 +349,33 @@ impl EngagementTables for Timelines {
     }
 
     async fn count_reposts(&mut self, _: &[(uuid::Uuid, i64)]) -> Folded<()> {
+        Ok(())
+    }
+
+    async fn quote(&mut self, quote: &engagement::Quote) -> Folded<bool> {
+        let (quoted, author) = (
+            PostId::from_uuid(quote.quote_of),
+            quote.quoted_author as u64,
+        );
+        if self.holds(author, quoted) {
+            let post = PostId::from_uuid(quote.post);
+            let engagement = self.engagement_mut();
+            engagement.quote(post, quote.author as u64, quoted, author);
+        }
+        Ok(false)
+    }
+
+    async fn unquote(&mut self, post: uuid::Uuid) -> Folded<Option<uuid::Uuid>> {
+        self.engagement_mut().unquote(PostId::from_uuid(post));
+        Ok(None)
+    }
+
+    async fn unquote_all(&mut self, user: i64) -> Folded<Vec<uuid::Uuid>> {
+        self.engagement_mut().unquote_all(user as u64);
+        Ok(Vec::new())
+    }
+
+    async fn count_quotes(&mut self, _: &[(uuid::Uuid, i64)]) -> Folded<()> {
         Ok(())
     }
 

@@ -270,6 +270,24 @@ impl Replica {
         Access { privacy, reader }.may_read(visibility)
     }
 
+    /// Whether `reader` sees a quoted post of `author` (live, and the author not erased) by
+    /// the replica's state: [`crate::feed::quotes::shown`], and its author not banned.
+    pub(crate) fn shows_quoted(
+        &self,
+        reader: UserId,
+        author: UserId,
+        visibility: Visibility,
+    ) -> bool {
+        let (banned, privacy) = self.accounts().standing(author);
+        let facts = self.relations().facts(reader, author);
+        let access = Access {
+            privacy,
+            reader: Reader::of(Some(reader), author, facts.following),
+        };
+        !banned
+            && crate::feed::quotes::shown(&access, visibility, facts.blocking || facts.blocked_by)
+    }
+
     /// How many posts of `ask.reader`'s feed are newer than `mark`; `None` when memory cannot
     /// tell exactly (a source's posts below a bound, or a source with live reposts: those are
     /// counted by PostgreSQL).
@@ -331,6 +349,7 @@ mod tests {
             visibility,
             content: "p".into(),
             repost_of: None,
+            quoting: Default::default(),
         };
         let posts = g.parts_mut().2.timelines_mut();
         posts.publish_held(author as u64, post);

@@ -16,10 +16,10 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 use foldhash::HashMap; // as the replica's other tables (see its module)
-use relations_domain::{PostId, UserId, Visibility};
+use relations_domain::{PostId, QuotePolicy, UserId, Visibility};
 
 use crate::engagement::held::{Engagement, Shown};
-use crate::views::PostView;
+use crate::views::{PostView, QuoteState, QuoteView};
 
 /// How many posts are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,40 @@ pub struct HeldPost {
     /// A repost (issue 44): the post it reposts and that post's author. A page shows the
     /// post, held beside its author's.
     pub repost_of: Option<(PostId, u64)>,
+    /// Who may quote it, and what it quotes (issue 44).
+    pub quoting: Quoting,
+}
+
+/// A held post's quoting (issue 44): who may quote it, and the post it quotes, boxed (few
+/// posts quote, and the held posts are many).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quoting {
+    /// Who may quote it.
+    pub policy: QuotePolicy,
+    /// The post it quotes, and whether the quote was detached.
+    pub quote: Option<Box<(PostId, bool)>>,
+}
+
+impl Quoting {
+    /// What a post shows of its quote before the quoted post is looked up.
+    fn pending(&self) -> Option<Option<QuoteView>> {
+        let quote = self.quote.as_deref().copied();
+        QuoteView::pending(quote.map(|q| q.0), quote.is_some_and(|q| q.1))
+    }
+
+    /// A post's quoting as its view shows it (a pending quote: [`QuoteView::pending`]).
+    fn of_view(view: &PostView) -> Self {
+        let quote = match &view.quote {
+            Some(Some(QuoteView::Gone { id, state })) => {
+                Some(Box::new((*id, *state == QuoteState::Detached)))
+            }
+            _ => None,
+        };
+        Self {
+            policy: view.quote_policy,
+            quote,
+        }
+    }
 }
 
 impl HeldPost {
@@ -76,6 +110,7 @@ impl HeldPost {
             id: view.id,
             created_at: view.created_at.timestamp_micros(),
             visibility: view.visibility,
+            quoting: Quoting::of_view(&view),
             content: view.content.into(),
             repost_of: None,
         };
@@ -99,6 +134,9 @@ impl HeldPost {
             // Reposts are not held: a page from memory shows posts above every repost of a
             // followed user (`Timelines::unknown_below`), seen as their authors' followers.
             reposted_by: Some(Vec::new()),
+            quote_policy: self.quoting.policy,
+            quote_count: shown.quotes,
+            quote: self.quoting.pending(),
         }
     }
 }
@@ -231,6 +269,7 @@ impl Timelines {
             visibility: Visibility::Public,
             content: Box::default(),
             repost_of: Some(reposted),
+            quoting: Quoting::default(),
         };
         self.by_author.entry(reposter).or_default().reposts += 1;
         self.hold(reposter, item);
@@ -255,6 +294,22 @@ impl Timelines {
             }
         }
         self.forget_if_empty(reposter);
+    }
+
+    /// `author`'s `post`, if held, is now quotable by `policy`, or (`None`) its quote was
+    /// detached (issue 44).
+    pub fn quote_changed(&mut self, author: u64, post: PostId, policy: Option<QuotePolicy>) {
+        let Some(timeline) = self.by_author.get_mut(&author) else {
+            return;
+        };
+        let Some(held) = timeline.posts.iter_mut().rfind(|p| p.id == post) else {
+            return;
+        };
+        match (policy, held.quoting.quote.as_deref_mut()) {
+            (Some(policy), _) => held.quoting.policy = policy,
+            (None, Some(quote)) => quote.1 = true,
+            (None, None) => {}
+        }
     }
 
     /// The held repost of `post` by `reposter`: its seq.
@@ -512,6 +567,7 @@ mod tests {
             visibility: Visibility::Public,
             content: "p".into(),
             repost_of: None,
+            quoting: Quoting::default(),
         }
     }
 

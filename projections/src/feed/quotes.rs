@@ -1,0 +1,91 @@
+//! What a post shows of the post it quotes (issue 44), as its reader may see it at the moment
+//! of reading: the quoted post, one level deep (its own `quote` left out), or `unavailable`
+//! when it is deleted, its author erased or banned, the reader may not read it (issue 26) or a
+//! block either way separates them; a detached quote shows `detached`. Every read of posts
+//! asks here ([`super::reader::FeedReader`]); a post's row says only which post it quotes
+//! ([`QuoteView::pending`]: `unavailable` until looked up), so nothing shows a quoted post's
+//! content without this rule.
+
+use std::collections::HashMap;
+
+use relations_domain::privacy::Access;
+use relations_domain::{PostId, UserId, Visibility};
+use sqlx::PgPool;
+
+use super::query::POST_COLUMNS;
+use crate::error::ProjectionError;
+use crate::privacy;
+use crate::relations::reads::Source;
+use crate::views::{PostView, QuoteView};
+
+/// Whether a reader sees a quoted post that is live and whose author is neither erased nor
+/// banned: they may read it, and no block separates them from its author (the rule the live
+/// stream asks of the replica too).
+pub fn shown(access: &Access, visibility: Visibility, blocked: bool) -> bool {
+    !blocked && access.may_read(visibility)
+}
+
+/// The posts of `quoted` that `viewer` may see now as quoted posts, by id, without their
+/// engagement (the caller fills it) and with their own quote left out.
+pub async fn quoted(
+    pool: &PgPool,
+    source: Source<'_>,
+    viewer: Option<UserId>,
+    quoted: &[PostId],
+) -> Result<HashMap<PostId, PostView>, ProjectionError> {
+    let mut ids: Vec<uuid::Uuid> = quoted.iter().map(|p| p.uuid()).collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let found = live(pool, &ids).await?;
+    let mut authors: Vec<UserId> = found.iter().map(|p| p.author).collect();
+    authors.sort_unstable();
+    authors.dedup();
+    let access = privacy::access(source, viewer, &authors).await?;
+    let blocked: HashMap<UserId, bool> = match viewer {
+        Some(viewer) => source
+            .relations(viewer, &authors, None)
+            .await?
+            .into_iter()
+            .map(|r| (r.to, r.blocking || r.blocked_by))
+            .collect(),
+        None => HashMap::new(),
+    };
+    Ok(found
+        .into_iter()
+        .filter(|post| {
+            let blocked = blocked.get(&post.author).copied().unwrap_or(false);
+            let access = access.get(&post.author);
+            access.is_some_and(|a| shown(a, post.visibility, blocked))
+        })
+        .map(|mut post| {
+            post.quote = None;
+            (post.id, post)
+        })
+        .collect())
+}
+
+/// Puts each quoted post of `found` (engaged) into the posts that quote it; the rest stay as
+/// their rows say (`unavailable` or `detached`).
+pub fn embed(posts: &mut [PostView], found: &HashMap<PostId, PostView>) {
+    for post in posts {
+        if let Some(quoted) = post.quoting().and_then(|id| found.get(&id)) {
+            post.quote = Some(Some(QuoteView::Post(Box::new(quoted.clone()))));
+        }
+    }
+}
+
+/// The live posts of `ids` (reposts are no posts) whose authors are not banned.
+async fn live(pool: &PgPool, ids: &[uuid::Uuid]) -> Result<Vec<PostView>, ProjectionError> {
+    let sql = format!(
+        "SELECT {POST_COLUMNS} FROM rm_posts p
+          WHERE post_id = ANY($1) AND NOT deleted AND repost_of IS NULL
+            AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)"
+    );
+    let rows = sqlx::query(&sql).bind(ids).fetch_all(pool).await?;
+    rows.iter()
+        .map(|row| super::query::post(row).map(|(_, post)| post))
+        .collect()
+}
