@@ -34,6 +34,7 @@ mod privacy;
 mod private_content;
 mod private_model;
 mod queries;
+mod quotes;
 mod rate_limit;
 mod replica;
 mod reposts;

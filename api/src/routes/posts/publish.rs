@@ -82,23 +82,30 @@ pub async fn publish(
 }
 
 /// The answer with the quoted post as the author may see it now (a first answer and its
-/// replays alike: what is stored names only the quoted post).
+/// replays alike: what is stored names only the quoted post), read once the read models
+/// reflect the new post (so the quoted post, older, too).
 async fn show_quote(
     state: &AppState,
     actor: UserId,
     mut executed: Executed<Published>,
 ) -> Result<Executed<Published>, ApiError> {
-    let quoted = match &executed {
-        Executed::Fresh(published) => published.post.quoting(),
-        Executed::Replayed(stored) => stored.body["post"]["quote"]["id"]
-            .as_str()
-            .filter(|_| stored.body["post"]["quote"]["state"] == "unavailable")
-            .and_then(|id| id.parse().ok()),
+    let (quoted, at) = match &executed {
+        Executed::Fresh(published) => (published.post.quoting(), Some(published.position)),
+        Executed::Replayed(stored) => {
+            let quote = &stored.body["post"]["quote"];
+            let id = quote["id"]
+                .as_str()
+                .filter(|_| quote["state"] == "unavailable");
+            let at = stored.body["position"]
+                .as_str()
+                .and_then(|p| p.parse().ok());
+            (id.and_then(|id| id.parse().ok()), at)
+        }
     };
     let Some(quoted) = quoted else {
         return Ok(executed);
     };
-    let reader = feed_reader(state, None).await?;
+    let reader = feed_reader(state, at).await?;
     let found = reader.quoted(&[quoted], Some(actor)).await?;
     let Some(view) = found.get(&quoted) else {
         return Ok(executed);
