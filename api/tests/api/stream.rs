@@ -619,3 +619,34 @@ async fn a_repost_reaches_the_reposters_followers_live_and_on_reconnection_under
         (&json!(other), &json!([2]))
     );
 }
+
+#[tokio::test]
+async fn a_quote_arrives_live_with_its_quoted_post_as_the_reader_may_see_it() {
+    let app = spawn_app().await;
+    // 1 follows 2; 3's public post, and 4's post, 4 blocking 1.
+    let (open, _) = app.publish(3, "quoted in the open").await;
+    let (hidden, _) = app.publish(4, "not for 1").await;
+    app.command("block", 4, 1).await;
+    one_follows_two(&app, &app).await;
+    let mut reader = Reader::connect(&app, 1, None).await;
+    let quote = |post: String| {
+        let app = &app;
+        async move {
+            let body = json!({ "content": "look", "quote_of": post });
+            let (status, body) = app.post_with(2, body).await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+        }
+    };
+    // 2's quote of 3's post arrives with the post embedded; of 4's, unavailable, no content.
+    quote(open.clone()).await;
+    let event = reader.next(DELIVERY).await.expect("the first quote");
+    assert_eq!(event.data["quote"]["id"], json!(open));
+    assert_eq!(event.data["quote"]["content"], json!("quoted in the open"));
+    assert!(event.data["quote"].get("quote").is_none(), "{}", event.data);
+    quote(hidden.clone()).await;
+    let event = reader.next(DELIVERY).await.expect("the second quote");
+    assert_eq!(
+        event.data["quote"],
+        json!({ "id": hidden, "state": "unavailable" })
+    );
+}

@@ -1,5 +1,5 @@
-//! The one engagement fold against its reference (issue 43): random likes, unlikes, reposts
-//! and unreposts (issue 44), comments (replies of replies), deletions, pins and erasures. The tables folded keep the counts and
+//! The one engagement fold against its reference (issue 43): random likes, unlikes, reposts,
+//! unreposts, quotes and their deletions or detaching (issue 44), comments (replies of replies), deletions, pins and erasures. The tables folded keep the counts and
 //! visibility the rules give when recounted from their rows (`verify`'s reference), and a
 //! run of likes folded at once gives what folding it one by one gives.
 
@@ -7,7 +7,7 @@ use chrono::DateTime;
 use proptest::prelude::*;
 use relations_domain::{CommentId, LikeTarget, PostId};
 
-use super::fold::{fold, fold_changes, EngagementChange, Key, Like, NewComment, Repost};
+use super::fold::{fold, fold_changes, EngagementChange, Key, Like, NewComment, Quote, Repost};
 use super::memory::EngagementMemory;
 use super::verify::EngagementCheck;
 use crate::feed::fold::in_memory;
@@ -21,6 +21,10 @@ enum Op {
     Like(i64, u128, Option<usize>, bool),
     /// User reposts (`true`) or unreposts post p.
     Repost(i64, u128, bool),
+    /// User publishes a post quoting post p.
+    Quote(i64, u128),
+    /// The q-th quoting post (modulo) is deleted or its quote detached (once more: nothing).
+    Unquote(usize),
     /// User comments on post p, answering the c-th comment of it (modulo) when `Some(c)`.
     Comment(i64, u128, Option<usize>),
     /// The c-th comment (modulo) is deleted.
@@ -38,6 +42,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (who.clone(), post.clone(), nth.clone(), any::<bool>())
             .prop_map(|(u, p, c, on)| Op::Like(u, p, c, on)),
         3 => (who.clone(), post.clone(), any::<bool>()).prop_map(|(u, p, on)| Op::Repost(u, p, on)),
+        2 => (who.clone(), post.clone()).prop_map(|(u, p)| Op::Quote(u, p)),
+        1 => (0usize..16).prop_map(Op::Unquote),
         5 => (who.clone(), post, nth).prop_map(|(u, p, c)| Op::Comment(u, p, c)),
         3 => (0usize..32).prop_map(Op::Delete),
         1 => (0usize..32, any::<bool>()).prop_map(|(c, on)| Op::Pin(c, on)),
@@ -58,6 +64,7 @@ type Known = (Key, i64, bool);
 fn history(ops: &[Op]) -> Vec<EngagementChange<'static>> {
     let at = DateTime::UNIX_EPOCH;
     let (mut comments, mut erased) = (Vec::<Known>::new(), Vec::new());
+    let mut quotes = 0u128;
     let mut changes = Vec::new();
     let nth = |comments: &[Known], c: usize| comments.get(c % comments.len().max(1)).copied();
     for op in ops {
@@ -90,6 +97,18 @@ fn history(ops: &[Op]) -> Vec<EngagementChange<'static>> {
                     at,
                     on,
                 })
+            }
+            Op::Quote(author, p) if !erased.contains(&author) => {
+                quotes += 1;
+                EngagementChange::Quoted(Quote {
+                    post: post(1000 + quotes),
+                    quote_of: post(p),
+                    author,
+                    quoted_author: 9,
+                })
+            }
+            Op::Unquote(q) if quotes > 0 => {
+                EngagementChange::Unquoted(post(1001 + (q as u128 % quotes)))
             }
             Op::Comment(author, p, c) if !erased.contains(&author) => {
                 let on_post: Vec<Known> = comments
@@ -133,7 +152,9 @@ fn history(ops: &[Op]) -> Vec<EngagementChange<'static>> {
                 }
                 EngagementChange::Erased(user)
             }
-            Op::Like(..) | Op::Repost(..) | Op::Comment(..) => continue,
+            Op::Like(..) | Op::Repost(..) | Op::Quote(..) | Op::Unquote(_) | Op::Comment(..) => {
+                continue
+            }
         };
         changes.push(change);
     }
@@ -156,6 +177,7 @@ proptest! {
         prop_assert!(mismatches.is_empty(), "{mismatches:#?}");
         prop_assert_eq!(&runs.tables_mut().likes, &one_by_one.likes);
         prop_assert_eq!(&runs.tables_mut().reposts, &one_by_one.reposts);
+        prop_assert_eq!(&runs.tables_mut().quotes, &one_by_one.quotes);
         prop_assert_eq!(&runs.tables_mut().stats, &one_by_one.stats);
         prop_assert_eq!(&runs.tables_mut().comments, &one_by_one.comments);
     }
