@@ -4,7 +4,8 @@
 # mute and a removed follower; a locked account approving a follow request; a like and a
 # comment; bob's notifications, grouped, his unread count and marker; a repost, and a
 # post that cannot be reposted; a repost in a feed, a follow's preferences (notify,
-# show_reposts) and a 'posted' notification; where the operator page,
+# show_reposts) and a 'posted' notification; a quote, its notification, a policy that
+# refuses the next one, and a detach; where the operator page,
 # the live feed and the live notifications are),
 # then keeps serving until Ctrl-C.
 set -euo pipefail
@@ -137,6 +138,20 @@ curl -s "$base/api/v1/notifications?types=posted&min_position=$position" -H "aut
 out=$(follow alice "$alice" "$c_id" '"show_reposts": false'); echo "$out"
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/feed?size=5&min_position=$position" -H "authorization: Bearer $alice"; echo
+echo
+echo "== demo: carol quotes alice's post (alice is told: 'quoted'); alice closes it to quotes, so bob cannot; alice detaches carol's quote"
+out=$(curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $carol" \
+  -H 'content-type: application/json' -d "{\"content\": \"so true\", \"quote_of\": \"$shared\"}"); echo "$out"
+quoting=$(echo "$out" | sed -n 's/^{"post":{"id":"\([^"]*\)".*/\1/p')
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/notifications?types=quoted&min_position=$position" -H "authorization: Bearer $alice"; echo
+curl -s -X PUT "$base/api/v1/posts/$shared/quote_policy" -H "authorization: Bearer $alice" \
+  -H 'content-type: application/json' -d '{"quote_policy": "nobody"}'; echo
+curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $bob" \
+  -H 'content-type: application/json' -d "{\"content\": \"me too\", \"quote_of\": \"$shared\"}"; echo
+out=$(curl -s -X POST "$base/api/v1/posts/$quoting/detach" -H "authorization: Bearer $alice"); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/users/$c_id/posts?size=1&min_position=$position"; echo
 echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"
