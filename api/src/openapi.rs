@@ -28,7 +28,14 @@ pub fn head() -> utoipa::openapi::OpenApi {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "relations", description = "Follows, blocks and the follow feed, event-sourced."),
-    components(schemas(ErrorBody)),
+    // A quote's shapes (issue 44): `QuoteView` refers back to `Post` without recursing
+    // (`no_recursion`), so its parts are named here.
+    components(schemas(
+        ErrorBody,
+        relations_projections::views::QuoteView,
+        relations_projections::views::QuoteState,
+        relations_projections::views::PostView
+    )),
     modifiers(&BearerAuth),
 )]
 struct ApiDoc;

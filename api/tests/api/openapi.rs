@@ -62,6 +62,8 @@ struct World {
     comment: String,
     /// Another, deleted by a call.
     doomed_comment: String,
+    /// User 2's post quoting `post` (issue 44).
+    quote: String,
 }
 
 async fn arrange(app: &TestApp) -> World {
@@ -91,6 +93,11 @@ async fn arrange(app: &TestApp) -> World {
     }
     let (doomed_comment, _) = comments.pop().unwrap();
     let (comment, _) = comments.pop().unwrap();
+    let (status, quoting) = app
+        .post_with(2, json!({ "content": "quoting", "quote_of": post }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{quoting}");
+    let quote = quoting["post"]["id"].as_str().unwrap().to_owned();
     let (_, at) = app.publish(1, "last").await;
     World {
         at,
@@ -98,6 +105,7 @@ async fn arrange(app: &TestApp) -> World {
         doomed,
         comment,
         doomed_comment,
+        quote,
     }
 }
 
@@ -443,10 +451,43 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             Call::new("post", path, S::CREATED)
                 .token(t2.clone())
                 .body(json!({ "content": "hi" })),
+            Call::new("post", path, S::CREATED)
+                .token(t2.clone())
+                .body(json!({ "content": "hi", "quote_of": w.post, "quote_policy": "nobody" })),
+            Call::new("post", path, S::FORBIDDEN)
+                .token(app.token(3))
+                .body(json!({ "content": "hi", "quote_of": w.post })),
+            Call::new("post", path, S::NOT_FOUND)
+                .token(t2.clone())
+                .body(
+                    json!({ "content": "hi", "quote_of": "0190f5a2-7b6c-7def-8123-456789abcdef" }),
+                ),
             Call::new("post", path, S::BAD_REQUEST)
                 .token(t2.clone())
                 .body(json!({ "content": "" })),
             Call::new("post", path, S::UNAUTHORIZED).body(json!({ "content": "hi" })),
+        ],
+        ("put", "/api/v1/posts/{id}/quote_policy") => vec![
+            Call::new("put", path.replace("{id}", &w.post), S::OK)
+                .token(t1.clone())
+                .body(json!({ "quote_policy": "followers" })),
+            Call::new("put", path.replace("{id}", &w.post), S::FORBIDDEN)
+                .token(t2.clone())
+                .body(json!({ "quote_policy": "nobody" })),
+            Call::new("put", path.replace("{id}", &w.post), S::BAD_REQUEST)
+                .token(t1.clone())
+                .body(json!({ "quote_policy": "some" })),
+            Call::new("put", path.replace("{id}", "nope"), S::NOT_FOUND)
+                .token(t1.clone())
+                .body(json!({ "quote_policy": "nobody" })),
+            Call::new("put", path.replace("{id}", &w.post), S::UNAUTHORIZED)
+                .body(json!({ "quote_policy": "nobody" })),
+        ],
+        ("post", "/api/v1/posts/{id}/detach") => vec![
+            Call::new("post", path.replace("{id}", &w.quote), S::FORBIDDEN).token(t2.clone()),
+            Call::new("post", path.replace("{id}", &w.quote), S::OK).token(t1.clone()),
+            Call::new("post", path.replace("{id}", "nope"), S::NOT_FOUND).token(t1.clone()),
+            Call::new("post", path.replace("{id}", &w.quote), S::UNAUTHORIZED),
         ],
         ("delete", "/api/v1/posts/{id}") => vec![
             Call::new("delete", format!("/api/v1/posts/{}", w.post), S::FORBIDDEN)

@@ -253,6 +253,8 @@ async fn openapi_describes_every_endpoint() {
         ("post", "/api/v1/posts/{id}/repost"),
         ("post", "/api/v1/posts/{id}/unrepost"),
         ("get", "/api/v1/posts/{id}/reposts"),
+        ("put", "/api/v1/posts/{id}/quote_policy"),
+        ("post", "/api/v1/posts/{id}/detach"),
         ("post", "/api/v1/posts/{id}/comments"),
         ("get", "/api/v1/posts/{id}/comments"),
         ("delete", "/api/v1/comments/{id}"),
