@@ -13,7 +13,16 @@ use serde::{Deserialize, Serialize};
 use crate::ids::UserId;
 
 mod quote;
-pub use quote::{BadQuotePolicy, QuoteJudged, QuoteOf, QuotePolicy};
+pub use quote::{BadQuotePolicy, QuoteJudged, QuotePolicy};
+
+/// The post a post quotes, and its author (issue 44).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct QuoteOf {
+    /// The quoted post.
+    pub post: PostId,
+    /// Its author.
+    pub author: UserId,
+}
 
 /// A post's id: a UUID (version 7, so ids sort roughly by creation), made by the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -439,52 +448,62 @@ impl Post {
                     author: *author,
                 }])
             }
-            (
-                Post::Live {
-                    author,
-                    quote_policy: now,
-                    ..
-                },
-                PostCommand::SetQuotePolicy {
-                    post_id,
-                    actor,
-                    quote_policy,
-                },
-            ) => {
-                if *author != actor {
-                    return Err(PostError::NotAuthor);
-                }
-                Ok(match *now == quote_policy {
-                    true => vec![],
-                    false => vec![PostEvent::QuotePolicyChanged {
-                        post_id,
-                        author: *author,
-                        quote_policy,
-                    }],
-                })
+            (Post::Live { .. }, command @ PostCommand::SetQuotePolicy { .. }) => {
+                Ok(self.set_quote_policy(command)?.into_iter().collect())
             }
-            (
-                Post::Live {
-                    author, quote_of, ..
-                },
-                PostCommand::Detach { post_id, actor },
-            ) => {
-                Ok(match quote_of {
-                    Some(quote_of) if quote_of.author == actor => vec![PostEvent::QuoteDetached {
-                        post_id,
-                        author: *author,
-                        quote_of: quote_of.post,
-                        quote_author: quote_of.author,
-                    }],
-                    Some(_) => return Err(PostError::NotQuotedAuthor),
-                    // Detached already (a quote is detached once), or it never quoted: only
-                    // the author of a post it quoted may ask, and then it changes nothing.
-                    None => match self.quoted_by(actor) {
-                        true => vec![],
-                        false => return Err(PostError::NotQuotedAuthor),
-                    },
-                })
+            (Post::Live { .. }, PostCommand::Detach { post_id, actor }) => {
+                Ok(self.detach(post_id, actor)?.into_iter().collect())
             }
+        }
+    }
+
+    /// A policy change: by the author only; the same policy changes nothing.
+    fn set_quote_policy(&self, command: PostCommand) -> Result<Option<PostEvent>, PostError> {
+        let (
+            Post::Live {
+                author,
+                quote_policy: now,
+                ..
+            },
+            PostCommand::SetQuotePolicy {
+                post_id,
+                actor,
+                quote_policy,
+            },
+        ) = (self, command)
+        else {
+            return Err(PostError::NotFound);
+        };
+        if *author != actor {
+            return Err(PostError::NotAuthor);
+        }
+        Ok(
+            (*now != quote_policy).then_some(PostEvent::QuotePolicyChanged {
+                post_id,
+                author: *author,
+                quote_policy,
+            }),
+        )
+    }
+
+    /// A detach: by the quoted post's author only, once (again: nothing); a post quoting
+    /// none has nothing to detach.
+    fn detach(&self, post_id: PostId, actor: UserId) -> Result<Option<PostEvent>, PostError> {
+        let Post::Live {
+            author, quote_of, ..
+        } = self
+        else {
+            return Err(PostError::NotFound);
+        };
+        match quote_of {
+            Some(quote_of) if quote_of.author == actor => Ok(Some(PostEvent::QuoteDetached {
+                post_id,
+                author: *author,
+                quote_of: quote_of.post,
+                quote_author: quote_of.author,
+            })),
+            None if self.quoted_by(actor) => Ok(None),
+            _ => Err(PostError::NotQuotedAuthor),
         }
     }
 

@@ -1,13 +1,10 @@
-//! Quotes (issue 44): a post may quote another, as its author may read it, unless a block
-//! separates them or the quoted post's policy says no. The quoted post's author may detach
-//! the quote afterwards.
+//! Quotes (issue 44): who may quote a post, and what a quote is judged against. A post may
+//! quote another ([`super::QuoteOf`]), as its author may read it, unless a block separates
+//! them or the quoted post's policy says no; the quoted post's author may detach the quote.
 
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-
-use super::PostId;
-use crate::ids::UserId;
 
 /// Who may quote a post: `anyone` (the default), the author's `followers`, or `nobody` but
 /// the author.
@@ -65,15 +62,6 @@ impl FromStr for QuotePolicy {
             _ => Err(BadQuotePolicy),
         }
     }
-}
-
-/// The post a post quotes, and its author.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct QuoteOf {
-    /// The quoted post.
-    pub post: PostId,
-    /// Its author.
-    pub author: UserId,
 }
 
 /// What a quote is judged against beyond the new post's stream, read under the pair's lock

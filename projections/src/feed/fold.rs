@@ -146,6 +146,50 @@ impl<'a> FeedChange<'a> {
         Self::of_event(&event.event, event.occurred_at)
     }
 
+    /// What a post's event changes of the feed.
+    fn of_post(event: &'a PostEvent) -> Self {
+        match event {
+            PostEvent::PostPublished {
+                post_id,
+                author,
+                content,
+                created_at,
+                visibility,
+                quote_of,
+                quote_policy,
+                ..
+            } => Self::Published(NewPost {
+                id: post_id.uuid(),
+                author: author.get(),
+                content: content.as_ref().map(|c| c.as_str()),
+                created_at: *created_at,
+                visibility: *visibility,
+                quote_of: quote_of.map(|q| q.uuid()),
+                quote_policy: *quote_policy,
+            }),
+            PostEvent::QuotePolicyChanged {
+                post_id,
+                author,
+                quote_policy,
+            } => Self::Quote(QuoteChange {
+                post: post_id.uuid(),
+                author: author.get(),
+                policy: Some(*quote_policy),
+            }),
+            PostEvent::QuoteDetached {
+                post_id, author, ..
+            } => Self::Quote(QuoteChange {
+                post: post_id.uuid(),
+                author: author.get(),
+                policy: None,
+            }),
+            PostEvent::PostDeleted { post_id, author } => Self::Deleted {
+                post: post_id.uuid(),
+                author: author.get(),
+            },
+        }
+    }
+
     /// What `event`, decided at `occurred_at`, changes of the feed, if anything.
     pub fn of_event(event: &'a LogEvent, occurred_at: DateTime<Utc>) -> Option<Self> {
         Some(match event {
@@ -175,44 +219,7 @@ impl<'a> FeedChange<'a> {
                 | RelationEvent::FollowRequestRejected { .. }
                 | RelationEvent::FollowRequestWithdrawn { .. } => return None,
             },
-            LogEvent::Post(PostEvent::PostPublished {
-                post_id,
-                author,
-                content,
-                created_at,
-                visibility,
-                quote_of,
-                quote_policy,
-                ..
-            }) => Self::Published(NewPost {
-                id: post_id.uuid(),
-                author: author.get(),
-                content: content.as_ref().map(|c| c.as_str()),
-                created_at: *created_at,
-                visibility: *visibility,
-                quote_of: quote_of.map(|q| q.uuid()),
-                quote_policy: *quote_policy,
-            }),
-            LogEvent::Post(PostEvent::QuotePolicyChanged {
-                post_id,
-                author,
-                quote_policy,
-            }) => Self::Quote(QuoteChange {
-                post: post_id.uuid(),
-                author: author.get(),
-                policy: Some(*quote_policy),
-            }),
-            LogEvent::Post(PostEvent::QuoteDetached {
-                post_id, author, ..
-            }) => Self::Quote(QuoteChange {
-                post: post_id.uuid(),
-                author: author.get(),
-                policy: None,
-            }),
-            LogEvent::Post(PostEvent::PostDeleted { post_id, author }) => Self::Deleted {
-                post: post_id.uuid(),
-                author: author.get(),
-            },
+            LogEvent::Post(post) => Self::of_post(post),
             LogEvent::Account(account) => match *account {
                 AccountEvent::UserBanned { user } => Self::Banned(user.get(), true),
                 AccountEvent::UserUnbanned { user } => Self::Banned(user.get(), false),
