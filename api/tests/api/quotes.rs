@@ -49,6 +49,19 @@ async fn feed(app: &TestApp, reader: i64, at: &str, cursor: Option<&str>) -> Val
     page
 }
 
+/// What post `id` in `author`'s timeline shows of its quote to `reader`, once `at` is folded.
+async fn seen(app: &TestApp, reader: i64, author: i64, at: &str, id: &str) -> (String, String) {
+    shown(find(&timeline(app, reader, author, at).await, id))
+}
+
+/// `user` sets who may quote `post`: the status and the answer.
+async fn set_policy(app: &TestApp, user: i64, post: &str, policy: &str) -> (StatusCode, Value) {
+    let path = format!("{}/api/v1/posts/{post}/quote_policy", app.base);
+    let request = app.client.put(path).bearer_auth(app.token(user));
+    let body = json!({ "quote_policy": policy });
+    crate::helpers::read(request.json(&body).send().await.unwrap()).await
+}
+
 /// The post `id` of `posts`.
 fn find<'a>(posts: &'a [Value], id: &str) -> &'a Value {
     posts
@@ -118,12 +131,9 @@ async fn a_quote_shows_the_quoted_post_as_each_reader_may_see_it_now() {
     );
     // When 1 blocks 5, then 5 sees the quote unavailable; 6 still sees it.
     let at = relation(&app, "block", 1, 5).await;
+    assert_eq!(seen(&app, 5, 2, &at, &quoting).await, gone("unavailable"));
     assert_eq!(
-        shown(find(&timeline(&app, 5, 2, &at).await, &quoting)),
-        gone("unavailable")
-    );
-    assert_eq!(
-        shown(find(&timeline(&app, 6, 2, &at).await, &quoting)),
+        seen(&app, 6, 2, &at, &quoting).await,
         embedded("the original")
     );
     // When 1 deletes the post, then everyone sees it unavailable.
@@ -135,10 +145,7 @@ async fn a_quote_shows_the_quoted_post_as_each_reader_may_see_it_now() {
     assert!(items
         .iter()
         .all(|p| p["id"] != quoting || shown(p) == gone("unavailable")));
-    assert_eq!(
-        shown(find(&timeline(&app, 6, 2, at).await, &quoting)),
-        gone("unavailable")
-    );
+    assert_eq!(seen(&app, 6, 2, at, &quoting).await, gone("unavailable"));
     assert_verified(&app).await;
 }
 
@@ -157,24 +164,15 @@ async fn a_followers_only_or_erased_authors_quoted_post_is_unavailable_to_whom_i
     let post = answer["post"]["id"].as_str().unwrap().to_owned();
     let (quoting, at) = quote(&app, 2, &post, "see").await;
     // Then 2's follower 3, who does not follow 1, sees it unavailable; 2 sees it.
-    assert_eq!(
-        shown(find(&timeline(&app, 3, 2, &at).await, &quoting)),
-        gone("unavailable")
-    );
-    assert_eq!(
-        shown(find(&timeline(&app, 2, 2, &at).await, &quoting)),
-        embedded("friends")
-    );
+    assert_eq!(seen(&app, 3, 2, &at, &quoting).await, gone("unavailable"));
+    assert_eq!(seen(&app, 2, 2, &at, &quoting).await, embedded("friends"));
     // Given 4's public post quoted by 2, when 4 is erased, then it is unavailable to all.
     let (public, _) = app.publish(4, "soon gone").await;
     let (other, _) = quote(&app, 2, &public, "again").await;
     let (status, erased) = app.erase_me(4).await;
     assert_eq!(status, StatusCode::OK, "{erased}");
     let at = erased["position"].as_str().unwrap();
-    assert_eq!(
-        shown(find(&timeline(&app, 2, 2, at).await, &other)),
-        gone("unavailable")
-    );
+    assert_eq!(seen(&app, 2, 2, at, &other).await, gone("unavailable"));
     assert_verified(&app).await;
 }
 
@@ -234,41 +232,25 @@ async fn a_quote_is_judged_not_found_then_blocked_then_not_quotable_and_refusals
     let (status, body) = quote_as(1, closed.clone()).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     // A policy of followers: a follower may, anyone else not.
-    let path = format!("/api/v1/posts/{post}/quote_policy");
-    let set = |user: i64, policy: &'static str| {
-        let (app, path) = (&app, path.clone());
-        async move {
-            let request = app.client.put(format!("{}{path}", app.base));
-            let request = request.bearer_auth(app.token(user));
-            crate::helpers::read(
-                request
-                    .json(&json!({ "quote_policy": policy }))
-                    .send()
-                    .await
-                    .unwrap(),
-            )
-            .await
-        }
-    };
-    let (status, body) = set(2, "followers").await;
+    let (status, body) = set_policy(&app, 2, &post, "followers").await;
     assert_eq!(
         (status, code(&body)),
         (StatusCode::FORBIDDEN, "NOT_AUTHOR"),
         "{body}"
     );
-    let (status, body) = set(1, "followers").await;
+    let (status, body) = set_policy(&app, 1, &post, "followers").await;
     assert_eq!(
         (status, &body["changed"]),
         (StatusCode::OK, &json!(true)),
         "{body}"
     );
-    let (status, body) = set(1, "followers").await;
+    let (status, body) = set_policy(&app, 1, &post, "followers").await;
     assert_eq!(
         (status, &body["changed"]),
         (StatusCode::OK, &json!(false)),
         "{body}"
     );
-    let (status, body) = set(1, "everyone").await;
+    let (status, body) = set_policy(&app, 1, &post, "everyone").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     let (status, body) = quote_as(2, post.clone()).await;
     assert_eq!(
@@ -280,22 +262,8 @@ async fn a_quote_is_judged_not_found_then_blocked_then_not_quotable_and_refusals
     let (status, body) = quote_as(2, post.clone()).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     // Unknown post for a policy change: 404.
-    let missing = format!(
-        "/api/v1/posts/{}/quote_policy",
-        "0190f5a2-7b6c-7def-8123-456789abcdef"
-    );
-    let request = app
-        .client
-        .put(format!("{}{missing}", app.base))
-        .bearer_auth(app.token(1));
-    let (status, _) = crate::helpers::read(
-        request
-            .json(&json!({"quote_policy": "nobody"}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let unknown = "0190f5a2-7b6c-7def-8123-456789abcdef";
+    let (status, _) = set_policy(&app, 1, unknown, "nobody").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
@@ -419,16 +387,10 @@ async fn a_quote_never_passes_a_policy_change() {
     for round in 0..8 {
         // Given 1's post open to anyone; when 2 quotes it as 1 closes it, at once.
         let (post, _) = app.publish(1, &format!("round {round}")).await;
-        let path = format!("{}/api/v1/posts/{post}/quote_policy", app.base);
-        let close = app
-            .client
-            .put(path)
-            .bearer_auth(app.token(1))
-            .json(&json!({"quote_policy": "nobody"}))
-            .send();
+        let close = set_policy(&app, 1, &post, "nobody");
         let body = json!({"content": "race", "quote_of": post});
         let (closed, quoted) = tokio::join!(close, publish(&app, 2, body));
-        let (closed, answer) = crate::helpers::read(closed.unwrap()).await;
+        let (closed, answer) = closed;
         assert_eq!(
             (closed, &answer["changed"]),
             (StatusCode::OK, &json!(true)),
