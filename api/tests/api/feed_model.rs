@@ -297,7 +297,7 @@ impl Model {
 
 /// A replica of `app`'s log holding every post, folding the run's events as they come: the
 /// memory path (issue 28) asked directly, whatever the app's own caps are.
-fn replica(app: &TestApp, shutdown: &tokio_util::sync::CancellationToken) -> LiveGraph {
+pub(crate) fn replica(app: &TestApp, shutdown: &tokio_util::sync::CancellationToken) -> LiveGraph {
     let keys = app.config.keys.keyring(&app.pool).unwrap();
     let caps = Caps {
         per_author: 32,

@@ -415,3 +415,45 @@ async fn a_quote_never_passes_a_policy_change() {
         }
     }
 }
+
+#[tokio::test]
+async fn the_first_page_from_memory_counts_quotes_and_keeps_policies_and_detaching() {
+    use relations_projections::feed::held::page::FeedAsk;
+    use relations_projections::views::{QuoteState, QuoteView};
+    let app = spawn_app().await;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let graph = crate::feed_model::replica(&app, &shutdown);
+    // Given 9 follows 1 and 2; 1's post, quoted by 2 and by 3; 1 closes it to quotes.
+    relation(&app, "follow", 9, 1).await;
+    relation(&app, "follow", 9, 2).await;
+    let (post, _) = app.publish(1, "held").await;
+    let (first, _) = quote(&app, 2, &post, "one").await;
+    quote(&app, 3, &post, "two").await;
+    set_policy(&app, 1, &post, "followers").await;
+    // When 1 detaches 2's quote, then the replica's page (no round trip) agrees.
+    let (status, body) = detach(&app, 1, &first).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    crate::helpers::replica_reached(&graph, body["position"].as_str().unwrap()).await;
+    let ask = FeedAsk {
+        reader: crate::helpers::user(9),
+        recommended: &[],
+        now: chrono::Utc::now(),
+    };
+    let (page, _) = graph
+        .with(|g| g.feed_page(ask, None, 10))
+        .flatten()
+        .expect("a page from memory");
+    let by_id = |id: &str| page.items.iter().find(|p| p.id.to_string() == id).unwrap();
+    let quoted = by_id(&post);
+    assert_eq!(quoted.quote_count, 1);
+    assert_eq!(quoted.quote_policy.as_str(), "followers");
+    assert_eq!(quoted.quote, Some(None));
+    assert!(matches!(
+        by_id(&first).quote,
+        Some(Some(QuoteView::Gone {
+            state: QuoteState::Detached,
+            ..
+        }))
+    ));
+    shutdown.cancel();
+}
