@@ -28,7 +28,8 @@ pub struct PublishBody {
     pub visibility: Visibility,
     /// The post it quotes (issue 44).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, format = "uuid")]
+    #[schema(value_type = Option<String>, format = "uuid",
+        pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     pub quote_of: Option<PostId>,
     /// Who may quote it: `anyone` (the default), `followers` or `nobody`.
     #[serde(default)]
