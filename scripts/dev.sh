@@ -139,7 +139,7 @@ out=$(follow alice "$alice" "$c_id" '"show_reposts": false'); echo "$out"
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/feed?size=5&min_position=$position" -H "authorization: Bearer $alice"; echo
 echo
-echo "== demo: carol quotes alice's post (alice is told: 'quoted'); alice closes it to quotes, so bob cannot; alice detaches carol's quote"
+echo "== demo: carol quotes alice's post (alice is told: 'quoted'); alice closes it to quotes, so carol cannot quote it again (NOT_QUOTABLE); alice detaches carol's quote"
 out=$(curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $carol" \
   -H 'content-type: application/json' -d "{\"content\": \"so true\", \"quote_of\": \"$shared\"}"); echo "$out"
 quoting=$(echo "$out" | sed -n 's/^{"post":{"id":"\([^"]*\)".*/\1/p')
@@ -147,8 +147,8 @@ position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/notifications?types=quoted&min_position=$position" -H "authorization: Bearer $alice"; echo
 curl -s -X PUT "$base/api/v1/posts/$shared/quote_policy" -H "authorization: Bearer $alice" \
   -H 'content-type: application/json' -d '{"quote_policy": "nobody"}'; echo
-curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $bob" \
-  -H 'content-type: application/json' -d "{\"content\": \"me too\", \"quote_of\": \"$shared\"}"; echo
+curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $carol" \
+  -H 'content-type: application/json' -d "{\"content\": \"again\", \"quote_of\": \"$shared\"}"; echo
 out=$(curl -s -X POST "$base/api/v1/posts/$quoting/detach" -H "authorization: Bearer $alice"); echo "$out"
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/users/$c_id/posts?size=1&min_position=$position"; echo
