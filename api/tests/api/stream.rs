@@ -649,4 +649,18 @@ async fn a_quote_arrives_live_with_its_quoted_post_as_the_reader_may_see_it() {
         event.data["quote"],
         json!({ "id": hidden, "state": "unavailable" })
     );
+    // 2's repost of 5's quote of 3's post arrives with the quoted post embedded too.
+    let body = json!({ "content": "quoting too", "quote_of": open });
+    let (status, quoting) = app.post_with(5, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{quoting}");
+    let quoting = quoting["post"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/posts/{quoting}/repost");
+    let (status, body) = app.post_as(2, &path, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let event = reader.next(DELIVERY).await.expect("the repost of a quote");
+    assert_eq!(
+        (&event.data["id"], &event.data["reposted_by"]),
+        (&json!(quoting), &json!([2]))
+    );
+    assert_eq!(event.data["quote"]["content"], json!("quoted in the open"));
 }

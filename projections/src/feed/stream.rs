@@ -71,11 +71,37 @@ enum Signal {
     /// came (`None`: not found live; the reader is shown it `unavailable`).
     Post(PostEvent, Option<PostView>),
     /// `reposter` reposted a post (issue 44): the post as read when the batch came (`None`:
-    /// not found live, so it enters no feed).
+    /// not found live, so it enters no feed), and the post it quotes, read likewise.
     Reposted {
         reposter: UserId,
         post: Option<PostView>,
+        quoted: Option<PostView>,
     },
+}
+
+/// A quoted post as a quoting post shows it: its own quote left out (one level).
+fn one_level(quoted: PostView) -> PostView {
+    PostView {
+        quote: None,
+        ..quoted
+    }
+}
+
+/// `post` with `quoted` (the post it quotes, read live) embedded when `reader` may see it now
+/// ([`Replica::shows_quoted`]); else its quote stays as its row says (`unavailable`).
+fn with_quote(
+    graph: &Replica,
+    reader: UserId,
+    mut post: PostView,
+    quoted: &Option<PostView>,
+) -> PostView {
+    let shown = quoted
+        .as_ref()
+        .filter(|q| graph.shows_quoted(reader, q.author, q.visibility));
+    if let Some(quoted) = shown {
+        post.quote = Some(Some(QuoteView::Post(Box::new(quoted.clone()))));
+    }
+    post
 }
 
 /// Why the hub ended a connection: what any other request with its token would now get.
@@ -309,17 +335,16 @@ impl FeedHub {
             Signal::Reposted {
                 reposter,
                 post: Some(post),
+                quoted,
             } => {
                 let shown = Self::repost_in_feed(graph, reader, *reposter, post, now);
                 return shown.then(|| {
                     let reposted_by = Some(vec![*reposter]);
-                    StreamItem::Post(
-                        position,
-                        PostView {
-                            reposted_by,
-                            ..post.clone()
-                        },
-                    )
+                    let post = PostView {
+                        reposted_by,
+                        ..post.clone()
+                    };
+                    StreamItem::Post(position, with_quote(graph, reader, post, quoted))
                 });
             }
         };
@@ -398,6 +423,7 @@ impl FeedHub {
                     Signal::Reposted {
                         reposter: *user,
                         post: None,
+                        quoted: None,
                     }
                 }
                 LogEvent::Repost(RepostEvent::Unreposted { .. })
@@ -420,19 +446,36 @@ impl FeedHub {
         let found = |ids: &mut std::slice::Iter<'_, uuid::Uuid>| {
             ids.next().and_then(|id| posts.get(id)).cloned()
         };
+        let mut quoted_by_reposts = Vec::new();
         for signal in &mut signals {
             match &mut signal.event {
-                Signal::Reposted { post, .. } => *post = found(&mut reposted),
+                Signal::Reposted { post, .. } => {
+                    *post = found(&mut reposted);
+                    quoted_by_reposts.extend(post.as_ref().and_then(PostView::quoting));
+                }
                 Signal::Post(
                     PostEvent::PostPublished {
                         quote_of: Some(_), ..
                     },
                     quoted_post,
-                ) => {
-                    // One level: the quoted post's own quote is left out.
-                    *quoted_post = found(&mut quoted).map(|q| PostView { quote: None, ..q });
-                }
+                ) => *quoted_post = found(&mut quoted).map(one_level),
                 Signal::Post(..) => {}
+            }
+        }
+        // A reposted post that quotes: the post it quotes, read once for the batch.
+        if !quoted_by_reposts.is_empty() {
+            let ids: Vec<uuid::Uuid> = quoted_by_reposts.iter().map(|p| p.uuid()).collect();
+            let quoted = super::query::live_posts(&self.pool, &ids).await?;
+            for signal in &mut signals {
+                if let Signal::Reposted {
+                    post: Some(post),
+                    quoted: slot,
+                    ..
+                } = &mut signal.event
+                {
+                    let of = post.quoting().and_then(|id| quoted.get(&id.uuid()));
+                    *slot = of.cloned().map(one_level);
+                }
             }
         }
         Ok(signals)
