@@ -1,6 +1,7 @@
 //! (j) The live feed stream at 10,000 connected readers: the memory one instance spends per idle
 //! connection, and how long a post takes from its command's answer to every reader's stream.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,13 +41,14 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         .pool_max_idle_per_host(0)
         .build()?;
     let connected = Arc::new(tokio::sync::Semaphore::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
     for reader in base + 1..=base + readers {
         tokio::spawn(listen(
             client.clone(),
             server.base.clone(),
             reader,
             received.clone(),
-            connected.clone(),
+            (connected.clone(), refused.clone()),
         ));
     }
     let _ = connected.acquire_many(readers as u32).await?;
@@ -58,6 +60,7 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (latency, delivered) = latencies(&received.lock().await, &answered)?;
     let expected = readers as u64 * POSTS as u64;
+    let refused = refused.load(Ordering::Relaxed);
     let ms = |q: f64| latency.value_at_quantile(q) as f64 / 1000.0;
     let rows = vec![
         Row::new(
@@ -73,7 +76,7 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             &format!("j. live feed stream, {readers} connected readers"),
             "a post from its command's answer to each reader (p50/p99/max)",
             format!(
-                "{:.1}/{:.1}/{:.1} ms; {delivered} of {expected} deliveries",
+                "{:.1}/{:.1}/{:.1} ms; {delivered} of {expected} deliveries; {refused} connections failed",
                 ms(0.5),
                 ms(0.99),
                 latency.max() as f64 / 1000.0
@@ -91,14 +94,14 @@ pub async fn stream(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
 /// Each post a reader received, and when.
 type Received = Arc<Mutex<Vec<(String, Instant)>>>;
 
-/// One reader: connects (a permit on `connected`), then records in `received` when each post
-/// reaches it.
+/// One reader: connects (a permit on `connected`; a connection that fails, or is answered
+/// anything but 200, counts in `refused`), then records in `received` when each post reaches it.
 async fn listen(
     client: reqwest::Client,
     base: String,
     reader: i64,
     received: Received,
-    connected: Arc<tokio::sync::Semaphore>,
+    (connected, refused): (Arc<tokio::sync::Semaphore>, Arc<AtomicU64>),
 ) {
     let response = client
         .get(format!("{base}/api/v1/feed/stream"))
@@ -106,7 +109,13 @@ async fn listen(
         .send()
         .await;
     connected.add_permits(1);
-    let Ok(response) = response else { return };
+    let response = match response {
+        Ok(response) if response.status().is_success() => response,
+        _ => {
+            refused.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    };
     let mut body = response.bytes_stream();
     let mut buffer = String::new();
     while let Some(Ok(chunk)) = body.next().await {
