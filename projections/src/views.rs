@@ -78,6 +78,11 @@ pub enum QuoteView {
 }
 
 impl QuoteView {
+    /// What a post shows of a quoted post the reader may see: the post itself.
+    pub fn shown(quoted: PostView) -> Option<Option<Self>> {
+        Some(Some(Self::Post(Box::new(quoted))))
+    }
+
     /// What a post quoting `quote_of` (`detached` or not) shows before the quoted post is
     /// looked up for a reader: a detached quote stays so; any other is `unavailable` until
     /// the lookup finds it readable.

@@ -702,14 +702,16 @@ pub async fn new_count(
         .sum())
 }
 
-/// The live posts among `ids` (reposts are not posts), by id, without their engagement.
+/// The live posts among `ids` (reposts are not posts) whose authors are not banned, by id,
+/// without their engagement: what a repost or a quote may show.
 pub async fn live_posts(
     pool: &PgPool,
     ids: &[uuid::Uuid],
 ) -> Result<std::collections::HashMap<uuid::Uuid, PostView>, ProjectionError> {
     let sql = format!(
-        "SELECT {POST_COLUMNS} FROM rm_posts
-          WHERE post_id = ANY($1) AND NOT deleted AND repost_of IS NULL"
+        "SELECT {POST_COLUMNS} FROM rm_posts p
+          WHERE post_id = ANY($1) AND NOT deleted AND repost_of IS NULL
+            AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)"
     );
     let rows = sqlx::query(&sql).bind(ids).fetch_all(pool).await?;
     rows.iter()

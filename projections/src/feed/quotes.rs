@@ -12,7 +12,7 @@ use relations_domain::privacy::Access;
 use relations_domain::{PostId, UserId, Visibility};
 use sqlx::PgPool;
 
-use super::query::POST_COLUMNS;
+use super::query::live_posts;
 use crate::error::ProjectionError;
 use crate::privacy;
 use crate::relations::reads::Source;
@@ -25,21 +25,21 @@ pub fn shown(access: &Access, visibility: Visibility, blocked: bool) -> bool {
     !blocked && access.may_read(visibility)
 }
 
-/// The posts of `quoted` that `viewer` may see now as quoted posts, by id, without their
-/// engagement (the caller fills it) and with their own quote left out.
+/// The posts of `quoted` that `viewer` may see now as quoted posts, without their engagement
+/// (the caller fills it) and with their own quote left out.
 pub async fn quoted(
     pool: &PgPool,
     source: Source<'_>,
     viewer: Option<UserId>,
     quoted: &[PostId],
-) -> Result<HashMap<PostId, PostView>, ProjectionError> {
+) -> Result<Vec<PostView>, ProjectionError> {
     let mut ids: Vec<uuid::Uuid> = quoted.iter().map(|p| p.uuid()).collect();
     if ids.is_empty() {
-        return Ok(HashMap::new());
+        return Ok(Vec::new());
     }
     ids.sort_unstable();
     ids.dedup();
-    let found = live(pool, &ids).await?;
+    let found: Vec<PostView> = live_posts(pool, &ids).await?.into_values().collect();
     let mut authors: Vec<UserId> = found.iter().map(|p| p.author).collect();
     authors.sort_unstable();
     authors.dedup();
@@ -60,11 +60,16 @@ pub async fn quoted(
             let access = access.get(&post.author);
             access.is_some_and(|a| shown(a, post.visibility, blocked))
         })
-        .map(|mut post| {
-            post.quote = None;
-            (post.id, post)
-        })
+        .map(one_level)
         .collect())
+}
+
+/// A quoted post as a quoting post shows it: its own quote left out (one level).
+pub fn one_level(quoted: PostView) -> PostView {
+    PostView {
+        quote: None,
+        ..quoted
+    }
 }
 
 /// Puts each quoted post of `found` (engaged) into the posts that quote it; the rest stay as
@@ -72,20 +77,7 @@ pub async fn quoted(
 pub fn embed(posts: &mut [PostView], found: &HashMap<PostId, PostView>) {
     for post in posts {
         if let Some(quoted) = post.quoting().and_then(|id| found.get(&id)) {
-            post.quote = Some(Some(QuoteView::Post(Box::new(quoted.clone()))));
+            post.quote = QuoteView::shown(quoted.clone());
         }
     }
-}
-
-/// The live posts of `ids` (reposts are no posts) whose authors are not banned.
-async fn live(pool: &PgPool, ids: &[uuid::Uuid]) -> Result<Vec<PostView>, ProjectionError> {
-    let sql = format!(
-        "SELECT {POST_COLUMNS} FROM rm_posts p
-          WHERE post_id = ANY($1) AND NOT deleted AND repost_of IS NULL
-            AND NOT EXISTS (SELECT 1 FROM feed_banned b WHERE b.author = p.author)"
-    );
-    let rows = sqlx::query(&sql).bind(ids).fetch_all(pool).await?;
-    rows.iter()
-        .map(|row| super::query::post(row).map(|(_, post)| post))
-        .collect()
 }

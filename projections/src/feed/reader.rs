@@ -157,12 +157,8 @@ impl FeedReader<'_> {
         viewer: Option<UserId>,
     ) -> Result<HashMap<PostId, PostView>, ProjectionError> {
         let mut found = quotes::quoted(self.reads, self.source, viewer, ids).await?;
-        if found.is_empty() {
-            return Ok(found);
-        }
-        let mut engaged: Vec<PostView> = found.drain().map(|(_, post)| post).collect();
-        self.engage(&mut engaged, viewer).await?;
-        Ok(engaged.into_iter().map(|post| (post.id, post)).collect())
+        self.engage(&mut found, viewer).await?;
+        Ok(found.into_iter().map(|post| (post.id, post)).collect())
     }
 
     /// Fills `posts`' like, comment and repost counts, and for a viewer whether they like

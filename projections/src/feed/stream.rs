@@ -29,6 +29,7 @@ use sqlx::PgPool;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::quotes::one_level;
 use crate::error::ProjectionError;
 use crate::replica::live::LiveGraph;
 use crate::replica::Replica;
@@ -79,14 +80,6 @@ enum Signal {
     },
 }
 
-/// A quoted post as a quoting post shows it: its own quote left out (one level).
-fn one_level(quoted: PostView) -> PostView {
-    PostView {
-        quote: None,
-        ..quoted
-    }
-}
-
 /// `post` with `quoted` (the post it quotes, read live) embedded when `reader` may see it now
 /// ([`Replica::shows_quoted`]); else its quote stays as its row says (`unavailable`).
 fn with_quote(
@@ -99,7 +92,7 @@ fn with_quote(
         .as_ref()
         .filter(|q| graph.shows_quoted(reader, q.author, q.visibility));
     if let Some(quoted) = shown {
-        post.quote = Some(Some(QuoteView::Post(Box::new(quoted.clone()))));
+        post.quote = QuoteView::shown(quoted.clone());
     }
     post
 }
@@ -363,7 +356,7 @@ impl FeedHub {
             } => self
                 .in_feed(graph, reader, *author, *visibility, now)
                 .then(|| {
-                    let mut post = PostView {
+                    let post = PostView {
                         id: *post_id,
                         author: *author,
                         content: content.as_str().to_owned(),
@@ -379,13 +372,7 @@ impl FeedHub {
                         quote_count: 0,
                         quote: QuoteView::pending(*quote_of, false),
                     };
-                    let quoted = quoted
-                        .as_ref()
-                        .filter(|q| graph.shows_quoted(reader, q.author, q.visibility));
-                    if let Some(quoted) = quoted {
-                        post.quote = Some(Some(QuoteView::Post(Box::new(quoted.clone()))));
-                    }
-                    StreamItem::Post(position, post)
+                    StreamItem::Post(position, with_quote(graph, reader, post, quoted))
                 }),
             PostEvent::PostDeleted { post_id, author } => {
                 let related = graph.relations().facts(reader, *author).following

@@ -4,7 +4,7 @@ use crate::outcome::Published;
 use axum::extract::State;
 use axum::http::StatusCode;
 use relations_domain::{PostContent, PostId, QuotePolicy, UserId, Visibility};
-use relations_projections::views::{PostView, QuoteView};
+use relations_projections::views::QuoteView;
 use relations_store::{Executed, PostOptions};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -111,14 +111,9 @@ async fn show_quote(
     let Some(view) = found.get(&quoted) else {
         return Ok(executed);
     };
-    let quote: Option<Option<QuoteView>> = Some(Some(QuoteView::Post(Box::new(view.clone()))));
+    let quote = QuoteView::shown(view.clone());
     match &mut executed {
-        Executed::Fresh(published) => {
-            published.post = PostView {
-                quote,
-                ..published.post.clone()
-            }
-        }
+        Executed::Fresh(published) => published.post.quote = quote,
         Executed::Replayed(stored) => {
             stored.body["post"]["quote"] = serde_json::to_value(&quote).expect("a view serialises")
         }
