@@ -113,7 +113,7 @@ impl Replica {
             })
         };
         let followed = relations.followees(reader);
-        let sources = if followed.is_empty() {
+        let sources = if followed.len() == 0 {
             ask.recommended
                 .iter()
                 .filter(|&&author| {
@@ -124,8 +124,7 @@ impl Replica {
                 .collect()
         } else {
             followed
-                .iter()
-                .filter_map(|&(author, _)| source(author, Judge::followed))
+                .filter_map(|author| source(author, Judge::followed))
                 .collect()
         };
         Some(sources)
