@@ -294,6 +294,15 @@ pub struct Config {
     /// Posts each instance holds in memory in all (the newest); 0 holds none.
     #[arg(long, env = "RELATIONS_FEED_MEMORY_POSTS", default_value_t = 4_000_000)]
     pub feed_memory_posts: u32,
+    /// A directory where the in-memory graph's snapshot is kept (issue 48): an instance
+    /// starts from it in seconds and replays the log from its position; unset, none is
+    /// written and the graph loads from the read model.
+    #[arg(long, env = "RELATIONS_GRAPH_SNAPSHOT_DIR")]
+    pub graph_snapshot_dir: Option<std::path::PathBuf>,
+    /// How often the graph's snapshot is written while the graph moves, in seconds.
+    #[arg(long, env = "RELATIONS_GRAPH_SNAPSHOT_EVERY_S", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub graph_snapshot_every_s: u64,
     /// Comma-separated ids whose posts make the recommended feed.
     #[arg(
         long,
@@ -355,6 +364,15 @@ impl Config {
             per_author: self.feed_memory_per_author as usize,
             total: self.feed_memory_posts as usize,
         }
+    }
+
+    /// Where and how often the graph's snapshot is written, if anywhere.
+    pub fn graph_snapshots(&self) -> Option<relations_projections::replica::SnapshotConfig> {
+        let dir = self.graph_snapshot_dir.clone()?;
+        Some(relations_projections::replica::SnapshotConfig {
+            dir,
+            every: std::time::Duration::from_secs(self.graph_snapshot_every_s),
+        })
     }
 
     /// The recommended authors' ids.

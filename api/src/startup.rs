@@ -118,7 +118,8 @@ impl Application {
         let projectors = projector_entries(&projectors, &runners, relay_configured, &relay);
         let state = AppState::new(Shared {
             projectors: Arc::new(projectors),
-            graph: LiveGraph::holding_posts(config.feed_memory(), keys.clone()),
+            graph: LiveGraph::holding_posts(config.feed_memory(), keys.clone())
+                .with_snapshots(config.graph_snapshots()),
             read_marks: ReadMarks::new(),
             log_watch: LogWatch::new(Duration::from_millis(config.held_after_ms)),
             inboxes: caches.inboxes,

@@ -3,12 +3,13 @@
 //! run or while a transaction holds the horizon, and serving with Redis down.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use proptest::prelude::*;
 use relations_projections::relations::query::{Counts, ListEntry};
 use relations_projections::relations::reads::{KeyedList, OffsetList, Source};
 use relations_projections::replica::live::LiveGraph;
+use relations_projections::replica::SnapshotConfig;
 use relations_projections::Wakeup;
 use relations_store::LogPosition;
 use reqwest::StatusCode;
@@ -208,7 +209,56 @@ fn position(raw: &str) -> LogPosition {
 
 /// A replica loaded by the test itself (as another instance would), run until `shutdown`.
 fn replica(app: &TestApp, shutdown: &CancellationToken) -> LiveGraph {
-    let graph = LiveGraph::new();
+    replica_with(app, shutdown, None)
+}
+
+/// A directory of its own for a test's snapshots, removed when dropped.
+struct SnapshotDir(std::path::PathBuf);
+
+impl SnapshotDir {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("relations-graph-{}", uuid::Uuid::new_v4()));
+        Self(dir)
+    }
+
+    /// Snapshots written here every `every`.
+    fn config(&self, every: Duration) -> SnapshotConfig {
+        SnapshotConfig {
+            dir: self.0.clone(),
+            every,
+        }
+    }
+
+    fn file(&self) -> std::path::PathBuf {
+        self.0.join("graph.snapshot")
+    }
+
+    /// Waits until a snapshot is written after `since`.
+    async fn written_after(&self, since: SystemTime) {
+        for _ in 0..400 {
+            let modified = std::fs::metadata(self.file()).and_then(|m| m.modified());
+            if modified.is_ok_and(|m| m > since) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no snapshot was written");
+    }
+}
+
+impl Drop for SnapshotDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// [`replica`], starting from and keeping the graph's snapshot in `snapshots`.
+fn replica_with(
+    app: &TestApp,
+    shutdown: &CancellationToken,
+    snapshots: Option<SnapshotConfig>,
+) -> LiveGraph {
+    let graph = LiveGraph::new().with_snapshots(snapshots);
     let wakeup = Wakeup::listen(app.pool.clone(), shutdown.clone());
     tokio::spawn(
         graph
@@ -305,16 +355,33 @@ async fn run_ops(app: &TestApp, ops: &[Op]) -> Option<String> {
 async fn property(ops: Vec<Op>) {
     let app = spawn_app().await;
     let shutdown = CancellationToken::new();
-    // One replica loaded before the history (it follows by its tail), one after (its load).
-    let early = replica(&app, &shutdown);
+    // One replica loaded before the history (it follows by its tail, writing its graph's
+    // snapshot every 50 ms as it goes), one after (its load); a third starts from the first's
+    // last snapshot, whatever it missed of the log (issue 48).
+    let snapshots = SnapshotDir::new();
+    let early = replica_with(
+        &app,
+        &shutdown,
+        Some(snapshots.config(Duration::from_millis(50))),
+    );
     let Some(last) = run_ops(&app, &ops).await else {
         return;
     };
     let late = replica(&app, &shutdown);
+    let restored = replica_with(
+        &app,
+        &shutdown,
+        Some(snapshots.config(Duration::from_secs(3600))),
+    );
     projector_reached(&app, "following", &last).await;
     projector_reached(&app, "feed", &last).await;
     reached(&early, position(&last)).await;
     reached(&late, position(&last)).await;
+    reached(&restored, position(&last)).await;
+    assert!(
+        restored.with(|r| r.restored()).flatten().is_some(),
+        "started from the snapshot"
+    );
     let database = answers(&app.pool).await;
     let fold = fold(&app).await;
     assert_matches_fold(&database, &fold, "read model");
@@ -328,6 +395,11 @@ async fn property(ops: Vec<Op>) {
         answers(&late).await,
         database,
         "loaded replica, ops {ops:?}"
+    );
+    assert_eq!(
+        answers(&restored).await,
+        database,
+        "replica started from a snapshot, ops {ops:?}"
     );
     // And the service's own replica, over HTTP.
     for a in 1..=USERS {
@@ -466,4 +538,136 @@ async fn with_redis_down_graph_reads_still_answer() {
     );
     let (status, _) = app.get("/readyz").await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// An instance starts from a snapshot older than the log (issue 48, item 2): it restores the
+/// graph as of the snapshot's position, replays what came after (follows, an unfollow, a
+/// block that ends follows, an erasure) and answers exactly as the read model does.
+#[tokio::test]
+async fn a_replica_started_from_an_older_snapshot_catches_up_exactly() {
+    let app = spawn_app().await;
+    let shutdown = CancellationToken::new();
+    let snapshots = SnapshotDir::new();
+    for (a, b) in [(1, 2), (2, 1), (3, 1), (4, 1), (5, 4), (6, 5)] {
+        app.command("follow", a, b).await;
+    }
+    let (_, body) = app.command("follow", 1, 3).await;
+    let before = position(body["position"].as_str().unwrap());
+    let writing = replica_with(
+        &app,
+        &shutdown,
+        Some(snapshots.config(Duration::from_secs(3600))),
+    );
+    reached(&writing, before).await;
+    snapshots
+        .written_after(std::time::SystemTime::UNIX_EPOCH)
+        .await;
+    shutdown.cancel();
+    // The log moves on without it.
+    app.command("unfollow", 1, 2).await;
+    app.command("block", 4, 5).await;
+    app.command("follow", 6, 1).await;
+    app.erase_me(3).await;
+    let (_, body) = app.command("follow", 2, 6).await;
+    let last = body["position"].as_str().unwrap().to_owned();
+    projector_reached(&app, "following", &last).await;
+    projector_reached(&app, "feed", &last).await;
+
+    let shutdown = CancellationToken::new();
+    let restored = replica_with(
+        &app,
+        &shutdown,
+        Some(snapshots.config(Duration::from_secs(3600))),
+    );
+    reached(&restored, position(&last)).await;
+    let from = restored.with(|r| r.restored()).flatten();
+    assert!(
+        from.is_some_and(|at| at >= before && at < position(&last)),
+        "started from the older snapshot, not the read model: {from:?}"
+    );
+    let database = answers(&app.pool).await;
+    assert_matches_fold(&database, &fold(&app).await, "read model");
+    assert_eq!(answers(&restored).await, database);
+    shutdown.cancel();
+}
+
+/// A snapshot is a cache, never the truth: one taken of another database's log, or one whose
+/// bytes were damaged, is not used, and the graph loads from the read model instead.
+#[tokio::test]
+async fn a_snapshot_of_another_log_or_damaged_is_not_used() {
+    let (app, other) = (spawn_app().await, spawn_app().await);
+    let snapshots = SnapshotDir::new();
+    let (_, body) = other.command("follow", 1, 2).await;
+    let shutdown = CancellationToken::new();
+    let writing = replica_with(
+        &other,
+        &shutdown,
+        Some(snapshots.config(Duration::from_secs(3600))),
+    );
+    reached(&writing, position(body["position"].as_str().unwrap())).await;
+    snapshots
+        .written_after(std::time::SystemTime::UNIX_EPOCH)
+        .await;
+    shutdown.cancel();
+    let (_, body) = app.command("follow", 3, 4).await;
+    let last = body["position"].as_str().unwrap().to_owned();
+    projector_reached(&app, "following", &last).await;
+    // The other database's snapshot: not used; this replica then writes its own.
+    let config = snapshots.config(Duration::from_secs(3600));
+    let first = SystemTime::now();
+    let shutdown = CancellationToken::new();
+    loaded_not_restored(&replica_with(&app, &shutdown, Some(config.clone())), &last).await;
+    snapshots.written_after(first).await;
+    shutdown.cancel();
+    // This log's own, damaged: one bit of the image changed where it still decodes (a
+    // varint's continued byte: a follow's time changes), so only the checksum tells.
+    let mut bytes = std::fs::read(snapshots.file()).unwrap();
+    let at = (bytes.len() / 2..bytes.len())
+        .find(|&i| bytes[i] & 0x80 != 0)
+        .unwrap();
+    bytes[at] ^= 0x01;
+    std::fs::write(snapshots.file(), bytes).unwrap();
+    let shutdown = CancellationToken::new();
+    loaded_not_restored(&replica_with(&app, &shutdown, Some(config)), &last).await;
+    shutdown.cancel();
+}
+
+/// `graph` reached `last` loaded from the read model: 3 follows 4, and 1 follows no one.
+async fn loaded_not_restored(graph: &LiveGraph, last: &str) {
+    reached(graph, position(last)).await;
+    assert_eq!(graph.with(|r| r.restored()).flatten(), None);
+    let facts = graph
+        .with(|g| g.relations().facts(user(3), user(4)))
+        .unwrap();
+    assert!(facts.following);
+    let facts = graph
+        .with(|g| g.relations().facts(user(1), user(2)))
+        .unwrap();
+    assert!(!facts.following, "nothing of the other log");
+}
+
+/// An erasure leaves the snapshot soon, as it leaves memory: the replica writes its graph
+/// again within seconds of applying one, however long its period.
+#[tokio::test]
+async fn an_erasure_is_written_out_of_the_snapshot_soon() {
+    let app = spawn_app().await;
+    let snapshots = SnapshotDir::new();
+    let config = snapshots.config(Duration::from_secs(3600));
+    app.command("follow", 1, 2).await;
+    let (_, body) = app.command("follow", 2, 1).await;
+    let shutdown = CancellationToken::new();
+    let writing = replica_with(&app, &shutdown, Some(config.clone()));
+    reached(&writing, position(body["position"].as_str().unwrap())).await;
+    snapshots.written_after(SystemTime::UNIX_EPOCH).await;
+    let erased_at = SystemTime::now();
+    let (_, body) = app.erase_me(2).await;
+    let erasure = position(body["position"].as_str().unwrap());
+    snapshots.written_after(erased_at).await;
+    shutdown.cancel();
+    let shutdown = CancellationToken::new();
+    let restored = replica_with(&app, &shutdown, Some(config));
+    reached(&restored, erasure).await;
+    let from = restored.with(|r| r.restored()).flatten();
+    assert!(from.is_some_and(|at| at >= erasure), "{from:?} {erasure}");
+    shutdown.cancel();
 }

@@ -126,6 +126,8 @@ pub async fn test_config() -> Config {
         },
         feed_memory_per_author: 32,
         feed_memory_posts: 4_000_000,
+        graph_snapshot_dir: None,
+        graph_snapshot_every_s: 300,
         recommended_authors: vec![],
         run_projectors: true,
         catch_up_wait_ms: 15_000,

@@ -22,6 +22,7 @@ use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use relations_domain::{AccountEvent, Facts, FollowPrefs, LogEvent, Relation, UserId};
 use relations_store::LogPosition;
+use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, Row};
 
 use super::fold::{
@@ -40,11 +41,24 @@ type Slot = u32;
 
 /// One of a user's follows: whom (by slot), and since when. 12 bytes, aligned to 4, so a
 /// vector of them wastes nothing on padding.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(from = "(Slot, Micros)", into = "(Slot, Micros)")]
 #[repr(C, packed(4))]
 struct Followee {
     slot: Slot,
     since: Micros,
+}
+
+impl From<(Slot, Micros)> for Followee {
+    fn from((slot, since): (Slot, Micros)) -> Self {
+        Self { slot, since }
+    }
+}
+
+impl From<Followee> for (Slot, Micros) {
+    fn from(f: Followee) -> Self {
+        (f.slot(), f.since())
+    }
 }
 
 impl Followee {
@@ -59,7 +73,7 @@ impl Followee {
 
 /// A user's blocks and the requests they were sent: few users have any, so they live apart
 /// and cost a node one pointer.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct Lists {
     /// Whom they block: `(since, blocked)`, ascending.
     blocking: Vec<(Micros, u64)>,
@@ -68,7 +82,7 @@ struct Lists {
 }
 
 /// What one user's node holds.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct Node {
     /// The user's id.
     id: u64,
@@ -107,8 +121,9 @@ impl Node {
     }
 }
 
-/// The graph: every follow, block, request and mute, every user's counters.
-#[derive(Debug, Default, Clone)]
+/// The graph: every follow, block, request and mute, every user's counters. What it holds
+/// is also its snapshot's image ([`crate::replica::snapshot`]), `loaded` aside.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct RelationsMemory {
     /// The nodes, by slot; a slot whose user has no edge left is empty and free.
     nodes: Vec<Node>,
@@ -125,8 +140,13 @@ pub struct RelationsMemory {
     follows: u64,
     /// The preferences of follows and requests that are not the defaults (issue 44): few.
     prefs: HashMap<(u64, u64), FollowPrefs>,
-    /// Relation events up to here were in the read model it was loaded from.
+    /// Relation events up to here were in the read model (or the snapshot) it was loaded
+    /// from.
+    #[serde(skip)]
     loaded: LogPosition,
+    /// Whether it was restored from a snapshot: then its load reads nothing.
+    #[serde(skip)]
+    restored: bool,
 }
 
 fn micros(t: Micros) -> DateTime<Utc> {
@@ -150,6 +170,13 @@ fn table_bytes<T>(capacity: usize) -> usize {
 }
 
 impl RelationsMemory {
+    /// The graph of a snapshot taken at `position`: its load reads nothing, and its fold
+    /// skips the log up to `position`.
+    pub(crate) fn restored(mut self, position: LogPosition) -> Self {
+        (self.loaded, self.restored) = (position, true);
+        self
+    }
+
     /// Users with any edge.
     pub fn users(&self) -> usize {
         self.slots.len()
@@ -692,12 +719,17 @@ impl MemoryModel for RelationsMemory {
         &mut self,
         tx: &mut PgConnection,
     ) -> Result<Option<LogPosition>, sqlx::Error> {
-        self.loaded = checkpoint::read(&mut *tx, super::NAME).await?;
+        if !self.restored {
+            self.loaded = checkpoint::read(&mut *tx, super::NAME).await?;
+        }
         Ok(Some(self.loaded))
     }
 
-    /// The read model's rows, as of the snapshot.
+    /// The read model's rows, as of the snapshot; nothing when restored from a snapshot.
     async fn load(&mut self, tx: &mut PgConnection, _: LogPosition) -> Result<(), sqlx::Error> {
+        if self.restored {
+            return Ok(());
+        }
         let mut rows =
             sqlx::query("SELECT follower, followee, since FROM rm_follows").fetch(&mut *tx);
         let mut follows = Vec::new();

@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::load::load;
+use super::snapshot::{SnapshotConfig, Writer};
 use super::tail::{ReplicaTail, Update};
 use super::Replica;
 use crate::error::ProjectionError;
@@ -45,6 +46,8 @@ pub struct LiveGraph {
     applied: broadcast::Sender<Arc<[RecordedEvent]>>,
     /// How many posts it holds (issue 28), and what opens their content.
     posts: (Caps, Option<relations_store::Keyring>),
+    /// Where the graph's snapshot is kept (issue 48), if anywhere.
+    snapshots: Option<SnapshotConfig>,
 }
 
 impl Default for LiveGraph {
@@ -56,6 +59,7 @@ impl Default for LiveGraph {
             position: watch::Sender::new(None),
             applied: broadcast::Sender::new(APPLIED_BATCHES),
             posts: (Caps::OFF, None),
+            snapshots: None,
         }
     }
 }
@@ -73,6 +77,11 @@ impl LiveGraph {
             posts: (caps, Some(keys)),
             ..Self::default()
         }
+    }
+
+    /// Also starting from, and keeping, the graph's snapshot in `snapshots` (none when `None`).
+    pub fn with_snapshots(self, snapshots: Option<SnapshotConfig>) -> Self {
+        Self { snapshots, ..self }
     }
 
     /// `read` on the replica, or `None` while it is not loaded.
@@ -116,7 +125,8 @@ impl LiveGraph {
         let mut backoff = Backoff::default();
         let tail = loop {
             let started = Instant::now();
-            match load(&pool, self.posts.0, self.posts.1.clone()).await {
+            let snapshots = self.snapshots.as_ref();
+            match load(&pool, self.posts.0, self.posts.1.clone(), snapshots).await {
                 Ok(tail) => {
                     tracing::info!(elapsed = ?started.elapsed(), "graph loaded from the read models");
                     break tail;
@@ -133,6 +143,7 @@ impl LiveGraph {
             }
         };
         let mut follower = Follower {
+            writer: self.snapshots.clone().map(Writer::new),
             replica: self,
             tail,
             pool,
@@ -196,6 +207,22 @@ struct Follower {
     replica: LiveGraph,
     tail: ReplicaTail,
     pool: PgPool,
+    /// Writes the graph's snapshot, when one is kept.
+    writer: Option<Writer>,
+}
+
+impl Follower {
+    /// Writes the graph's snapshot if one is due: from a copy taken here, between batches,
+    /// under a read lock (readers go on; only this tail waits for the copy).
+    fn snapshot(&mut self) {
+        let (Some(writer), Some(position)) = (&mut self.writer, self.replica.position()) else {
+            return;
+        };
+        let replica = &self.replica;
+        writer.maybe_write(&self.pool, position, || {
+            replica.with(|r| (r.position(), r.relations().clone()))
+        });
+    }
 }
 
 #[async_trait]
@@ -204,9 +231,14 @@ impl LogTail for Follower {
 
     async fn step(&mut self) -> Result<Progress, ProjectionError> {
         if let Some(update) = self.tail.next(&self.pool).await? {
+            if let (Some(writer), Update::Batch(events, _)) = (&mut self.writer, &update) {
+                writer.applied(events);
+            }
             self.replica.publish(update);
+            self.snapshot();
             return Ok(Progress::Moved(Duration::ZERO));
         }
+        self.snapshot();
         // Committed events waiting behind an older open transaction send no further wake-up
         // when it ends.
         let ahead = log::ahead(&self.pool, self.tail.position).await?;

@@ -20,6 +20,7 @@ pub mod live;
 mod load;
 mod model;
 pub mod reads;
+mod snapshot;
 mod tail;
 
 /// How the admin endpoint names the replica.
@@ -35,6 +36,7 @@ use crate::feed::held::HeldPosts;
 use crate::relations::memory::RelationsMemory;
 use crate::relations::query::Counts;
 pub use model::MemoryModel;
+pub use snapshot::SnapshotConfig;
 
 /// Runs `$body` with `$model` bound to each model of `$replica`, in order: the one list of the
 /// replica's models (a new model is a field and a line here).
@@ -63,6 +65,8 @@ pub struct Replica {
     accounts: Accounts,
     posts: HeldPosts,
     position: LogPosition,
+    /// Where the graph's snapshot stood, when the graph came from one.
+    restored: Option<LogPosition>,
 }
 
 impl Replica {
@@ -88,6 +92,17 @@ impl Replica {
     /// Every author's recent posts.
     pub fn timelines(&self) -> &Timelines {
         self.posts.timelines()
+    }
+
+    /// The graph restored from a snapshot taken at `position`, in place of its load.
+    pub(super) fn restore(&mut self, relations: RelationsMemory, position: LogPosition) {
+        self.relations = relations;
+        self.restored = Some(position);
+    }
+
+    /// The position of the snapshot its graph was restored from, if it was.
+    pub fn restored(&self) -> Option<LogPosition> {
+        self.restored
     }
 
     /// The models, to change (tests).

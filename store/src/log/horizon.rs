@@ -20,6 +20,22 @@ pub async fn head<'e>(executor: impl PgExecutor<'e>) -> Result<LogPosition, sqlx
     Ok(head.unwrap_or(LogPosition::START))
 }
 
+/// The id of the event at `position`, if the log holds one there: what tells a snapshot taken
+/// at `position` of this log from one of another (a restored backup, another database).
+pub async fn event_at<'e>(
+    executor: impl PgExecutor<'e>,
+    position: LogPosition,
+) -> Result<Option<uuid::Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT event_id FROM events
+          WHERE transaction_id = $1::text::xid8 AND global_position = $2",
+    )
+    .bind(position.transaction_id.to_string())
+    .bind(position.global_position)
+    .fetch_optional(executor)
+    .await
+}
+
 /// What lies after a reader's position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromRow)]
 pub struct Ahead {

@@ -23,7 +23,7 @@ pub use content::{
 pub use envelope::{BadEnvelope, ENVELOPE_SCHEMA};
 pub use event::RecordedEvent;
 pub use horizon::{
-    ahead, count_after, footprint, head, held, horizon_holder, lag, lags, Ahead, Held,
+    ahead, count_after, event_at, footprint, head, held, horizon_holder, lag, lags, Ahead, Held,
     HorizonHolder, Lag, COUNTED,
 };
 pub use read::{read_after, read_type, read_unsettled};
