@@ -5,9 +5,10 @@
 #   scripts/bench.sh --quick           # every scenario at small scale, in under three minutes
 #   scripts/bench.sh --profile FILE    # also a system-wide perf profile of the 64-client follows
 #   scripts/bench.sh --users 1000000   # every scenario in one world of 1M users (about 80 minutes)
-#   scripts/bench.sh --only n          # one scenario (letters a to r; (n) erases a big account,
+#   scripts/bench.sh --only n          # one scenario (letters a to s; (n) erases a big account,
 #                                      # (o) replays the log to Parquet and to JSON lines,
-#                                      # (p) folds notifications beside the feed, (r) reposts in feeds)
+#                                      # (p) folds notifications beside the feed, (r) reposts in feeds,
+#                                      # (s) an instance ready after start, from a snapshot)
 # Needs PostgreSQL and Redis (started if missing), builds the release binaries, and installs the
 # Stream-Framework baseline (stream-framework 1.4, redis<3) into target/bench/sf-venv. (k), the
 # failover window, runs its own cluster with scripts/ha.sh (root and apt; skipped when it cannot).

@@ -57,7 +57,7 @@ struct Args {
     /// with a note in the table when absent.
     #[arg(long, env = "BENCH_STREAM_FRAMEWORK_PYTHON")]
     stream_framework_python: Option<String>,
-    /// Only these scenarios (letters a to q); all when empty but (q).
+    /// Only these scenarios (letters a to s); all when empty but (q).
     #[arg(long)]
     only: Vec<char>,
     /// A world of this many users (about 12 follows each, LinkBench-shaped, and a post each),
@@ -92,6 +92,9 @@ async fn round_four(env: &Env, scale: Scale, wanted: &impl Fn(char) -> bool, row
     }
     if wanted('r') {
         rows.outcome("reposts", scenarios::reposts(env, scale).await);
+    }
+    if wanted('s') {
+        rows.outcome("ready", scenarios::ready(env, scale).await);
     }
 }
 

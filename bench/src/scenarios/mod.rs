@@ -1,7 +1,7 @@
 //! The scenarios of BENCHMARKS.md, one file each, named as the table names them: (a)
 //! `follow_commands`, (b) `reads`, (c) `lag`, (d) `rebuild`, (e) `feed`, (f) `memory`, (g)
 //! `mixed`, (h) `insights`, (i) `engagement`, (j) `stream`, (k) `read_pool`, (l)
-//! `bookkeeping`, (m) `failover`, (n) `erasure`, (o) `replay`, (p) `notifications`, (q) `soak`, (r) `reposts`. (a), (b), (c), (f) and (l) share one loaded graph
+//! `bookkeeping`, (m) `failover`, (n) `erasure`, (o) `replay`, (p) `notifications`, (q) `soak`, (r) `reposts`, (s) `ready`. (a), (b), (c), (f) and (l) share one loaded graph
 //! ([`graph_scenarios`]).
 
 mod bookkeeping;
@@ -17,6 +17,7 @@ mod mixed;
 mod notifications;
 mod read_pool;
 mod reads;
+mod ready;
 mod rebuild;
 mod replay;
 mod reposts;
@@ -24,8 +25,6 @@ mod scale;
 mod soak;
 mod stream;
 mod world;
-
-use std::time::Instant;
 
 use crate::graph;
 use crate::harness::{Env, Row, Server};
@@ -38,31 +37,15 @@ pub use insights::insights;
 pub use mixed::mixed;
 pub use notifications::notifications;
 pub use read_pool::read_pool;
+pub use ready::ready;
 pub use rebuild::rebuild;
 pub use replay::replay;
 pub use reposts::reposts;
 pub use scale::Scale;
 pub use soak::soak;
 pub use stream::stream;
+use world::load_graph;
 pub use world::{world, WORLD};
-
-/// The graph of (a), (b), (c), (f) and (l) in `pool`: the world's (seed 42), or loaded here
-/// with the same seed; how many follow events it holds.
-async fn load_graph(pool: &sqlx::PgPool, scale: Scale) -> anyhow::Result<u64> {
-    if scale.world().is_some() {
-        // Every event of the world but its posts, one per user.
-        let events = relations_store::log::footprint(pool).await?.0 as u64;
-        return Ok(events - scale.graph_users as u64);
-    }
-    let edges = graph::follows(scale.graph_users, 42);
-    let loaded = Instant::now();
-    let events = graph::load_follows(pool, &edges).await?;
-    eprintln!(
-        "graph: {events} follow events appended in {:.1} s",
-        loaded.elapsed().as_secs_f64()
-    );
-    Ok(events)
-}
 
 /// (a), (b), (c), (f) and (l), on one loaded graph.
 pub async fn graph_scenarios(

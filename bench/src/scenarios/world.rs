@@ -145,3 +145,21 @@ async fn start_caches(pool: &PgPool) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The graph of (a), (b), (c), (f), (l) and (s) in `pool`: the world's (seed 42), or loaded here
+/// with the same seed; how many follow events it holds.
+pub(super) async fn load_graph(pool: &sqlx::PgPool, scale: Scale) -> anyhow::Result<u64> {
+    if scale.world().is_some() {
+        // Every event of the world but its posts, one per user.
+        let events = relations_store::log::footprint(pool).await?.0 as u64;
+        return Ok(events - scale.graph_users as u64);
+    }
+    let edges = graph::follows(scale.graph_users, 42);
+    let loaded = Instant::now();
+    let events = graph::load_follows(pool, &edges).await?;
+    eprintln!(
+        "graph: {events} follow events appended in {:.1} s",
+        loaded.elapsed().as_secs_f64()
+    );
+    Ok(events)
+}

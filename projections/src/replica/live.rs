@@ -128,7 +128,7 @@ impl LiveGraph {
             let snapshots = self.snapshots.as_ref();
             match load(&pool, self.posts.0, self.posts.1.clone(), snapshots).await {
                 Ok(tail) => {
-                    tracing::info!(elapsed = ?started.elapsed(), "graph loaded from the read models");
+                    tracing::info!(elapsed = ?started.elapsed(), "replica loaded");
                     break tail;
                 }
                 Err(error) => {
@@ -143,7 +143,10 @@ impl LiveGraph {
             }
         };
         let mut follower = Follower {
-            writer: self.snapshots.clone().map(Writer::new),
+            writer: self.snapshots.clone().map(|config| {
+                let restored = tail.pending.as_ref().and_then(|r| r.restored());
+                Writer::new(config, restored)
+            }),
             replica: self,
             tail,
             pool,

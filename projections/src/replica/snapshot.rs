@@ -178,11 +178,13 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn new(config: SnapshotConfig) -> Self {
+    /// A writer for a replica whose graph was restored from the snapshot at `restored`, if
+    /// it was (that one is not written again).
+    pub(super) fn new(config: SnapshotConfig, restored: Option<LogPosition>) -> Self {
         Self {
             config,
             last: None,
-            written: None,
+            written: restored,
             erased: None,
             writing: None,
         }
