@@ -176,6 +176,9 @@ impl RelationsMemory {
     /// skips the log up to `position`.
     pub(crate) fn restored(mut self, position: LogPosition) -> Self {
         (self.loaded, self.restored) = (position, true);
+        // Decoding grew the node table by doubling from a cautious guess (serde preallocates
+        // at most 1 MiB): up to twice its size, 60 MiB at 1M users.
+        self.nodes.shrink_to_fit();
         let held = self.nodes.iter().filter(|n| !n.is_empty()).count();
         let mut slots = HashMap::with_capacity_and_hasher(held, Default::default());
         for (slot, node) in self.nodes.iter().enumerate() {
