@@ -33,6 +33,12 @@ pub fn handle() -> PrometheusHandle {
                         GROUP_BUCKETS,
                     )
                 })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("relations_graph_apply_seconds".into()),
+                        LATENCY_BUCKETS,
+                    )
+                })
                 .expect("buckets are not empty")
                 .install_recorder()
                 .map(upkeep)
