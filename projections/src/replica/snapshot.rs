@@ -87,11 +87,36 @@ impl Snapshot {
     }
 }
 
+/// How old a temporary file must be to be taken for one a stopped write left behind.
+const ABANDONED: Duration = Duration::from_secs(600);
+
+/// Removes the temporary files of writes that a stop cut short (older than [`ABANDONED`]:
+/// another instance sharing the directory may be writing its own now).
+fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let temporary = name.starts_with(&format!("{FILE}.")) && name.ends_with(".tmp");
+        let modified = entry.metadata().and_then(|m| m.modified());
+        let old = modified.is_ok_and(|m| m.elapsed().is_ok_and(|age| age >= ABANDONED));
+        if temporary && old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Reads the snapshot in `dir`; `None` (and why, logged) when there is none or it is not
-/// whole or not of this build. Runs on a blocking thread: it reads and decodes the whole file.
+/// whole or not of this build. Runs on a blocking thread: it reads and decodes the whole file,
+/// and sweeps away what stopped writes left.
 pub(super) async fn read(dir: &Path) -> Option<Snapshot> {
-    let path = dir.join(FILE);
-    let read = tokio::task::spawn_blocking(move || decode(&std::fs::read(&path)?));
+    let (path, swept) = (dir.join(FILE), dir.to_owned());
+    let read = tokio::task::spawn_blocking(move || {
+        sweep(&swept);
+        decode(&std::fs::read(&path)?)
+    });
     match read.await {
         Ok(Ok(snapshot)) => Some(snapshot),
         Ok(Err(error)) if error.kind() == std::io::ErrorKind::NotFound => None,
@@ -259,5 +284,30 @@ impl Writer {
                 Err(error) => tracing::error!(%error, "writing the graph's snapshot failed"),
             }
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_removes_only_old_temporary_files() {
+        let dir = std::env::temp_dir().join(format!("relations-sweep-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str, age: Duration| {
+            let path = dir.join(name);
+            let f = std::fs::File::create(&path).unwrap();
+            f.set_modified(std::time::SystemTime::now() - age).unwrap();
+            path
+        };
+        let old = file("graph.snapshot.17.tmp", ABANDONED * 2);
+        let fresh = file("graph.snapshot.18.tmp", Duration::ZERO);
+        let snapshot = file(FILE, ABANDONED * 2);
+        let other = file("notes.tmp", ABANDONED * 2);
+        sweep(&dir);
+        assert!(!old.exists(), "an abandoned write is removed");
+        assert!(fresh.exists() && snapshot.exists() && other.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
