@@ -146,9 +146,10 @@ pub struct RelationsMemory {
     /// from.
     #[serde(skip)]
     loaded: LogPosition,
-    /// Whether it was restored from a snapshot: then its load reads nothing.
+    /// The position of the snapshot it was restored from, if it was: then its load reads
+    /// nothing.
     #[serde(skip)]
-    restored: bool,
+    restored: Option<LogPosition>,
 }
 
 fn micros(t: Micros) -> DateTime<Utc> {
@@ -175,12 +176,11 @@ impl RelationsMemory {
     /// The graph of a snapshot taken at `position`: its load reads nothing, and its fold
     /// skips the log up to `position`.
     pub(crate) fn restored(mut self, position: LogPosition) -> Self {
-        (self.loaded, self.restored) = (position, true);
+        (self.loaded, self.restored) = (position, Some(position));
         // Decoding grew the node table by doubling from a cautious guess (serde preallocates
         // at most 1 MiB): up to twice its size, 60 MiB at 1M users.
         self.nodes.shrink_to_fit();
-        let held = self.nodes.iter().filter(|n| !n.is_empty()).count();
-        let mut slots = HashMap::with_capacity_and_hasher(held, Default::default());
+        let mut slots = HashMap::with_capacity_and_hasher(self.nodes.len(), Default::default());
         for (slot, node) in self.nodes.iter().enumerate() {
             let slot = slot as Slot;
             match node.is_empty() {
@@ -190,6 +190,11 @@ impl RelationsMemory {
         }
         self.slots = slots;
         self
+    }
+
+    /// The position of the snapshot it was restored from, if it was.
+    pub fn restored_from(&self) -> Option<LogPosition> {
+        self.restored
     }
 
     /// Users with any edge.
@@ -737,7 +742,7 @@ impl MemoryModel for RelationsMemory {
         &mut self,
         tx: &mut PgConnection,
     ) -> Result<Option<LogPosition>, sqlx::Error> {
-        if !self.restored {
+        if self.restored.is_none() {
             self.loaded = checkpoint::read(&mut *tx, super::NAME).await?;
         }
         Ok(Some(self.loaded))
@@ -745,7 +750,7 @@ impl MemoryModel for RelationsMemory {
 
     /// The read model's rows, as of the snapshot; nothing when restored from a snapshot.
     async fn load(&mut self, tx: &mut PgConnection, _: LogPosition) -> Result<(), sqlx::Error> {
-        if self.restored {
+        if self.restored.is_some() {
             return Ok(());
         }
         let mut rows =

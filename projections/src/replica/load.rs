@@ -39,9 +39,10 @@ pub(super) async fn load(
             .execute(&mut *tx)
             .await?;
         if let Some(snapshot) = snapshot {
-            if let Some((position, graph)) = snapshot.check(&mut tx).await? {
-                tracing::info!(%position, elapsed = ?started.elapsed(), "graph restored from its snapshot");
-                replica.restore(graph, position);
+            if let Some(graph) = snapshot.check(&mut tx).await? {
+                let position = graph.restored_from();
+                tracing::info!(?position, elapsed = ?started.elapsed(), "graph restored from its snapshot");
+                replica.restore(graph);
             }
         }
         let mut replay: Option<LogPosition> = None;

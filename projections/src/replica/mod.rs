@@ -65,8 +65,6 @@ pub struct Replica {
     accounts: Accounts,
     posts: HeldPosts,
     position: LogPosition,
-    /// Where the graph's snapshot stood, when the graph came from one.
-    restored: Option<LogPosition>,
 }
 
 impl Replica {
@@ -94,15 +92,14 @@ impl Replica {
         self.posts.timelines()
     }
 
-    /// The graph restored from a snapshot taken at `position`, in place of its load.
-    pub(super) fn restore(&mut self, relations: RelationsMemory, position: LogPosition) {
+    /// The graph restored from a snapshot, in place of its load.
+    pub(super) fn restore(&mut self, relations: RelationsMemory) {
         self.relations = relations;
-        self.restored = Some(position);
     }
 
     /// The position of the snapshot its graph was restored from, if it was.
     pub fn restored(&self) -> Option<LogPosition> {
-        self.restored
+        self.relations.restored_from()
     }
 
     /// The models, to change (tests).

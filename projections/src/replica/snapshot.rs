@@ -70,7 +70,7 @@ impl Snapshot {
     pub(super) async fn check(
         self,
         tx: &mut PgConnection,
-    ) -> Result<Option<(LogPosition, RelationsMemory)>, sqlx::Error> {
+    ) -> Result<Option<RelationsMemory>, sqlx::Error> {
         let of_this_log = match self.position == LogPosition::START {
             true => self.event.is_none(),
             false => {
@@ -83,7 +83,7 @@ impl Snapshot {
             metrics::counter!("relations_graph_snapshots_refused_total").increment(1);
             return Ok(None);
         }
-        Ok(Some((self.position, self.graph.restored(self.position))))
+        Ok(Some(self.graph.restored(self.position)))
     }
 }
 
