@@ -34,6 +34,7 @@ use crate::error::ProjectionError;
 use crate::replica::live::LiveGraph;
 use crate::replica::Replica;
 use crate::runtime::projector::erased_user;
+use crate::runtime::wait;
 use crate::views::{PostView, QuoteView};
 
 /// Items buffered per connection before it is told to catch up from the log instead.
@@ -41,6 +42,9 @@ const BUFFER: usize = 256;
 
 /// Events read back at most for one reconnection; a reader further behind reloads the feed.
 pub const MAX_REPLAY: i64 = 10_000;
+
+/// How long the stream waits for projector `feed` to fold a batch's reposts and quotes.
+const PROJECTOR_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What a reader is sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -394,6 +398,7 @@ impl FeedHub {
         let mut signals = Vec::new();
         let mut reposted = Vec::new();
         let mut quoted = Vec::new();
+        let mut newest = LogPosition::START;
         for event in events {
             let signal = match &event.event {
                 LogEvent::Post(post) => {
@@ -419,6 +424,7 @@ impl FeedHub {
                 | LogEvent::Like(_)
                 | LogEvent::Account(_) => continue,
             };
+            newest = newest.max(event.position);
             signals.push(PostSignal {
                 position: event.position,
                 event: signal,
@@ -427,6 +433,12 @@ impl FeedHub {
         if reposted.is_empty() && quoted.is_empty() {
             return Ok(signals);
         }
+        // The posts they show are read from projector `feed`'s `rm_posts`, and the replica
+        // may be ahead of it: a post published just before its repost would be missing, and
+        // the repost would reach nobody. Once the projector has folded the batch, every post
+        // it reposts or quotes (published earlier in the log) is there. Past the wait, what
+        // is missing is left out, as a deleted post is.
+        wait::wait_for(&self.pool, &[super::NAME], newest, PROJECTOR_WAIT).await?;
         let read = [reposted.as_slice(), quoted.as_slice()].concat();
         let posts = super::query::live_posts(&self.pool, &read).await?;
         let (mut reposted, mut quoted) = (reposted.iter(), quoted.iter());
