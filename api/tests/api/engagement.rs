@@ -410,7 +410,7 @@ async fn likes_racing_a_comment_deletion_never_land_after_it() {
     let (_, after) = app.command("follow", 5, 6).await;
     projector_reached(&app, "notifications", &position(&after)).await;
     let left: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM notify_causes WHERE kind = 'liked_comment'")
+        sqlx::query_scalar("SELECT count(*) FROM notify_causes WHERE grp LIKE 'liked_comment:%'")
             .fetch_one(&app.pool)
             .await
             .unwrap();

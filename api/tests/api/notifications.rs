@@ -529,7 +529,7 @@ async fn an_erasure_takes_every_notification_both_ways_and_rebuild_gives_the_sam
 /// groups as text).
 async fn notification_rows(app: &TestApp) -> Vec<String> {
     let tables = [
-        "SELECT recipient, cause, grp, kind, actor, post, comment, tx, gp, at FROM notify_causes",
+        "SELECT recipient, cause, grp, actor, post, comment, tx, gp, at FROM notify_causes",
         "SELECT recipient, grp, kind, post, comment, count, actors, tx, gp, latest_at, place_tx,
                 place_gp FROM notify_groups",
         "SELECT post, n, author, post_author FROM notify_comments",

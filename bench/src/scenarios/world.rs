@@ -44,6 +44,7 @@ pub async fn world(env: &mut Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     drop(server);
     let events = follows + posts;
     let bytes = bytes(&pool, &format!("world: {users} users"), follows, events).await?;
+    let spent = where_bytes_go(&pool, &format!("world: {users} users"), follows).await?;
     sqlx::query("CHECKPOINT").execute(&pool).await?;
     pool.close().await;
     env.world = Some(WORLD.to_owned());
@@ -80,7 +81,61 @@ pub async fn world(env: &mut Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
             format!("{:.1} s", confirmed.as_secs_f64()),
         ),
         bytes,
+        spent,
     ])
+}
+
+/// Where the database's bytes go, per follow: each table of 10 B a follow or more (its heap,
+/// its TOAST, each index), biggest first (issue 48, item 1).
+async fn where_bytes_go(pool: &PgPool, scenario: &str, follows: u64) -> anyhow::Result<Row> {
+    let parts: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT t.relname::text, 'heap', pg_relation_size(t.oid)
+           FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
+          WHERE n.nspname = current_schema() AND t.relkind = 'r'
+         UNION ALL
+         SELECT t.relname::text, 'TOAST', pg_total_relation_size(t.reltoastrelid)
+           FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
+          WHERE n.nspname = current_schema() AND t.relkind = 'r' AND t.reltoastrelid <> 0
+         UNION ALL
+         SELECT t.relname::text, i.relname::text, pg_relation_size(i.oid)
+           FROM pg_index x
+           JOIN pg_class i ON i.oid = x.indexrelid
+           JOIN pg_class t ON t.oid = x.indrelid
+           JOIN pg_namespace n ON n.oid = t.relnamespace
+          WHERE n.nspname = current_schema() AND t.relkind = 'r'",
+    )
+    .fetch_all(pool)
+    .await?;
+    let per = |bytes: i64| bytes as f64 / follows.max(1) as f64;
+    let mut tables: std::collections::BTreeMap<&str, Vec<(&str, i64)>> = Default::default();
+    for (table, part, bytes) in &parts {
+        tables.entry(table).or_default().push((part, *bytes));
+    }
+    /// A table, its bytes in all, and each part's (heap, TOAST, an index).
+    type Spent<'a> = (&'a str, i64, Vec<(&'a str, i64)>);
+    let mut tables: Vec<Spent> = tables
+        .into_iter()
+        .map(|(table, parts)| (table, parts.iter().map(|p| p.1).sum(), parts))
+        .collect();
+    tables.sort_by_key(|t| std::cmp::Reverse(t.1));
+    let mut shown = Vec::new();
+    for (table, total, parts) in tables {
+        let parts: Vec<String> = parts
+            .iter()
+            .filter(|p| p.1 > 0)
+            .map(|(part, bytes)| format!("{part} {:.0}", per(*bytes)))
+            .collect();
+        let line = format!("{table} {:.0} B ({})", per(total), parts.join(", "));
+        eprintln!("world: bytes per follow: {line}");
+        if per(total) >= 10.0 {
+            shown.push(line);
+        }
+    }
+    Ok(Row::new(
+        scenario,
+        "where the bytes go, per follow: each table of 10 B or more (heap, TOAST, each index)",
+        shown.join("; "),
+    ))
 }
 
 /// The world's bytes on disk: the whole database per follow, the log per event.

@@ -389,8 +389,8 @@ impl FeedHub {
     }
 
     /// The signals of `events` (applied by the replica): their post events, and their reposts
-    /// with the posts they bring, read from projector `feed`'s `rm_posts` (a post it has not
-    /// folded yet is `None`: the reader sees the repost on their next page instead).
+    /// with the posts they bring, read from projector `feed`'s `rm_posts` once it has folded
+    /// them ([`Self::with_posts`]).
     async fn signals<'e>(
         &self,
         events: impl Iterator<Item = &'e RecordedEvent>,
@@ -433,6 +433,18 @@ impl FeedHub {
         if reposted.is_empty() && quoted.is_empty() {
             return Ok(signals);
         }
+        self.with_posts(signals, (reposted, quoted), newest).await
+    }
+
+    /// `signals` with the posts their reposts bring and their quotes show (`ids`: the reposted
+    /// and the quoted posts, in the signals' order), `newest` the last signal's position.
+    async fn with_posts(
+        &self,
+        mut signals: Vec<PostSignal>,
+        ids: (Vec<uuid::Uuid>, Vec<uuid::Uuid>),
+        newest: LogPosition,
+    ) -> Result<Vec<PostSignal>, ProjectionError> {
+        let (reposted, quoted) = ids;
         // The posts they show are read from projector `feed`'s `rm_posts`, and the replica
         // may be ahead of it: a post published just before its repost would be missing, and
         // the repost would reach nobody. Once the projector has folded the batch, every post

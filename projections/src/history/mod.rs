@@ -1,16 +1,17 @@
-//! Projector `history`: every change of a follow, block or follow request, with its time and
-//! its place in the log (`rm_relation_history`). Peers keep the current graph only; this
-//! service keeps every fact, so it can answer what no peer can:
-//! - `as_of`: the relation between two users at any past moment, exact to the event. A pair's
-//!   changes sit together under one index key, so one index range scan per pair reads every
-//!   change up to the moment; the last change of each edge in log order is its state. That is
-//!   exactly a fold of the log's events that occurred by then, in log order.
-//! - `follower_changes`: who started and stopped following a user since a time, newest first.
+//! The relations' history. Peers keep the current graph only; this service keeps every fact,
+//! so it can answer what no peer can:
+//! - `as_of`: the relation between two users at any past moment, exact to the event: the
+//!   pair's relation stream in the log, read up to the moment and folded with the one relation
+//!   fold ([`EdgeChange::of`]); the last change of each edge in log order is its state. The
+//!   log's primary key leads with the stream, so that is one index range scan per pair
+//!   ([`query::relations_as_of`]). An erased user's pairs are `none` at every moment.
+//! - `follower_changes`: who started and stopped following a user since a time, newest first:
+//!   projector `history` keeps each follow's start and end, with its time and its place in the
+//!   log (`rm_relation_history`; blocks and requests are read from the log, so it keeps none).
 //!
-//! One row per event, never updated: a rebuild writes the same rows, and `verify` compares
-//! them with the events one to one. An erasure (`UserErased`) deletes every row of the user:
-//! afterwards no moment's relation with them is anything but `none`, and no follower change
-//! names them.
+//! One row per follow event, never updated: a rebuild writes the same rows, and `verify`
+//! compares them with the events one to one. An erasure (`UserErased`) deletes every row of the
+//! user: afterwards no follower change names them.
 
 pub mod query;
 pub mod verify;
@@ -75,6 +76,12 @@ impl EdgeChange {
         self.subject == user || self.object == user
     }
 
+    /// The row projector `history` keeps of a log event: the change of a follow it makes, if
+    /// any (`follower_changes` reads follows only).
+    pub fn kept(event: &RecordedEvent) -> Result<Option<Self>, ProjectionError> {
+        Ok(Self::of_recorded(event)?.filter(|c| c.kind == EdgeKind::Follow))
+    }
+
     /// The change a log event makes, if any.
     pub fn of_recorded(event: &RecordedEvent) -> Result<Option<Self>, ProjectionError> {
         Ok(match &event.event {
@@ -119,23 +126,21 @@ impl Projector for History {
         for event in events {
             if let Some(user) = erased_user(event) {
                 changes.retain(|c| !c.names(user));
-                // Both ends by index: the pair index leads with the lower id, and
-                // `rm_relation_history_by_greater` (migration `20261124000017_erasure.sql`) holds the higher.
-                sqlx::query(
-                    "DELETE FROM rm_relation_history
-                      WHERE least(subject, object) = $1 OR greatest(subject, object) = $1",
-                )
-                .bind(user)
-                .execute(&mut *conn)
-                .await?;
+                // Both ends by index: `rm_relation_history_by_subject`, and the follower
+                // changes' index (object first).
+                sqlx::query("DELETE FROM rm_relation_history WHERE subject = $1 OR object = $1")
+                    .bind(user)
+                    .execute(&mut *conn)
+                    .await?;
             }
-            changes.extend(EdgeChange::of_recorded(event)?);
+            changes.extend(EdgeChange::kept(event)?);
         }
         write(conn, &changes).await
     }
 }
 
-/// Inserts `changes` in one statement (a replayed event's row is already there: skipped).
+/// Inserts `changes` in one statement (each event is folded once: the batch commits with the
+/// checkpoint it advances).
 async fn write(conn: &mut PgConnection, changes: &[EdgeChange]) -> Result<(), ProjectionError> {
     if changes.is_empty() {
         return Ok(());
@@ -154,8 +159,7 @@ async fn write(conn: &mut PgConnection, changes: &[EdgeChange]) -> Result<(), Pr
     sqlx::query(
         "INSERT INTO rm_relation_history (subject, object, tx, gp, kind, present, at)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[],
-                              $5::smallint[], $6::boolean[], $7::timestamptz[])
-         ON CONFLICT DO NOTHING",
+                              $5::smallint[], $6::boolean[], $7::timestamptz[])",
     )
     .bind(&columns.0)
     .bind(&columns.1)
@@ -181,7 +185,7 @@ impl BulkFold for HistoryBulk {
         if let Some(user) = erased_user(event) {
             self.changes.retain(|c| !c.names(user));
         }
-        self.changes.extend(EdgeChange::of_recorded(event)?);
+        self.changes.extend(EdgeChange::kept(event)?);
         Ok(())
     }
 

@@ -1,49 +1,35 @@
-//! Queries on `rm_relation_history`: relations as of a moment, and a user's follower changes.
+//! Relations as of a moment (the log's relation streams, folded), and a user's follower
+//! changes (`rm_relation_history`).
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use relations_domain::{Facts, Relation, UserId};
-use relations_store::LogPosition;
+use relations_store::{log, LogPosition};
 use sqlx::{PgPool, Row};
 
+use super::EdgeChange;
+use crate::error::ProjectionError;
 use crate::relations::fold::EdgeKind;
 
-/// `from`'s relation to each of `to` as it stood at `at`, in the order asked: for every edge
-/// between them, the state its last change in log order among those that occurred by `at` left
-/// (no change: absent). `muting` is false (mutes are not history). One index range scan per
-/// pair, one statement for the batch.
+/// `from`'s relation to each of `to` as it stood at `at`, in the order asked: the pair's
+/// relation stream in the log, folded up to the last event that occurred by `at`
+/// ([`EdgeChange::of`], the one relation fold): for every edge, the state its last change in
+/// log order left (no change: absent). `muting` is false (mutes are not history). A pair with
+/// an erased user is `none`. One index range scan per pair, one statement for the batch.
 pub async fn relations_as_of(
     pool: &PgPool,
     from: UserId,
     to: &[UserId],
     at: DateTime<Utc>,
-) -> Result<Vec<Relation>, sqlx::Error> {
-    let ids: Vec<i64> = to.iter().map(|u| u.get()).collect();
-    let rows = sqlx::query(
-        "SELECT h.subject, h.object, h.kind, h.present
-           FROM unnest($2::bigint[]) AS t(id)
-           JOIN rm_relation_history h
-             ON least(h.subject, h.object) = least($1, t.id)
-            AND greatest(h.subject, h.object) = greatest($1, t.id)
-            AND h.at <= $3
-          ORDER BY h.tx, h.gp",
-    )
-    .bind(from.get())
-    .bind(&ids)
-    .bind(at)
-    .fetch_all(pool)
-    .await?;
+) -> Result<Vec<Relation>, ProjectionError> {
+    let events = log::relation_streams_until(pool, from, to, at).await?;
     // (subject, object, kind) -> present, the last change in log order winning.
     let mut state: HashMap<(i64, i64, EdgeKind), bool> = HashMap::new();
-    for row in rows {
-        let kind: i16 = row.try_get("kind")?;
-        let kind = EdgeKind::from_code(kind)
-            .ok_or_else(|| sqlx::Error::Decode(format!("unknown edge kind {kind}").into()))?;
-        state.insert(
-            (row.try_get("subject")?, row.try_get("object")?, kind),
-            row.try_get("present")?,
-        );
+    for event in &events {
+        if let Some(change) = EdgeChange::of_recorded(event)? {
+            state.insert((change.subject, change.object, change.kind), change.present);
+        }
     }
     let has = |a: i64, b: i64, kind| state.get(&(a, b, kind)).copied().unwrap_or(false);
     Ok(to

@@ -77,6 +77,13 @@ impl Kind {
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
+
+    /// The type of the group keyed `group`: every group key begins with its type's name
+    /// (`followed:{day}`, `liked_post:{post}`, ...), which is why a cause stores no type of
+    /// its own.
+    pub fn of_group(group: &str) -> Option<Self> {
+        Self::parse(group.split_once(':').map_or(group, |(kind, _)| kind))
+    }
 }
 
 /// One notification: what caused it, for whom, in which group.
@@ -129,10 +136,13 @@ pub enum Change {
     /// A comment: remembered (a reply to it notifies its author) and notifying
     /// ([`comment_causes`], once its parent's author is known).
     Comment(NewComment),
-    /// The notification `cause` of `recipient` goes (an unlike, an unfollow, a request's end).
+    /// The notification `cause` of `recipient` by `actor` goes (an unlike, an unfollow, a
+    /// request's end, a quote's detaching).
     Remove {
         /// Whose.
         recipient: i64,
+        /// Who caused it (a removal finds the cause through its actor).
+        actor: i64,
         /// Which ([`Cause::cause`]).
         cause: String,
     },
@@ -282,10 +292,12 @@ impl ChangeReader {
             }
             LogEvent::Post(PostEvent::QuoteDetached {
                 post_id,
+                author,
                 quote_author,
                 ..
             }) => vec![Change::Remove {
                 recipient: quote_author.get(),
+                actor: author.get(),
                 cause: quote_cause(*post_id),
             }],
             LogEvent::Post(PostEvent::QuotePolicyChanged { .. }) => vec![],
@@ -377,6 +389,7 @@ fn unfollowed(follower: i64, followee: i64) -> Vec<Change> {
     vec![
         Change::Remove {
             recipient: followee,
+            actor: follower,
             cause: format!("follow:{follower}"),
         },
         Change::Watch {
@@ -390,6 +403,7 @@ fn unfollowed(follower: i64, followee: i64) -> Vec<Change> {
 fn request_ended(requester: i64, target: i64) -> Change {
     Change::Remove {
         recipient: target,
+        actor: requester,
         cause: format!("request:{requester}"),
     }
 }
@@ -400,6 +414,7 @@ fn like(event: LikeEvent, position: LogPosition, at: DateTime<Utc>) -> Change {
     if !liked {
         return Change::Remove {
             recipient: author.get(),
+            actor: user.get(),
             cause,
         };
     }
@@ -438,6 +453,7 @@ fn repost(event: RepostEvent, position: LogPosition, at: DateTime<Utc>) -> Chang
     if !reposted {
         return Change::Remove {
             recipient: author.get(),
+            actor: user.get(),
             cause,
         };
     }
@@ -583,6 +599,8 @@ impl GroupDelta {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     fn comment(author: i64, post_author: i64, parent: Option<i32>) -> NewComment {
@@ -687,6 +705,7 @@ mod tests {
             changes[0][0],
             Change::Remove {
                 recipient: 2,
+                actor: 1,
                 cause: "request:1".to_owned()
             }
         );
@@ -707,6 +726,48 @@ mod tests {
             .changes(&relation_event(8, 9, "Followed", follow))
             .unwrap();
         assert_eq!(added(&later), vec![(2, Kind::Followed, followed.as_str())]);
+    }
+
+    #[test]
+    fn every_cause_s_group_key_names_its_type() {
+        let mut causes = comment_causes(&comment(3, 1, Some(1)), Some(2));
+        causes.extend(comment_causes(&comment(3, 1, None), None));
+        let post = NewPost {
+            post: Uuid::nil(),
+            author: 1,
+            position: LogPosition::START,
+            at: DateTime::UNIX_EPOCH,
+        };
+        causes.extend([post.cause(2), post.quoted(2)]);
+        let mut reader = ChangeReader::default();
+        let pair = serde_json::json!({ "requester": 1, "target": 2 });
+        for (n, (kind, data)) in [
+            ("FollowRequested", pair.clone()),
+            ("FollowRequestApproved", pair),
+            (
+                "Followed",
+                serde_json::json!({ "follower": 2, "followee": 1 }),
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let event = relation_event(n as i64 + 1, n as i64 + 1, kind, data);
+            for change in reader.changes(&event).unwrap() {
+                if let Change::Add(cause) = change {
+                    causes.push(cause);
+                }
+            }
+        }
+        let kinds: BTreeSet<Kind> = causes.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds.len(), 7, "{kinds:?}");
+        for cause in &causes {
+            assert_eq!(Kind::of_group(&cause.group), Some(cause.kind), "{cause:?}");
+        }
+        for kind in Kind::ALL {
+            assert_eq!(Kind::of_group(&format!("{}:x", kind.name())), Some(kind));
+        }
+        assert_eq!(Kind::of_group("follow:1"), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::change::Kind;
 use crate::runtime::checkpoint;
 
 /// How often the hub looks at the projector's checkpoint.
@@ -38,7 +39,8 @@ pub const MAX_REPLAY: i64 = 1_000;
 pub struct LiveNotification {
     /// Who is notified.
     pub recipient: i64,
-    /// Its type.
+    /// Its type (the group key's first part: [`Kind::of_group`]).
+    #[sqlx(default)]
     pub kind: String,
     /// The group it joined.
     pub grp: String,
@@ -202,8 +204,8 @@ pub async fn since(
     until: LogPosition,
     limit: i64,
 ) -> Result<Vec<LiveNotification>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT recipient, kind, grp, post, comment, actor, tx, gp, at FROM notify_causes
+    let mut rows: Vec<LiveNotification> = sqlx::query_as(
+        "SELECT recipient, grp, post, comment, actor, tx, gp, at FROM notify_causes
           WHERE recipient = ANY($1) AND (tx, gp) > ($2, $3) AND (tx, gp) <= ($4, $5)
           ORDER BY tx, gp, recipient LIMIT $6",
     )
@@ -214,7 +216,14 @@ pub async fn since(
     .bind(until.global_position)
     .bind(limit)
     .fetch_all(pool)
-    .await
+    .await?;
+    for row in &mut rows {
+        let kind = Kind::of_group(&row.grp).ok_or_else(|| {
+            sqlx::Error::Decode(format!("a group of no type: {}", row.grp).into())
+        })?;
+        row.kind = kind.name().to_owned();
+    }
+    Ok(rows)
 }
 
 /// Where projector `notifications` stands: a stream starts there.

@@ -248,14 +248,13 @@ async fn insert_causes(conn: &mut PgConnection, causes: &[Cause]) -> Result<(), 
     let comments: Vec<Option<i32>> = causes.iter().map(|c| c.comment).collect();
     let ats: Vec<chrono::DateTime<chrono::Utc>> = causes.iter().map(|c| c.at).collect();
     sqlx::query(
-        "INSERT INTO notify_causes (recipient, cause, grp, kind, actor, post, comment, tx, gp, at)
-         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
-                              $6::uuid[], $7::int[], $8::bigint[], $9::bigint[], $10::timestamptz[])",
+        "INSERT INTO notify_causes (recipient, cause, grp, actor, post, comment, tx, gp, at)
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[],
+                              $5::uuid[], $6::int[], $7::bigint[], $8::bigint[], $9::timestamptz[])",
     )
     .bind(column(|c| c.recipient))
     .bind(text(|c| &c.cause))
     .bind(text(|c| &c.group))
-    .bind(text(|c| c.kind.name()))
     .bind(column(|c| c.actor))
     .bind(&posts)
     .bind(&comments)
@@ -329,10 +328,12 @@ async fn join_groups(
 /// A removed cause: (recipient, group, actor, tx, gp).
 type Removed = (i64, String, i64, i64, i64);
 
+/// What a removal returns of each cause: a [`Removed`].
+const RETURNING: &str = "RETURNING recipient, grp, actor, tx, gp";
+
 /// Applies a change that removes notifications (or a mute's end), then settles the groups it
 /// touched.
 async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), ProjectionError> {
-    const RETURNING: &str = "RETURNING recipient, grp, actor, tx, gp";
     let removed: Vec<Removed> = match change {
         Change::Add(_) | Change::Comment(_) | Change::Posted(_) => return Ok(()),
         Change::Watch {
@@ -340,15 +341,11 @@ async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), Projectio
             author,
             on,
         } => return watch(conn, (author, watcher), on).await,
-        Change::Remove { recipient, cause } => {
-            sqlx::query_as(&format!(
-                "DELETE FROM notify_causes WHERE recipient = $1 AND cause = $2 {RETURNING}"
-            ))
-            .bind(recipient)
-            .bind(cause)
-            .fetch_all(&mut *conn)
-            .await?
-        }
+        Change::Remove {
+            recipient,
+            actor,
+            cause,
+        } => remove_cause(conn, recipient, actor, &cause).await?,
         Change::CommentDeleted { post, n } => {
             sqlx::query_as(&format!(
             "DELETE FROM notify_causes WHERE post = $1 AND (cause = $2 OR comment = $3) {RETURNING}"
@@ -412,6 +409,25 @@ async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), Projectio
     settle(conn, &removed).await
 }
 
+/// Removes the cause `cause` of `recipient` by `actor`, found through
+/// `notify_causes_actor (actor, recipient)`: causes have no key index of their own (migration
+/// `20261128000032_bytes_that_buy_nothing.sql`).
+async fn remove_cause(
+    conn: &mut PgConnection,
+    recipient: i64,
+    actor: i64,
+    cause: &str,
+) -> Result<Vec<Removed>, ProjectionError> {
+    Ok(sqlx::query_as(&format!(
+        "DELETE FROM notify_causes WHERE actor = $1 AND recipient = $2 AND cause = $3 {RETURNING}"
+    ))
+    .bind(actor)
+    .bind(recipient)
+    .bind(cause)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
 /// Keeps (`on`) or drops the follow `(author, watcher)` with `notify`.
 async fn watch(conn: &mut PgConnection, pair: (i64, i64), on: bool) -> Result<(), ProjectionError> {
     let sql = match on {
@@ -431,12 +447,12 @@ async fn watch(conn: &mut PgConnection, pair: (i64, i64), on: bool) -> Result<()
 /// Removes everything of `user`'s: notifications to or from them and about their posts, their
 /// groups, comments, mutes and read marker; the causes removed from others' groups.
 async fn erase(conn: &mut PgConnection, user: i64) -> Result<Vec<Removed>, ProjectionError> {
-    let removed: Vec<Removed> = sqlx::query_as(
+    let removed: Vec<Removed> = sqlx::query_as(&format!(
         "DELETE FROM notify_causes
           WHERE recipient = $1 OR actor = $1
              OR post IN (SELECT post FROM notify_comments WHERE post_author = $1)
-         RETURNING recipient, grp, actor, tx, gp",
-    )
+         {RETURNING}"
+    ))
     .bind(user)
     .fetch_all(&mut *conn)
     .await?;

@@ -168,7 +168,9 @@ impl Model {
                     self.add(cause);
                 }
             }
-            Change::Remove { recipient, cause } => self.forget(&(recipient, Arc::from(cause))),
+            Change::Remove {
+                recipient, cause, ..
+            } => self.forget(&(recipient, Arc::from(cause))),
             Change::CommentDeleted { post, n } => {
                 let key = format!("comment:{}.{n}", PostId::from_uuid(post));
                 let about = self.of_post(post);
@@ -275,19 +277,18 @@ impl BulkFold for NotificationsBulk {
     async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
         let model = &self.model;
         let mut rows = String::with_capacity(model.causes.len() * 96);
-        // In the primary key's order: rows in random order cost PostgreSQL's B-tree more than
-        // the sort costs here (a rebuild wrote 10-15% slower when they came from a hash map).
+        // Each recipient's causes together, in log order, as their reads find them (the
+        // secondary indexes are built after the COPY, sorting for themselves).
         let mut causes: Vec<&Cause> = model.causes.values().collect();
-        causes.sort_unstable_by(|a, b| (a.recipient, &a.cause).cmp(&(b.recipient, &b.cause)));
+        causes.sort_unstable_by_key(|c| (c.recipient, c.position));
         for c in causes {
             let (tx, gp) = (c.position.transaction_id, c.position.global_position);
             writeln!(
                 rows,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{tx}\t{gp}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{tx}\t{gp}\t{}",
                 c.recipient,
                 copy_text(&c.cause),
                 copy_text(&c.group),
-                c.kind.name(),
                 c.actor,
                 nullable(c.post),
                 nullable(c.comment),
@@ -295,8 +296,7 @@ impl BulkFold for NotificationsBulk {
             )
             .expect("a String");
         }
-        let target =
-            "notify_causes (recipient, cause, grp, kind, actor, post, comment, tx, gp, at)";
+        let target = "notify_causes (recipient, cause, grp, actor, post, comment, tx, gp, at)";
         copy_in(conn, target, rows).await?;
         let mut rows = String::new();
         for (g, place) in model.groups() {

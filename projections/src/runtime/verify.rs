@@ -125,6 +125,22 @@ pub(crate) fn diff<T: Ord + std::fmt::Debug + Clone>(
     }
 }
 
+/// `rows` as a set, reporting each row found more than once (a table without a unique key
+/// relies on its projector never to write a row twice).
+pub(crate) fn distinct<T: Ord + std::fmt::Debug>(
+    what: &str,
+    rows: Vec<T>,
+    out: &mut Vec<String>,
+) -> BTreeSet<T> {
+    let mut set = BTreeSet::new();
+    for row in rows {
+        if let Some(again) = set.replace(row) {
+            out.push(format!("{what}: duplicated {again:?}"));
+        }
+    }
+    set
+}
+
 /// The rows of a two-column bigint query.
 pub(crate) async fn pairs(
     conn: &mut sqlx::PgConnection,

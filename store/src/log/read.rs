@@ -1,6 +1,9 @@
 //! Reading events: a batch after a position (whole transactions, below the horizon), every
-//! event of a stream type up to a position, and what is held above the horizon.
+//! event of a stream type up to a position, a pair's relation streams up to a moment, and what
+//! is held above the horizon.
 
+use chrono::{DateTime, Utc};
+use relations_domain::{PairId, RelationPair, UserId};
 use sqlx::PgConnection;
 
 use super::event::RecordedEvent;
@@ -71,6 +74,42 @@ pub async fn read_type(
     .bind(until.transaction_id.to_string())
     .bind(until.global_position)
     .fetch_all(conn)
+    .await
+}
+
+/// The events of the relation streams between `user` and each of `others` (a user and
+/// themselves have none) that occurred by `at`, in log order: what `as_of` folds (the
+/// relation as it stood then). A pair with an erased user yields nothing: after an erasure the
+/// pair's relation is `none` at every moment. One range scan of the primary key per pair.
+pub async fn relation_streams_until<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    user: UserId,
+    others: &[UserId],
+    at: DateTime<Utc>,
+) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    let (streams, ids): (Vec<String>, Vec<i64>) = others
+        .iter()
+        .filter_map(|&other| {
+            PairId::new(user, other)
+                .ok()
+                .map(|p| (p.stream_id(), other.get()))
+        })
+        .unzip();
+    sqlx::query_as(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM unnest($2::text[], $3::bigint[]) AS p(stream, other)
+          JOIN events ON aggregate_type = $1 AND aggregate_id = p.stream
+         WHERE occurred_at <= $4
+           AND NOT EXISTS (SELECT 1 FROM erased_users x WHERE x.user_id IN (p.other, $5))
+         ORDER BY events.transaction_id, events.global_position"
+    ))
+    .bind(RelationPair::TYPE)
+    .bind(&streams)
+    .bind(&ids)
+    .bind(at)
+    .bind(user.get())
+    .fetch_all(executor)
     .await
 }
 

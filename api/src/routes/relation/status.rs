@@ -25,7 +25,7 @@ fn mutes_at(bearer: Option<&Actor>, from: UserId) -> Option<DateTime<Utc>> {
 }
 
 /// `from`'s relations to `to`: now (from the graph, `muting` for `from` themselves), or as
-/// they stood at `as_of` (from projector `history`, `muting` false).
+/// they stood at `as_of` (the pairs' relation streams in the log, folded; `muting` false).
 pub(super) async fn relations(
     state: &AppState,
     bearer: Option<&Actor>,
@@ -40,6 +40,8 @@ pub(super) async fn relations(
     if let Some(at) = as_of {
         // Whose graph is hidden is judged now, whatever moment is asked about.
         hidden_pairs(graph_source(state, None).await?, bearer, from, to).await?;
+        // The read pool holds the log up to `min_position` once projector `history` has
+        // passed it there (its checkpoint is written after the events it folds).
         let pool = wait_for_projectors(state, &[history::NAME], min_position).await?;
         return Ok(history::query::relations_as_of(pool, from, to, at).await?);
     }
