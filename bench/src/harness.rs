@@ -349,6 +349,10 @@ pub struct Stats {
     pub elapsed: Duration,
     /// Latencies of successful operations, in microseconds.
     pub latency: Histogram<u64>,
+    /// An open loop's own lag: from each request's scheduled time to the moment the load
+    /// generator sent it, in microseconds (what of the latency is the generator's, on a
+    /// machine it shares with the server). Empty for a closed loop.
+    pub send_lag: Histogram<u64>,
 }
 
 impl Stats {
@@ -420,6 +424,7 @@ where
         errors,
         elapsed,
         latency,
+        send_lag: histogram(),
     }
 }
 
@@ -438,9 +443,11 @@ where
     let shared = Arc::new(std::sync::Mutex::new((histogram(), 0u64, 0u64)));
     let start = Instant::now();
     let mut running = tokio::task::JoinSet::new();
+    let mut send_lag = histogram();
     for i in 0..total {
         let scheduled = start + interval.mul_f64(i as f64);
         tokio::time::sleep_until(scheduled.into()).await;
+        let _ = send_lag.record(scheduled.elapsed().as_micros().max(1) as u64);
         let (request, shared) = (op(i, scheduled), shared.clone());
         running.spawn(async move {
             let ok = request.await;
@@ -465,6 +472,7 @@ where
         errors,
         elapsed,
         latency,
+        send_lag,
     }
 }
 

@@ -171,7 +171,7 @@ async fn status_as_of(base: &str, followers: i64, scale: Scale) -> Row {
     let past = status(true).await;
     Row::new(
         "h. status as of a moment, 64 clients",
-        "HTTP (history, SQL)",
+        "HTTP (the pair's relation stream read from the log and folded)",
         rate(&past),
     )
     .against(

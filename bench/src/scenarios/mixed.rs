@@ -258,12 +258,26 @@ fn mix_rows(
         })
         .collect();
     let scenario = format!("g. LinkBench-style mix, {load}, {users} users");
-    vec![
+    let mut rows = vec![
         Row::new(
             &scenario,
             "50% list pages, 18% relation checks, 12% counts, 10% follow/unfollow, 4% posts, 6% feed pages",
             rate(stats),
         ),
         Row::new(&scenario, "p50/p99/p999 by request kind, ms", by_kind.join(", ")),
-    ]
+    ];
+    if !stats.send_lag.is_empty() {
+        let lag = &stats.send_lag;
+        rows.push(Row::new(
+            &scenario,
+            "the load generator's own lag (scheduled time to send; inside every latency above), p50/p99/p999",
+            format!(
+                "{:.2}/{:.2}/{:.2} ms",
+                ms(lag, 0.5),
+                ms(lag, 0.99),
+                ms(lag, 0.999)
+            ),
+        ));
+    }
+    rows
 }

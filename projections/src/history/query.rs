@@ -9,7 +9,6 @@ use relations_store::{log, LogPosition};
 use sqlx::{PgPool, Row};
 
 use super::EdgeChange;
-use crate::error::ProjectionError;
 use crate::relations::fold::EdgeKind;
 
 /// `from`'s relation to each of `to` as it stood at `at`, in the order asked: the pair's
@@ -22,12 +21,12 @@ pub async fn relations_as_of(
     from: UserId,
     to: &[UserId],
     at: DateTime<Utc>,
-) -> Result<Vec<Relation>, ProjectionError> {
-    let events = log::relation_streams_until(pool, from, to, at).await?;
+) -> Result<Vec<Relation>, sqlx::Error> {
+    let facts = log::relation_streams_until(pool, from, to, at).await?;
     // (subject, object, kind) -> present, the last change in log order winning.
     let mut state: HashMap<(i64, i64, EdgeKind), bool> = HashMap::new();
-    for event in &events {
-        if let Some(change) = EdgeChange::of_recorded(event)? {
+    for (position, at, event) in &facts {
+        if let Some(change) = EdgeChange::of(event, *position, *at) {
             state.insert((change.subject, change.object, change.kind), change.present);
         }
     }

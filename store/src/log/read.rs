@@ -3,8 +3,8 @@
 //! is held above the horizon.
 
 use chrono::{DateTime, Utc};
-use relations_domain::{PairId, RelationPair, UserId};
-use sqlx::PgConnection;
+use relations_domain::{LogEvent, PairId, RelationEvent, RelationPair, UserId};
+use sqlx::{FromRow, PgConnection, Row};
 
 use super::event::RecordedEvent;
 use crate::position::LogPosition;
@@ -77,16 +77,21 @@ pub async fn read_type(
     .await
 }
 
+/// A relation event as `as_of` folds it: where it sits in the log, when it occurred, what it
+/// says.
+pub type RelationFact = (LogPosition, DateTime<Utc>, RelationEvent);
+
 /// The events of the relation streams between `user` and each of `others` (a user and
 /// themselves have none) that occurred by `at`, in log order: what `as_of` folds (the
 /// relation as it stood then). A pair with an erased user yields nothing: after an erasure the
-/// pair's relation is `none` at every moment. One range scan of the primary key per pair.
+/// pair's relation is `none` at every moment. One range scan of the primary key per pair;
+/// only the columns the fold reads.
 pub async fn relation_streams_until<'e>(
     executor: impl sqlx::PgExecutor<'e>,
     user: UserId,
     others: &[UserId],
     at: DateTime<Utc>,
-) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+) -> Result<Vec<RelationFact>, sqlx::Error> {
     let (streams, ids): (Vec<String>, Vec<i64>) = others
         .iter()
         .filter_map(|&other| {
@@ -95,22 +100,41 @@ pub async fn relation_streams_until<'e>(
                 .map(|p| (p.stream_id(), other.get()))
         })
         .unzip();
-    sqlx::query_as(concat!(
-        "SELECT ",
-        columns!(),
-        " FROM unnest($2::text[], $3::bigint[]) AS p(stream, other)
-          JOIN events ON aggregate_type = $1 AND aggregate_id = p.stream
-         WHERE occurred_at <= $4
-           AND NOT EXISTS (SELECT 1 FROM erased_users x WHERE x.user_id IN (p.other, $5))
-         ORDER BY events.transaction_id, events.global_position"
-    ))
+    let rows = sqlx::query(
+        "SELECT transaction_id::text::bigint AS transaction_id, global_position, occurred_at,
+                event_type, payload::text AS payload
+           FROM unnest($2::text[], $3::bigint[]) AS p(stream, other)
+           JOIN events ON aggregate_type = $1 AND aggregate_id = p.stream
+          WHERE occurred_at <= $4
+            AND NOT EXISTS (SELECT 1 FROM erased_users x WHERE x.user_id = p.other)
+            AND NOT EXISTS (SELECT 1 FROM erased_users x WHERE x.user_id = $5)
+          ORDER BY events.transaction_id, events.global_position",
+    )
     .bind(RelationPair::TYPE)
     .bind(&streams)
     .bind(&ids)
     .bind(at)
     .bind(user.get())
     .fetch_all(executor)
-    .await
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let event_type: &str = row.try_get("event_type")?;
+            let payload: &str = row.try_get("payload")?;
+            let decoded = LogEvent::decode(RelationPair::TYPE, event_type, payload);
+            let Ok(LogEvent::Relation(event)) = decoded else {
+                return Err(sqlx::Error::ColumnDecode {
+                    index: "payload".into(),
+                    source: format!("not a relation event: {event_type} {payload}").into(),
+                });
+            };
+            Ok((
+                LogPosition::from_row(row)?,
+                row.try_get("occurred_at")?,
+                event,
+            ))
+        })
+        .collect()
 }
 
 /// The events in the caller's snapshot that lie at or above the horizon (their
