@@ -32,7 +32,7 @@ pub async fn memory(server: &Server, pool: &PgPool) -> anyhow::Result<Vec<Row>> 
         ),
         Row::new(
             "f. memory",
-            "PostgreSQL bytes per follow edge: rm_follows (table + 3 indexes)",
+            "PostgreSQL bytes per follow edge: rm_follows (table and its indexes)",
             format!("{:.0} B", per(follows)),
         ),
         Row::new(
