@@ -11,8 +11,8 @@
 //!   `following`'s tables and counts, their queries, and the graph-read contract;
 //! - [`replica`]: the same graph in memory, kept current from the log, answering without a
 //!   round trip;
-//! - [`history`]: every change of a follow, block or request, for relations as of a moment
-//!   and follower changes;
+//! - [`history`]: relations as of a moment (the log's pair streams, folded) and follower
+//!   changes (each follow's start and end);
 //! - [`feed`]: posts, timelines and the push/pull inbox, their queries, the inbox cache;
 //! - [`engagement`]: likes and comments, their counts and queries, the like-state cache;
 //! - [`notifications`]: what happened to each user (follows, requests, likes, comments),

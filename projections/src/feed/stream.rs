@@ -43,8 +43,10 @@ const BUFFER: usize = 256;
 /// Events read back at most for one reconnection; a reader further behind reloads the feed.
 pub const MAX_REPLAY: i64 = 10_000;
 
-/// How long the stream waits for projector `feed` to fold a batch's reposts and quotes.
-const PROJECTOR_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long the stream waits for projector `feed` to fold a batch's reposts and quotes: the
+/// hub's one loop waits with it (the batches behind, their erasures and refusals too), so
+/// briefly; the projector is usually milliseconds behind the replica.
+const PROJECTOR_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// What a reader is sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -449,7 +451,7 @@ impl FeedHub {
         // may be ahead of it: a post published just before its repost would be missing, and
         // the repost would reach nobody. Once the projector has folded the batch, every post
         // it reposts or quotes (published earlier in the log) is there. Past the wait, what
-        // is missing is left out, as a deleted post is.
+        // is missing is left out, as a deleted post is (the reader's next page shows it).
         wait::wait_for(&self.pool, &[super::NAME], newest, PROJECTOR_WAIT).await?;
         let read = [reposted.as_slice(), quoted.as_slice()].concat();
         let posts = super::query::live_posts(&self.pool, &read).await?;

@@ -248,13 +248,16 @@ async fn insert_causes(conn: &mut PgConnection, causes: &[Cause]) -> Result<(), 
     let comments: Vec<Option<i32>> = causes.iter().map(|c| c.comment).collect();
     let ats: Vec<chrono::DateTime<chrono::Utc>> = causes.iter().map(|c| c.at).collect();
     sqlx::query(
-        "INSERT INTO notify_causes (recipient, cause, grp, actor, post, comment, tx, gp, at)
-         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[],
-                              $5::uuid[], $6::int[], $7::bigint[], $8::bigint[], $9::timestamptz[])",
+        // `kind` is read by no one here (the group key names the type); it is written for
+        // the previous release's instances during a rolling upgrade, and goes next release.
+        "INSERT INTO notify_causes (recipient, cause, grp, kind, actor, post, comment, tx, gp, at)
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+                              $6::uuid[], $7::int[], $8::bigint[], $9::bigint[], $10::timestamptz[])",
     )
     .bind(column(|c| c.recipient))
     .bind(text(|c| &c.cause))
     .bind(text(|c| &c.group))
+    .bind(text(|c| c.kind.name()))
     .bind(column(|c| c.actor))
     .bind(&posts)
     .bind(&comments)
@@ -411,7 +414,7 @@ async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), Projectio
 
 /// Removes the cause `cause` of `recipient` by `actor`, found through
 /// `notify_causes_actor (actor, recipient)`: causes have no key index of their own (migration
-/// `20261128000032_bytes_that_buy_nothing.sql`).
+/// `20261128000032_bytes_that_buy_nothing.sql`, which says what that reads).
 async fn remove_cause(
     conn: &mut PgConnection,
     recipient: i64,

@@ -285,10 +285,11 @@ impl BulkFold for NotificationsBulk {
             let (tx, gp) = (c.position.transaction_id, c.position.global_position);
             writeln!(
                 rows,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{tx}\t{gp}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{tx}\t{gp}\t{}",
                 c.recipient,
                 copy_text(&c.cause),
                 copy_text(&c.group),
+                c.kind.name(),
                 c.actor,
                 nullable(c.post),
                 nullable(c.comment),
@@ -296,7 +297,9 @@ impl BulkFold for NotificationsBulk {
             )
             .expect("a String");
         }
-        let target = "notify_causes (recipient, cause, grp, actor, post, comment, tx, gp, at)";
+        // `kind` for the previous release's instances only (see `insert_causes`).
+        let target =
+            "notify_causes (recipient, cause, grp, kind, actor, post, comment, tx, gp, at)";
         copy_in(conn, target, rows).await?;
         let mut rows = String::new();
         for (g, place) in model.groups() {
