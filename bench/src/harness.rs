@@ -350,8 +350,8 @@ pub struct Stats {
     /// Latencies of successful operations, in microseconds.
     pub latency: Histogram<u64>,
     /// An open loop's own lag: from each request's scheduled time to the moment the load
-    /// generator sent it, in microseconds (what of the latency is the generator's, on a
-    /// machine it shares with the server). Empty for a closed loop.
+    /// generator's loop woke to start it, in microseconds (how late the generator itself is,
+    /// on a machine it shares with the server). Empty for a closed loop.
     pub send_lag: Histogram<u64>,
 }
 

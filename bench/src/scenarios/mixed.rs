@@ -270,7 +270,7 @@ fn mix_rows(
         let lag = &stats.send_lag;
         rows.push(Row::new(
             &scenario,
-            "the load generator's own lag (scheduled time to send; inside every latency above), p50/p99/p999",
+            "the load generator's own lag (scheduled time to the start of its send; inside every latency above), p50/p99/p999",
             format!(
                 "{:.2}/{:.2}/{:.2} ms",
                 ms(lag, 0.5),

@@ -79,8 +79,8 @@ impl Kind {
     }
 
     /// The type of the group keyed `group`: every group key begins with its type's name
-    /// (`followed:{day}`, `liked_post:{post}`, ...), which is why a cause stores no type of
-    /// its own.
+    /// (`followed:{day}`, `liked_post:{post}`, ...), which is why no reader needs a cause's
+    /// stored `kind`.
     pub fn of_group(group: &str) -> Option<Self> {
         Self::parse(group.split_once(':').map_or(group, |(kind, _)| kind))
     }

@@ -36,15 +36,6 @@ pub enum EdgeKind {
     Request = 2,
 }
 
-impl EdgeKind {
-    /// The kind stored as `code`.
-    pub fn from_code(code: i16) -> Option<Self> {
-        [Self::Follow, Self::Block, Self::Request]
-            .into_iter()
-            .find(|k| *k as i16 == code)
-    }
-}
-
 /// One table per kind of edge, each found by its kind: how every [`RelationTables`] keeps its
 /// follows, blocks and requests.
 #[derive(Debug, Default)]
