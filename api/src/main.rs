@@ -10,5 +10,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    // A build with fail points (issue 45) takes them from FAILPOINTS (`name=action;...`, the
+    // `fail` crate's form), for fault trials that drive the binary from outside.
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
     relations_api::cli::main().await
 }

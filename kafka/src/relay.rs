@@ -28,6 +28,7 @@ use relations_projections::runtime::{
     checkpoint, AfterFailure, Backoff, Health, LogTail, Progress, TailLoop,
 };
 use relations_projections::{SharedLog, Wakeup};
+use relations_store::faults;
 use sqlx::{PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -57,6 +58,9 @@ pub enum RelayError {
     /// The broker refused or did not acknowledge in time.
     #[error("kafka: {0}")]
     Kafka(#[from] rdkafka::error::KafkaError),
+    /// A fail point's error (issue 45; only in builds with fail points).
+    #[error(transparent)]
+    Injected(#[from] faults::Injected),
 }
 
 /// Creates the topic unless it exists (SPEC.md: created at start when missing).
@@ -156,6 +160,7 @@ impl Relay {
         for result in join_all(sends).await {
             result.map_err(|(error, _)| error)?;
         }
+        faults::point(faults::RELAY_AFTER_PUBLISH).await?;
         // Every event up to `last` is acknowledged: only now may the checkpoint pass them.
         checkpoint::advance(conn, NAME, last, events.len()).await?;
         self.health.at(last);
@@ -259,7 +264,12 @@ impl LogTail for Publisher<'_> {
         match error {
             // The lock may have gone with the connection: take it again.
             RelayError::Database(_) => AfterFailure::Restart,
-            RelayError::Kafka(_) => AfterFailure::Retry,
+            RelayError::Kafka(_) | RelayError::Injected(_) => AfterFailure::Retry,
         }
+    }
+
+    /// The session holds the relay's lock and may have been left mid-statement: a new one.
+    fn after_panic(&mut self) -> AfterFailure {
+        AfterFailure::Restart
     }
 }

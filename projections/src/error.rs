@@ -14,4 +14,7 @@ pub enum ProjectionError {
     /// Redis refused or timed out (projector `cache`).
     #[error("cache: {0}")]
     Cache(String),
+    /// A fail point's error (issue 45; only in builds with fail points).
+    #[error(transparent)]
+    Injected(#[from] relations_store::faults::Injected),
 }

@@ -43,6 +43,15 @@ pub enum StoreError {
     /// replays the answer if it was, and decides it if it was not.
     #[error("the command was not answered within its deadline ({0:?}); its outcome is unknown")]
     DeadlineExceeded(std::time::Duration),
+    /// The command's group ended without answering it: its worker failed (a panic) after the
+    /// command was handed over. Its outcome is unknown; unavailable, as
+    /// [`StoreError::DeadlineExceeded`].
+    #[error("the command was not answered (its group failed); its outcome is unknown")]
+    Unanswered,
+    /// A fail point's error (issue 45; only in builds with the `failpoints` feature). Where it
+    /// stands after the commit, the outcome is unknown; unavailable, as a lost connection.
+    #[error(transparent)]
+    Injected(#[from] crate::faults::Injected),
     /// The group the command was decided in failed as a whole (the database failed or could
     /// not be reached); nothing of it was appended.
     #[error("{0}")]
@@ -74,7 +83,10 @@ impl StoreError {
         }
         match self {
             StoreError::Database(error) => unavailable(error),
-            StoreError::Contended { .. } | StoreError::DeadlineExceeded(_) => true,
+            StoreError::Contended { .. }
+            | StoreError::DeadlineExceeded(_)
+            | StoreError::Unanswered
+            | StoreError::Injected(_) => true,
             _ => false,
         }
     }

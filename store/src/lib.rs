@@ -13,6 +13,7 @@ pub mod db;
 pub mod engagement;
 pub mod error;
 mod executor;
+pub mod faults;
 mod guards;
 pub mod idempotency;
 pub mod keys;

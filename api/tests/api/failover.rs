@@ -216,8 +216,8 @@ fn crash_primary(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_primary_crash_under_load_loses_nothing_and_commands_come_back() {
     let Some(ha) = OwnedHa::start() else { return };
-    let broker = crate::kafka::Broker::start();
-    let mut config = crate::kafka::kafka_config(&broker).await;
+    let broker = crate::broker::Broker::start();
+    let mut config = crate::broker::kafka_config(&broker).await;
     config.database.database_url = ha.write_url();
     config.catch_up_wait_ms = 10_000;
     let mut app = spawn_with(config).await;

@@ -5,8 +5,8 @@
 
 use serde_json::{json, Value};
 
+use crate::broker::{kafka_config, read_topic, Broker};
 use crate::helpers::{projector_reached, read, relations, spawn_with, TestApp};
-use crate::kafka::{kafka_config, read_topic, Broker};
 
 /// The tables of the test's schema whose rows, as text, contain `needle`.
 async fn tables_holding(app: &TestApp, needle: &str) -> Vec<String> {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use crate::broker::Broker;
 use crate::helpers::{spawn_with, test_config, TestApp};
-use crate::kafka::Broker;
 
 const OPS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ops");
 

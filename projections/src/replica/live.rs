@@ -21,7 +21,7 @@ use super::Replica;
 use crate::error::ProjectionError;
 use crate::feed::held::timelines::Caps;
 use crate::runtime::health::Health;
-use crate::runtime::tail::{AfterFailure, Backoff, LogTail, Progress, TailLoop};
+use crate::runtime::tail::{AfterFailure, Backoff, Ended, LogTail, Progress, TailLoop};
 use crate::runtime::Wakeup;
 
 /// How often the tail looks for events when no wake-up comes.
@@ -120,40 +120,56 @@ impl LiveGraph {
         Some(matches!(reached, Ok(Ok(_))))
     }
 
-    /// Loads the replica (retrying until it can) and keeps it current until `shutdown`.
-    pub async fn run(self, pool: PgPool, wakeup: Wakeup, shutdown: CancellationToken) {
+    /// Loads the replica (retrying until it can) and keeps it current until `shutdown`; loads
+    /// it again if its tail asks to restart (after a step that panicked, which may have left
+    /// the graph between two positions).
+    pub async fn run(mut self, pool: PgPool, wakeup: Wakeup, shutdown: CancellationToken) {
+        loop {
+            let Some(tail) = self.load(&pool, &shutdown).await else {
+                return;
+            };
+            let mut follower = Follower {
+                writer: self.snapshots.clone().map(|config| {
+                    let restored = tail.pending.as_ref().and_then(|r| r.restored());
+                    Writer::new(config, restored)
+                }),
+                replica: self,
+                tail,
+                pool: pool.clone(),
+            };
+            let ended = TailLoop::new(POLL, HELD_RETRY)
+                .run(&mut follower, &wakeup, &shutdown)
+                .await;
+            if ended == Ended::Shutdown {
+                return;
+            }
+            tracing::warn!("the replica is loaded again");
+            self = follower.replica;
+        }
+    }
+
+    /// The replica's first load, retried until it succeeds; `None` at shutdown.
+    async fn load(&self, pool: &PgPool, shutdown: &CancellationToken) -> Option<ReplicaTail> {
         let mut backoff = Backoff::default();
-        let tail = loop {
+        loop {
             let started = Instant::now();
             let snapshots = self.snapshots.as_ref();
-            match load(&pool, self.posts.0, self.posts.1.clone(), snapshots).await {
+            match load(pool, self.posts.0, self.posts.1.clone(), snapshots).await {
                 Ok(tail) => {
                     tracing::info!(elapsed = ?started.elapsed(), "replica loaded");
-                    break tail;
+                    return Some(tail);
                 }
                 Err(error) => {
                     self.health.failed(&error);
                     let retry_in = backoff.pause();
                     tracing::error!(%error, ?retry_in, "graph load failed");
                     tokio::select! {
-                        _ = shutdown.cancelled() => return,
+                        _ = shutdown.cancelled() => return None,
                         _ = tokio::time::sleep(retry_in) => {}
                     }
                 }
             }
-        };
-        let mut follower = Follower {
-            writer: self.snapshots.clone().map(|config| {
-                let restored = tail.pending.as_ref().and_then(|r| r.restored());
-                Writer::new(config, restored)
-            }),
-            replica: self,
-            tail,
-            pool,
-        };
-        TailLoop::new(POLL, HELD_RETRY)
-            .run(&mut follower, &wakeup, &shutdown)
-            .await;
+        }
     }
 
     /// Installs the tail's graph (its first load) or its advance.
@@ -265,5 +281,10 @@ impl LogTail for Follower {
         metrics::counter!("relations_graph_errors_total").increment(1);
         tracing::error!(%error, ?retry_in, "graph tail failed");
         AfterFailure::Retry
+    }
+
+    /// The tail may have read past what the graph holds: load the graph again.
+    fn after_panic(&mut self) -> AfterFailure {
+        AfterFailure::Restart
     }
 }

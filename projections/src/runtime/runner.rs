@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use relations_store::db::end_transaction;
+use relations_store::faults;
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use sqlx::{PgConnection, PgPool};
@@ -235,6 +236,7 @@ pub(crate) async fn apply_batch(
         return Ok(None);
     };
     projector.apply_batch(conn, &events).await?;
+    faults::point(faults::PROJECTOR_AFTER_APPLY).await?;
     checkpoint::advance(conn, projector.name(), last, events.len()).await?;
     Ok(Some(events.len()))
 }

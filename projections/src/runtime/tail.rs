@@ -9,9 +9,11 @@
 //! reader reads, and that it reads below the horizon in whole transactions, is the reader's
 //! (`relations_store::log::read_after`).
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::health::Health;
@@ -60,6 +62,29 @@ pub trait LogTail: Send {
 
     /// Reports a failed step (its metric and log line) that is retried after `retry_in`.
     fn failed(&mut self, error: &Self::Error, retry_in: Duration) -> AfterFailure;
+
+    /// What follows a step that panicked (a bug, or a fail point; what it had begun in a
+    /// transaction rolled back when the panic dropped it): by default it is stepped again
+    /// after the backoff, as after a failure. A tail that keeps a session of its own restarts,
+    /// since the panic may have left that session mid-statement.
+    fn after_panic(&mut self) -> AfterFailure {
+        AfterFailure::Retry
+    }
+}
+
+/// Why a step failed: its own error, or a panic.
+enum Failure<E> {
+    Error(E),
+    Panic,
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for Failure<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Error(error) => error.fmt(f),
+            Failure::Panic => f.write_str("the step panicked"),
+        }
+    }
 }
 
 /// A pause doubling from 100 ms up to 30 s, back to 100 ms after a success.
@@ -118,7 +143,11 @@ impl TailLoop {
         shutdown: &CancellationToken,
     ) -> Ended {
         while !shutdown.is_cancelled() {
-            let step = tail.step().await;
+            // A panic ends the step, never the reader: it is a failure like any other.
+            let step = match AssertUnwindSafe(tail.step()).catch_unwind().await {
+                Ok(step) => step.map_err(Failure::Error),
+                Err(_) => Err(Failure::Panic),
+            };
             if !matches!(step, Ok(Progress::Held)) {
                 self.held = self.held_first;
             }
@@ -142,10 +171,18 @@ impl TailLoop {
                         }
                     }
                 }
-                Err(error) => {
-                    tail.health().failed(&error);
+                Err(failure) => {
+                    tail.health().failed(&failure);
                     let pause = self.backoff.pause();
-                    if tail.failed(&error, pause) == AfterFailure::Restart {
+                    let after = match &failure {
+                        Failure::Error(error) => tail.failed(error, pause),
+                        Failure::Panic => {
+                            metrics::counter!("relations_tail_panics_total").increment(1);
+                            tracing::error!(?pause, "a step of a log reader panicked");
+                            tail.after_panic()
+                        }
+                    };
+                    if after == AfterFailure::Restart {
                         return tokio::select! {
                             _ = shutdown.cancelled() => Ended::Shutdown,
                             _ = tokio::time::sleep(pause) => Ended::Restart,

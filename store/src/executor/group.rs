@@ -12,6 +12,7 @@ use sqlx::PgConnection;
 use super::command::{Event, Executed, Guard, Pending, Render, Reply, StoreCommand};
 use crate::append::{self, Decided, Loaded};
 use crate::error::StoreError;
+use crate::faults;
 use crate::idempotency::{self, Claim, Claimed, Record};
 use crate::keys::Keyring;
 use crate::position::LogPosition;
@@ -104,6 +105,7 @@ where
             return Ok(None);
         };
         guard.write(conn).await?;
+        faults::point(faults::BEFORE_ANSWERS_STORED).await?;
         self.answer(conn, decisions, positions).await?;
         let replies = self
             .replies

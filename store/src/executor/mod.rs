@@ -18,10 +18,12 @@
 //! (the `guards` module), and the caller says how an outcome is kept under its idempotency key.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::Duration;
 
 use cqrs_es::Aggregate;
+use futures::FutureExt;
 use sqlx::{Connection, PgConnection, PgPool};
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio::time::Instant;
@@ -29,6 +31,7 @@ use tokio::time::Instant;
 use crate::append::Loaded;
 use crate::db::end_transaction;
 use crate::error::StoreError;
+use crate::faults;
 use crate::idempotency::Idempotency;
 use crate::keys::Keyring;
 use crate::metadata::EventMetadata;
@@ -191,7 +194,8 @@ where
         let queued = tokio::time::timeout_at(deadline, self.queue.send(pending)).await;
         queued.map_err(|_| overrun())?.map_err(|_| gone())?;
         match tokio::time::timeout_at(deadline, answer).await {
-            Ok(reply) => reply.map_err(|_| gone())?,
+            // Dropped unanswered: the group's worker failed (a panic) after taking it.
+            Ok(reply) => reply.map_err(|_| StoreError::Unanswered)?,
             Err(_) => {
                 metrics::counter!("relations_command_deadline_exceeded_total", "where" => "caller")
                     .increment(1);
@@ -263,7 +267,17 @@ async fn work<C: StoreCommand>(
             .partition(|p| p.key().is_none_or(|key| keys.insert(key)));
         carried.extend(later);
         metrics::histogram!("relations_command_group_size").record(group.len() as f64);
-        shared.run(group).await;
+        // A panic while deciding a group (a bug, or a fail point) ends that group, not the
+        // worker: its callers, dropped unanswered, are told the outcome is unknown
+        // ([`StoreError::Unanswered`]); its transaction, dropped mid-way, rolls back.
+        if AssertUnwindSafe(shared.run(group))
+            .catch_unwind()
+            .await
+            .is_err()
+        {
+            metrics::counter!("relations_command_group_panics_total").increment(1);
+            tracing::error!("a command group panicked; its commands are answered unavailable");
+        }
     }
 }
 
@@ -287,6 +301,14 @@ where
         match committed {
             Ok((replies, streams)) => {
                 self.remember(streams);
+                // Committed, not yet answered: an error here loses the answers, as a lost
+                // connection would (the callers retry under their keys).
+                if let Err(injected) = faults::point(faults::AFTER_COMMIT).await {
+                    for pending in group {
+                        let _ = pending.reply.send(Err(StoreError::Injected(injected)));
+                    }
+                    return;
+                }
                 answer(group, replies);
             }
             Err(failure) => {
