@@ -3,9 +3,11 @@
 # number of examples and a fixed seed; any failure fails the run. Starts its own `relations
 # serve` on a database of its own, named after its port so that runs on other ports never touch
 # it (dropped afterwards). Installs schemathesis into a venv under target/ on first use.
-# Three passes: a valid admin token; the operations that revoke or ban, under another user; and
-# every operation with a token that has been logged out first (each must answer as documented:
-# 401 wherever a token sent is checked, never 5xx).
+# Three passes: a valid admin token, with the stateful phase following the document's links
+# (a post's id into its likes, comments and reposts; a comment's into its replies, likes and
+# pins; a relation's users into their lists); the operations that revoke, ban or erase, under
+# another user; and every operation with a token that has been logged out first (each must
+# answer as documented: 401 wherever a token sent is checked, never 5xx).
 #   scripts/schemathesis.sh            # the debug build (cargo build first)
 #   RELATIONS_BIN=target/release/relations scripts/schemathesis.sh
 set -euo pipefail
@@ -46,8 +48,10 @@ for _ in $(seq 1 100); do
 done
 # An admin token. Its user is not a boundary value the fuzzer favours (1, 2^63-1), so a target
 # equal to the actor (400 SELF_RELATION, a rule the schema cannot state) stays out of the
-# positive cases. Operations that would revoke the token or ban its user (logout, revoke, ban)
-# run in a second pass under another user, so they cannot lock the first pass out. The live
+# positive cases. Operations that would revoke the token, ban or erase its user (logout, revoke,
+# ban, erase, DELETE /me) run in a second pass under another user, so they cannot lock the
+# first pass out (an erased caller gets 401 everywhere: a pass that erased itself early tested
+# little more than that). The live
 # streams (feed, notifications) never end, so they are left to their own tests
 # (tests/api/stream.rs, tests/api/notifications.rs).
 token=$(RELATIONS_JWT_SECRET=$secret "$bin" token --user 7777777 --admin --ttl-secs 3600)
@@ -55,11 +59,17 @@ common=(--checks all --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" --seed 202611
   --generation-deterministic --suppress-health-check all --no-color)
 "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" "${common[@]}" \
   -H "Authorization: Bearer $token" \
-  --exclude-path-regex '/(logout|revoke|ban|unban)$|/(feed|notifications)/stream$'
+  --exclude-path-regex '/(logout|revoke|ban|unban|erase)$|^/api/v1/me$|/(feed|notifications)/stream$'
 token=$(RELATIONS_JWT_SECRET=$secret "$bin" token --user 7777778 --admin --client fuzz --ver 1 --bat 1 --ttl-secs 3600)
+# The links lead out of these few operations: no stateful phase. The erasures get a user of
+# their own, as the ban's pass would otherwise test its last operations erased.
 "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" "${common[@]}" \
-  -H "Authorization: Bearer $token" \
+  -H "Authorization: Bearer $token" --phases examples,coverage,fuzzing \
   --include-path-regex '/(revoke|ban|unban)$'
+token=$(RELATIONS_JWT_SECRET=$secret "$bin" token --user 7777780 --admin --ttl-secs 3600)
+"$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" "${common[@]}" \
+  -H "Authorization: Bearer $token" --phases examples,coverage,fuzzing \
+  --include-path-regex '/erase$|^/api/v1/me$'
 # Logout, then continue: the token's client is refused from the logout's answer on (and on every
 # instance within a second), so every operation gets a token that is checked and refused. The
 # live streams are in this pass: a refused token gets 401 at once, no stream.
@@ -76,5 +86,5 @@ done
 schema=target/schemathesis-openapi-$port.json
 curl -fs "http://127.0.0.1:$port/openapi.json" -o "$schema"
 "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "$schema" \
-  --url "http://127.0.0.1:$port" "${common[@]}" \
+  --url "http://127.0.0.1:$port" "${common[@]}" --phases examples,coverage,fuzzing \
   -H "Authorization: Bearer $token"

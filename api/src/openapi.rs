@@ -13,9 +13,39 @@ use crate::state::AppState;
 
 /// The route serving `contract` (written once, as it never changes while serving).
 pub fn router(contract: &utoipa::openapi::OpenApi) -> Router<AppState> {
-    let json = contract.to_json().expect("an OpenAPI document serialises");
+    let mut document = serde_json::to_value(contract).expect("an OpenAPI document serialises");
+    camel_case_links(&mut document);
+    let json = document.to_string();
     let answer = ([(header::CONTENT_TYPE, "application/json")], json);
     Router::new().route("/openapi.json", get(move || async move { answer.clone() }))
+}
+
+/// utoipa 5.5 writes a Link Object's fields in snake case (`operation_id`), which OpenAPI
+/// names in camel case (`operationId`, `operationRef`, `requestBody`); without them a link
+/// names no operation and schemathesis's stateful phase cannot follow it.
+fn camel_case_links(document: &mut serde_json::Value) {
+    let operations = document["paths"].as_object_mut().into_iter().flatten();
+    let operations = operations.flat_map(|(_, item)| item.as_object_mut().into_iter().flatten());
+    for (_, operation) in operations {
+        let answers = operation["responses"].as_object_mut().into_iter().flatten();
+        for (_, answer) in answers {
+            let links = answer.get_mut("links").and_then(|l| l.as_object_mut());
+            for (_, link) in links.into_iter().flatten() {
+                let Some(link) = link.as_object_mut() else {
+                    continue;
+                };
+                for (snake, camel) in [
+                    ("operation_id", "operationId"),
+                    ("operation_ref", "operationRef"),
+                    ("request_body", "requestBody"),
+                ] {
+                    if let Some(value) = link.remove(snake) {
+                        link.insert(camel.to_owned(), value);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The document's head: the title and security scheme, and the error body every route answers

@@ -15,6 +15,7 @@ pub mod privacy;
 pub mod relation;
 pub mod repost;
 pub mod thread;
+pub mod time;
 
 #[cfg(feature = "cqrs")]
 mod cqrs;

@@ -60,7 +60,7 @@ impl CursorKey for SinceKey {
 
     fn decode(raw: &str) -> Option<Self> {
         let (micros, id) = raw.split_once('.')?;
-        let since = DateTime::<Utc>::from_timestamp_micros(micros.parse().ok()?)?;
+        let since = relations_domain::time::from_key_micros(micros.parse().ok()?);
         Some((since, id.parse().ok()?))
     }
 
@@ -76,7 +76,7 @@ impl CursorKey for ChangeKey {
     fn decode(raw: &str) -> Option<Self> {
         let mut parts = raw.splitn(3, '.').map(|p| p.parse::<i64>().ok());
         let (micros, tx, gp) = (parts.next()??, parts.next()??, parts.next()??);
-        let at = DateTime::<Utc>::from_timestamp_micros(micros)?;
+        let at = relations_domain::time::from_key_micros(micros);
         let position = LogPosition {
             transaction_id: tx,
             global_position: gp,

@@ -10,6 +10,7 @@ mod broker;
 mod cli;
 mod concurrency;
 mod content_keys;
+mod doors;
 mod engagement;
 mod erasure;
 mod failover;

@@ -700,3 +700,63 @@ async fn every_route_answers_as_the_served_document_says() {
         }
     }
 }
+
+/// Operation ids are unique, and every link (which schemathesis's stateful phase follows to
+/// chain real resources) names an operation that exists, with parameters it takes, read from
+/// a property the answer's schema declares.
+#[tokio::test]
+async fn links_chain_real_operations() {
+    let app = spawn_app().await;
+    let (_, doc) = app.get("/openapi.json").await;
+    let mut operations = std::collections::BTreeMap::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            let id = operation["operationId"].as_str().unwrap().to_owned();
+            let params: Vec<String> = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| p["name"].as_str().unwrap().to_owned())
+                .collect();
+            assert!(
+                operations.insert(id.clone(), params).is_none(),
+                "{id} twice"
+            );
+        }
+    }
+    let mut links = 0;
+    for item in doc["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            for answer in operation["responses"].as_object().unwrap().values() {
+                let schema = &answer["content"]["application/json"]["schema"];
+                for (name, link) in answer["links"].as_object().into_iter().flatten() {
+                    links += 1;
+                    let target = link["operationId"].as_str().unwrap();
+                    let takes = operations.get(target).unwrap_or_else(|| panic!("{name}"));
+                    for (param, source) in link["parameters"].as_object().unwrap() {
+                        assert!(takes.contains(param), "{target} takes no {param}");
+                        let pointer = source.as_str().unwrap();
+                        let pointer = pointer.strip_prefix("$response.body#").unwrap();
+                        assert!(declares(&doc, schema, pointer), "{name}: {pointer}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(links >= 20, "{links} links");
+}
+
+/// Whether `schema` (refs resolved against `doc`) declares the property at JSON `pointer`.
+fn declares(doc: &Value, schema: &Value, pointer: &str) -> bool {
+    let mut schema = schema;
+    for step in pointer.split('/').skip(1) {
+        while let Some(reference) = schema["$ref"].as_str() {
+            schema = &doc["components"]["schemas"][reference.rsplit('/').next().unwrap()];
+        }
+        schema = &schema["properties"][step];
+        if schema.is_null() {
+            return false;
+        }
+    }
+    true
+}

@@ -66,8 +66,31 @@ async fn the_bucket_refills() {
     assert_eq!(app.command("follow", 1, 3).await.0, StatusCode::OK);
 }
 
+/// SPEC's hardening: while Redis is unavailable the rate limit still holds, per instance,
+/// never unlimited.
 #[tokio::test]
-async fn with_redis_down_the_limiter_fails_open() {
+async fn with_redis_down_the_limit_still_holds_per_instance() {
+    let mut config = test_config().await;
+    config.redis.redis_url = Some("redis://127.0.0.1:1".to_owned());
+    config.rate_capacity = 3;
+    config.rate_refill_per_sec = 0.01;
+    let app = spawn_with(config).await;
+    for target in 2..5 {
+        assert_eq!(app.command("follow", 1, target).await.0, StatusCode::OK);
+    }
+    let (status, body) = app.command("follow", 1, 5).await;
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED")
+    );
+    // Per user: another user's bucket is full.
+    assert_eq!(app.command("follow", 2, 5).await.0, StatusCode::OK);
+}
+
+/// The write path does not go down with the limiter: with Redis away, commands are decided
+/// (against this instance's buckets) and readiness says Redis is down.
+#[tokio::test]
+async fn with_redis_down_commands_go_on() {
     let mut config = test_config().await;
     config.redis.redis_url = Some("redis://127.0.0.1:1".to_owned());
     config.rate_capacity = 1;

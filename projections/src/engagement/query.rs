@@ -69,7 +69,7 @@ impl std::str::FromStr for CommentKey {
         Ok(Self {
             pinned,
             likes: likes.parse().map_err(|_| ())?,
-            at: DateTime::<Utc>::from_timestamp_micros(micros).ok_or(())?,
+            at: relations_domain::time::from_key_micros(micros),
             n: n.parse().map_err(|_| ())?,
         })
     }

@@ -113,7 +113,7 @@ impl Streaming {
 /// admin revoke) or the user's ban, answered by any instance, the stream sends a last
 /// `event: end` with `{"code": "TOKEN_REVOKED" | "USER_BANNED", "message"}` and closes: a
 /// client must not reconnect with the same token (it would get 401 or 403).
-#[utoipa::path(get, path = "/api/v1/feed/stream", tag = "queries", security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/feed/stream", tag = "queries", operation_id = "feed_stream", security(("bearer" = [])),
     params(("Last-Event-ID" = Option<String>, Header, description = "The id of the last event received", pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")),
     responses((status = 200, content_type = "text/event-stream", body = String),
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),

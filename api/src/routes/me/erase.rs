@@ -15,7 +15,7 @@ use crate::state::AppState;
 /// posts and comments go (a comment with live replies stays as a tombstone), and the id is
 /// never used again (its tokens get 401 `ACCOUNT_ERASED`). `position` is where the erasure
 /// sits in the log.
-#[utoipa::path(delete, path = "/api/v1/me", tag = "accounts", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/api/v1/me", tag = "accounts", operation_id = "erase_me", security(("bearer" = [])),
     responses((status = 200, body = AccountChange), EraseErrors))]
 pub async fn erase(
     State(state): State<AppState>,

@@ -144,7 +144,7 @@ impl Streaming {
 /// it missed first (up to 1,000). Undone notifications are not announced: read the list (or
 /// `unread_count`) again after reconnecting. Within a second of the token's revocation, the
 /// user's ban or erasure, the stream sends a last `event: end` with `{"code", "message"}`.
-#[utoipa::path(get, path = "/api/v1/notifications/stream", tag = "queries", security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/notifications/stream", tag = "queries", operation_id = "notifications_stream", security(("bearer" = [])),
     params(("Last-Event-ID" = Option<String>, Header, description = "The id of the last event received", pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")),
     responses((status = 200, content_type = "text/event-stream", body = String),
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),

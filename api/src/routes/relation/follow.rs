@@ -33,7 +33,10 @@ pub struct FollowBody {
 /// changes them (`changed: true`); `show_reposts` and `notify` are private, as `muting`.
 #[utoipa::path(post, path = "/api/v1/relation/follow", tag = "commands", request_body = FollowBody,
     params(CommandRequest), security(("bearer" = [])),
-    responses((status = 200, body = RelationOutcome), RelationCommandErrors))]
+    responses((status = 200, body = RelationOutcome, links(
+                  ("status" = (operation_id = "status", parameters(("from" = "$response.body#/relation/from"), ("to" = "$response.body#/relation/to")))),
+                  ("followers" = (operation_id = "followers", parameters(("id" = "$response.body#/relation/to")))),
+                  ("counts" = (operation_id = "counts", parameters(("id" = "$response.body#/relation/to")))))), RelationCommandErrors))]
 pub async fn follow(
     State(state): State<AppState>,
     request: CommandRequest,

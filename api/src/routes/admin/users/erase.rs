@@ -14,7 +14,7 @@ use crate::state::AppState;
 
 /// Erases the user, as `DELETE /api/v1/me` does for the caller (an operator answering an
 /// erasure request). Erasing an erased user changes nothing (`position` null).
-#[utoipa::path(post, path = "/api/v1/admin/users/{id}/erase", tag = "accounts", security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/v1/admin/users/{id}/erase", tag = "accounts", operation_id = "erase_user", security(("bearer" = [])),
     params(("id" = i64, Path, description = "The user")),
     responses((status = 200, body = AccountChange), EraseErrors))]
 pub async fn erase(
