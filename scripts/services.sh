@@ -64,6 +64,10 @@ ensure_redis() {
   redis_ready || { log "Redis does not answer on 127.0.0.1:6379"; exit 1; }
 }
 
+# The storage fault tests (api/tests/api/storage_faults.rs) make fdatasync fail with strace's
+# fault injection and mount a tmpfs for a cluster's WAL (mount is util-linux's, always there).
+command -v strace >/dev/null || apt_install strace
+
 ensure_postgres
 ensure_redis
 log "PostgreSQL and Redis are up"

@@ -44,5 +44,6 @@ mod reposts_in_feeds;
 mod requests;
 mod rules;
 mod shared_log;
+mod storage_faults;
 mod stream;
 mod tools;

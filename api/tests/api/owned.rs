@@ -43,6 +43,8 @@ fn pg(tool: &str, args: &[&str]) -> std::process::Output {
 pub struct OwnedPostgres {
     dir: PathBuf,
     port: u16,
+    /// `fsync` on, and the WAL on a tmpfs of its own mounted at `dir/wal` (storage faults).
+    durable: bool,
 }
 
 impl OwnedPostgres {
@@ -80,18 +82,79 @@ impl OwnedPostgres {
                 "UTF8",
             ],
         );
-        Self::started(dir, "initdb", out)
+        Self::started(dir, "initdb", out, false)
+    }
+
+    /// Creates and starts a cluster that syncs its writes (`fsync` on), with its WAL in 1 MB
+    /// segments on a tmpfs of `megabytes` of its own (`dir/wal`, mounted: the tests run as
+    /// root), which a test may fill up.
+    pub fn start_durable_with_wal_on_tmpfs(megabytes: u32) -> Self {
+        assert!(is_root(), "mounting a tmpfs takes root");
+        let dir = Self::new_dir();
+        let wal = dir.join("wal");
+        std::fs::create_dir_all(&wal).unwrap();
+        let size = format!("size={megabytes}M");
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &size, "tmpfs", wal.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(mounted.success(), "mount tmpfs");
+        let chowned = Command::new("chown")
+            .args(["postgres:postgres", wal.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(chowned.success());
+        let (data, waldir) = (dir.join("data"), wal.join("pg_wal"));
+        let waldir = format!("--waldir={}", waldir.display());
+        let out = pg(
+            "initdb",
+            &["-D", data.to_str().unwrap(), &waldir, "--wal-segsize=1"]
+                .into_iter()
+                .chain(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+                .collect::<Vec<_>>(),
+        );
+        Self::started(dir, "initdb", out, true)
     }
 
     /// The cluster `tool` made in `dir`, started on a free port.
-    fn started(dir: PathBuf, tool: &str, out: std::process::Output) -> Self {
+    fn started(dir: PathBuf, tool: &str, out: std::process::Output, durable: bool) -> Self {
         assert!(out.status.success(), "{tool}: {out:?}");
         let owned = Self {
             dir,
             port: free_port(),
+            durable,
         };
         owned.up();
         owned
+    }
+
+    /// The directory of the WAL's tmpfs (a durable cluster's).
+    pub fn wal_mount(&self) -> PathBuf {
+        assert!(self.durable);
+        self.dir.join("wal")
+    }
+
+    /// What a supervisor does (systemd's `Restart=always`, Patroni): starts the server unless
+    /// it runs. PostgreSQL shuts itself down when its crash recovery fails (a full WAL disk);
+    /// while the fault lasts, the start fails too. Whether it is up now.
+    pub fn supervise(&self) -> bool {
+        let data = self.dir.join("data");
+        let status = pg("pg_ctl", &["-D", data.to_str().unwrap(), "status"]);
+        status.status.success() || self.start_server().status.success()
+    }
+
+    /// The server's processes: the postmaster and its children (for strace).
+    pub fn pids(&self) -> Vec<String> {
+        let pid_file = std::fs::read_to_string(self.dir.join("data/postmaster.pid")).unwrap();
+        let postmaster = pid_file.lines().next().unwrap().to_owned();
+        let children = Command::new("pgrep")
+            .args(["-P", &postmaster])
+            .output()
+            .unwrap();
+        let children = String::from_utf8(children.stdout).unwrap();
+        std::iter::once(postmaster)
+            .chain(children.split_whitespace().map(str::to_owned))
+            .collect()
     }
 
     /// A streaming hot standby of this cluster (`pg_basebackup -R -X stream`), started on a
@@ -118,17 +181,29 @@ impl OwnedPostgres {
                 "--no-sync",
             ],
         );
-        Self::started(dir, "pg_basebackup", out)
+        Self::started(dir, "pg_basebackup", out, false)
     }
 
     /// Starts the server and waits until it accepts connections.
     pub fn up(&self) {
+        let out = self.start_server();
+        assert!(out.status.success(), "pg_ctl start: {out:?}");
+    }
+
+    /// `pg_ctl start`, waiting at most 10 s.
+    fn start_server(&self) -> std::process::Output {
+        let fsync = match self.durable {
+            // WAL kept (never recycled), so that writing goes on creating segment files: a
+            // full disk is felt at once.
+            true => "-c fsync=on -c wal_keep_size=4GB -c max_wal_size=8MB",
+            false => "-c fsync=off",
+        };
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 {fsync} -c max_connections=200",
             self.port,
             self.dir.display()
         );
-        let out = pg(
+        pg(
             "pg_ctl",
             &[
                 "-D",
@@ -138,10 +213,11 @@ impl OwnedPostgres {
                 "-l",
                 self.dir.join("log").to_str().unwrap(),
                 "-w",
+                "-t",
+                "10",
                 "start",
             ],
-        );
-        assert!(out.status.success(), "pg_ctl start: {out:?}");
+        )
     }
 
     /// Stops the server the way an operator's restart does (`-m fast`: sessions are ended
@@ -184,6 +260,9 @@ impl Drop for OwnedPostgres {
                 "stop",
             ],
         );
+        if self.durable {
+            let _ = Command::new("umount").arg(self.wal_mount()).status();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
