@@ -47,3 +47,4 @@ mod shared_log;
 mod storage_faults;
 mod stream;
 mod tools;
+mod trial;

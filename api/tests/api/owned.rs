@@ -568,6 +568,16 @@ impl ServiceProcess {
         process
     }
 
+    /// Sends `signal` (`-STOP`, `-CONT`...).
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+
     /// `kill -9`.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -1,0 +1,403 @@
+//! The history checked against the log. The log is a total order, so every check is a walk of
+//! it (and of the history sorted by time), not a search over interleavings: each answer is
+//! judged against the states the log's prefixes give, folded here independently of the
+//! service's own folds.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::history::{Facts, Op, Outcome, Position, Verb};
+
+/// One relation event as the log holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Follow(i64, i64),
+    Unfollow(i64, i64),
+    Block(i64, i64),
+    Unblock(i64, i64),
+}
+
+/// An event at its place, with the request that appended it.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub at: Position,
+    pub request: String,
+    pub change: Change,
+}
+
+/// Every anomaly found, by kind, with a few examples each.
+#[derive(Debug, Default)]
+pub struct Anomalies {
+    pub kinds: BTreeMap<&'static str, (usize, Vec<String>)>,
+}
+
+/// The kinds the checker counts, in the report's order.
+pub const KINDS: [&str; 8] = [
+    "acknowledged write missing from the log",
+    "one Idempotency-Key in two transactions, or two answers",
+    "real-time order violated",
+    "read with min_position missing an event at or below it, or no prefix's state",
+    "write's answer unlike the log after it",
+    "rule 3 exceeded at a prefix",
+    "refusal the log contradicts",
+    "outcome never settled",
+];
+
+impl Anomalies {
+    fn found(&mut self, kind: &'static str, example: String) {
+        debug_assert!(KINDS.contains(&kind));
+        let entry = self.kinds.entry(kind).or_default();
+        entry.0 += 1;
+        if entry.1.len() < 3 {
+            entry.1.push(example);
+        }
+    }
+
+    /// How many of `kind`.
+    pub fn count(&self, kind: &str) -> usize {
+        self.kinds.get(kind).map_or(0, |e| e.0)
+    }
+
+    /// How many in all.
+    pub fn total(&self) -> usize {
+        self.kinds.values().map(|e| e.0).sum()
+    }
+}
+
+/// The relations after some prefix of the log.
+#[derive(Debug, Default, Clone)]
+struct World {
+    follows: BTreeSet<(i64, i64)>,
+    blocks: BTreeSet<(i64, i64)>,
+    following: HashMap<i64, usize>,
+}
+
+impl World {
+    fn facts(&self, a: i64, b: i64) -> Facts {
+        Facts {
+            following: self.follows.contains(&(a, b)),
+            followed_by: self.follows.contains(&(b, a)),
+            blocking: self.blocks.contains(&(a, b)),
+            blocked_by: self.blocks.contains(&(b, a)),
+        }
+    }
+
+    /// Applies `change`; the users whose following count it changed.
+    fn apply(&mut self, change: Change) -> Option<i64> {
+        match change {
+            Change::Follow(a, b) if self.follows.insert((a, b)) => {
+                *self.following.entry(a).or_default() += 1;
+                Some(a)
+            }
+            Change::Unfollow(a, b) if self.follows.remove(&(a, b)) => {
+                *self.following.entry(a).or_default() -= 1;
+                Some(a)
+            }
+            Change::Block(a, b) => {
+                self.blocks.insert((a, b));
+                None
+            }
+            Change::Unblock(a, b) => {
+                self.blocks.remove(&(a, b));
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What each prefix of the log gave: per ordered pair and per user, the states after each
+/// transaction that changed them, at the transaction's first position (a reader sees whole
+/// transactions only: within one, a group's events are in stream order, not decision order);
+/// and per pair the state after each event (what a command's own decision left, as its answer
+/// shows it). The first entry of each is the empty log's.
+#[derive(Default)]
+struct Timelines {
+    pairs: HashMap<(i64, i64), Vec<(Position, Facts)>>,
+    decided: HashMap<(i64, i64), Vec<(Position, Facts)>>,
+    following: HashMap<i64, Vec<(Position, usize)>>,
+    /// Each transaction's changes.
+    transactions: HashMap<i64, Vec<Change>>,
+    /// Each request's transactions.
+    requests: HashMap<String, BTreeSet<i64>>,
+    positions: BTreeSet<Position>,
+}
+
+const START: Position = (i64::MIN, i64::MIN);
+
+fn users(change: Change) -> (i64, i64) {
+    match change {
+        Change::Follow(a, b) | Change::Unfollow(a, b) => (a, b),
+        Change::Block(a, b) | Change::Unblock(a, b) => (a, b),
+    }
+}
+
+fn push<T>(
+    line: &mut HashMap<(i64, i64), Vec<(Position, T)>>,
+    key: (i64, i64),
+    at: Position,
+    state: T,
+    empty: T,
+) {
+    line.entry(key)
+        .or_insert_with(|| vec![(START, empty)])
+        .push((at, state));
+}
+
+impl Timelines {
+    fn fold(log: &[Logged], limit: usize, anomalies: &mut Anomalies) -> Self {
+        let mut world = World::default();
+        let mut timelines = Self::default();
+        for transaction in log.chunk_by(|a, b| a.at.0 == b.at.0) {
+            let first = transaction[0].at;
+            let (mut pairs, mut users_changed) = (BTreeSet::new(), BTreeSet::new());
+            for logged in transaction {
+                users_changed.extend(world.apply(logged.change));
+                let (a, b) = users(logged.change);
+                for (x, y) in [(a, b), (b, a)] {
+                    push(
+                        &mut timelines.decided,
+                        (x, y),
+                        logged.at,
+                        world.facts(x, y),
+                        Facts::default(),
+                    );
+                    pairs.insert((x, y));
+                }
+                timelines
+                    .transactions
+                    .entry(logged.at.0)
+                    .or_default()
+                    .push(logged.change);
+                let request = timelines
+                    .requests
+                    .entry(logged.request.clone())
+                    .or_default();
+                request.insert(logged.at.0);
+                timelines.positions.insert(logged.at);
+            }
+            for (x, y) in pairs {
+                push(
+                    &mut timelines.pairs,
+                    (x, y),
+                    first,
+                    world.facts(x, y),
+                    Facts::default(),
+                );
+            }
+            for user in users_changed {
+                let count = world.following[&user];
+                let line = timelines
+                    .following
+                    .entry(user)
+                    .or_insert_with(|| vec![(START, 0)]);
+                line.push((first, count));
+                if count > limit {
+                    let example =
+                        format!("user {user} follows {count} after transaction {}", first.0);
+                    anomalies.found("rule 3 exceeded at a prefix", example);
+                }
+            }
+        }
+        timelines
+    }
+
+    fn pair(&self, a: i64, b: i64) -> Vec<(Position, Facts)> {
+        self.pairs
+            .get(&(a, b))
+            .cloned()
+            .unwrap_or_else(|| vec![(START, Facts::default())])
+    }
+
+    /// The states a timeline gives at the prefixes from `low` (included) to `high` (not).
+    fn between<T: Copy>(line: &[(Position, T)], low: Position, high: Position) -> Vec<T> {
+        let at_low = line.iter().rev().find(|(p, _)| *p <= low).map(|(_, s)| *s);
+        let after = line
+            .iter()
+            .filter(|(p, _)| *p > low && *p < high)
+            .map(|(_, s)| *s);
+        at_low.into_iter().chain(after).collect()
+    }
+}
+
+/// Checks `ops` against `log` (the relation events in log order), under rule 3's `limit`.
+pub fn check(ops: &[Op], log: &[Logged], limit: usize) -> Anomalies {
+    let ops = &first_sent(ops);
+    let mut anomalies = Anomalies::default();
+    let timelines = Timelines::fold(log, limit, &mut anomalies);
+    writes_are_in_the_log(ops, &timelines, &mut anomalies);
+    keys_are_once(ops, &timelines, &mut anomalies);
+    real_time_order(ops, &mut anomalies);
+    answers_match_prefixes(ops, &timelines, &mut anomalies);
+    refusals_hold(ops, &timelines, limit, &mut anomalies);
+    anomalies
+}
+
+/// Each attempt of a key as sent when its first attempt was: a retry that settles an unknown
+/// outcome replays (or makes) the one command, which may have taken effect any time after the
+/// first attempt was sent.
+fn first_sent(ops: &[Op]) -> Vec<Op> {
+    let mut first: HashMap<&str, std::time::Duration> = HashMap::new();
+    for op in ops {
+        if let Some(key) = &op.key {
+            let at = first.entry(key).or_insert(op.invoked);
+            *at = (*at).min(op.invoked);
+        }
+    }
+    let mut ops = ops.to_vec();
+    for op in &mut ops {
+        if let Some(key) = &op.key {
+            op.invoked = first[key.as_str()];
+        }
+    }
+    ops
+}
+
+fn expected(op: &Op) -> Option<Change> {
+    Some(match op.verb {
+        Verb::Follow => Change::Follow(op.actor, op.target),
+        Verb::Unfollow => Change::Unfollow(op.actor, op.target),
+        Verb::Block => Change::Block(op.actor, op.target),
+        Verb::Unblock => Change::Unblock(op.actor, op.target),
+        Verb::Status => return None,
+    })
+}
+
+fn writes_are_in_the_log(ops: &[Op], timelines: &Timelines, anomalies: &mut Anomalies) {
+    for op in ops {
+        let (Some(at), Some(change)) = (op.written(), expected(op)) else {
+            continue;
+        };
+        let logged = timelines.positions.contains(&at)
+            && timelines
+                .transactions
+                .get(&at.0)
+                .is_some_and(|t| t.contains(&change));
+        if !logged {
+            let example = format!("{op:?}");
+            anomalies.found("acknowledged write missing from the log", example);
+        }
+    }
+}
+
+fn keys_are_once(ops: &[Op], timelines: &Timelines, anomalies: &mut Anomalies) {
+    const KIND: &str = "one Idempotency-Key in two transactions, or two answers";
+    for (request, transactions) in &timelines.requests {
+        if transactions.len() > 1 {
+            anomalies.found(KIND, format!("{request}: transactions {transactions:?}"));
+        }
+    }
+    let mut by_key: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
+    for op in ops {
+        if let Some(key) = &op.key {
+            by_key.entry(key).or_default().push(op);
+        }
+    }
+    for (key, attempts) in by_key {
+        let answers: BTreeSet<_> = attempts.iter().filter_map(|op| op.written()).collect();
+        if answers.len() > 1 {
+            anomalies.found(KIND, format!("{key}: answered {answers:?}"));
+        }
+        let settled = attempts
+            .iter()
+            .any(|op| matches!(op.outcome, Outcome::Ok { .. } | Outcome::Refused(_)));
+        let open = attempts.iter().any(|op| op.outcome == Outcome::Unknown);
+        if open && !settled {
+            anomalies.found("outcome never settled", key.to_owned());
+        }
+    }
+}
+
+/// A write acknowledged before another was invoked is earlier in the log.
+fn real_time_order(ops: &[Op], anomalies: &mut Anomalies) {
+    let mut written: Vec<(&Op, Position)> =
+        ops.iter().filter_map(|o| Some((o, o.written()?))).collect();
+    let mut completions: Vec<(std::time::Duration, Position)> =
+        written.iter().map(|(o, p)| (o.completed, *p)).collect();
+    completions.sort();
+    written.sort_by_key(|(o, _)| o.invoked);
+    let (mut next, mut latest) = (0, START);
+    for (op, at) in written {
+        while next < completions.len() && completions[next].0 < op.invoked {
+            latest = latest.max(completions[next].1);
+            next += 1;
+        }
+        if latest > at {
+            let example = format!("{op:?} at {at:?} after an acknowledged {latest:?}");
+            anomalies.found("real-time order violated", example);
+        }
+    }
+}
+
+fn answers_match_prefixes(ops: &[Op], timelines: &Timelines, anomalies: &mut Anomalies) {
+    const END: Position = (i64::MAX, i64::MAX);
+    for op in ops {
+        let Outcome::Ok {
+            facts: Some(facts),
+            changed,
+            position,
+        } = op.outcome
+        else {
+            continue;
+        };
+        let line = timelines.pair(op.actor, op.target);
+        if op.verb == Verb::Status {
+            let low = op.min_position.unwrap_or(START);
+            if !Timelines::between(&line, low, END).contains(&facts) {
+                let kind =
+                    "read with min_position missing an event at or below it, or no prefix's state";
+                anomalies.found(kind, format!("{op:?}"));
+            }
+        } else if let (true, Some(at)) = (changed, position) {
+            let decided = timelines
+                .decided
+                .get(&(op.actor, op.target))
+                .cloned()
+                .unwrap_or_default();
+            if Timelines::between(&decided, at, at) != vec![facts] {
+                anomalies.found("write's answer unlike the log after it", format!("{op:?}"));
+            }
+        }
+    }
+}
+
+/// A refused command's reason holds at some prefix between the last write acknowledged before
+/// it was sent and the first write sent after it was answered.
+fn refusals_hold(ops: &[Op], timelines: &Timelines, limit: usize, anomalies: &mut Anomalies) {
+    let written: Vec<(&Op, Position)> =
+        ops.iter().filter_map(|o| Some((o, o.written()?))).collect();
+    for op in ops {
+        let Outcome::Refused(code) = &op.outcome else {
+            continue;
+        };
+        let low = written
+            .iter()
+            .filter(|(o, _)| o.completed < op.invoked)
+            .map(|(_, p)| *p)
+            .max();
+        let high = written
+            .iter()
+            .filter(|(o, _)| o.invoked > op.completed)
+            .map(|(_, p)| *p)
+            .min();
+        let (low, high) = (low.unwrap_or(START), high.unwrap_or((i64::MAX, i64::MAX)));
+        let pair = Timelines::between(&timelines.pair(op.actor, op.target), low, high);
+        let holds = match code.as_str() {
+            "BLOCKED" => pair.iter().any(|f| f.blocked_by),
+            "BLOCKING_TARGET" => pair.iter().any(|f| f.blocking),
+            "FOLLOW_LIMIT_REACHED" => {
+                let line = timelines
+                    .following
+                    .get(&op.actor)
+                    .cloned()
+                    .unwrap_or_default();
+                Timelines::between(&line, low, high)
+                    .iter()
+                    .any(|n| *n >= limit)
+            }
+            _ => false,
+        };
+        if !holds {
+            anomalies.found("refusal the log contradicts", format!("{op:?}"));
+        }
+    }
+}

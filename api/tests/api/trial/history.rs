@@ -1,0 +1,107 @@
+//! A trial's history: every operation a client invoked, when, and how it ended.
+
+use std::time::Duration;
+
+/// A place in the log: `(transaction, position)`, ordered as the log is read.
+pub type Position = (i64, i64);
+
+/// Reads a position as answers carry it (`"tx.gp"`).
+pub fn position(text: &str) -> Option<Position> {
+    let (tx, gp) = text.split_once('.')?;
+    Some((tx.parse().ok()?, gp.parse().ok()?))
+}
+
+/// What an operation asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Follow,
+    Unfollow,
+    Block,
+    Unblock,
+    /// `GET /relation/status`: a read.
+    Status,
+}
+
+impl Verb {
+    /// The command's path segment (`None`: a read).
+    pub fn command(self) -> Option<&'static str> {
+        match self {
+            Verb::Follow => Some("follow"),
+            Verb::Unfollow => Some("unfollow"),
+            Verb::Block => Some("block"),
+            Verb::Unblock => Some("unblock"),
+            Verb::Status => None,
+        }
+    }
+}
+
+/// The four facts of a pair seen from one side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Facts {
+    pub following: bool,
+    pub followed_by: bool,
+    pub blocking: bool,
+    pub blocked_by: bool,
+}
+
+impl Facts {
+    /// From an answer's `Relation`.
+    pub fn of(relation: &serde_json::Value) -> Option<Self> {
+        let flag = |name: &str| relation[name].as_bool();
+        Some(Self {
+            following: flag("following")?,
+            followed_by: flag("followed_by")?,
+            blocking: flag("blocking")?,
+            blocked_by: flag("blocked_by")?,
+        })
+    }
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// 2xx: a write's `changed` and `position`, and the relation the answer shows.
+    Ok {
+        changed: bool,
+        position: Option<Position>,
+        facts: Option<Facts>,
+    },
+    /// A definite refusal (4xx) and its code.
+    Refused(String),
+    /// No definite answer (503, a timeout, a connection lost after sending): it may or may
+    /// not have happened; a retry under its key settles it.
+    Unknown,
+    /// Never reached a server (the connection was refused): it did not happen.
+    NotSent,
+}
+
+/// One operation of one client.
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub client: usize,
+    /// The instance it was sent to.
+    pub instance: usize,
+    pub verb: Verb,
+    pub actor: i64,
+    pub target: i64,
+    /// A write's `Idempotency-Key`, also its `x-request-id` (so its events name it).
+    pub key: Option<String>,
+    /// A read's `min_position`.
+    pub min_position: Option<Position>,
+    /// Since the trial began.
+    pub invoked: Duration,
+    pub completed: Duration,
+    pub outcome: Outcome,
+}
+
+impl Op {
+    /// A write's position in the log, when it changed something.
+    pub fn written(&self) -> Option<Position> {
+        match self.outcome {
+            Outcome::Ok {
+                position: Some(p), ..
+            } if self.verb != Verb::Status => Some(p),
+            _ => None,
+        }
+    }
+}
