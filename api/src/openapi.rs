@@ -24,8 +24,13 @@ pub fn router(contract: &utoipa::openapi::OpenApi) -> Router<AppState> {
 /// names in camel case (`operationId`, `operationRef`, `requestBody`); without them a link
 /// names no operation and schemathesis's stateful phase cannot follow it.
 fn camel_case_links(document: &mut serde_json::Value) {
+    const METHODS: [&str; 8] = [
+        "get", "put", "post", "delete", "options", "head", "patch", "trace",
+    ];
     let operations = document["paths"].as_object_mut().into_iter().flatten();
     let operations = operations.flat_map(|(_, item)| item.as_object_mut().into_iter().flatten());
+    // A path item's other fields (its parameters, a summary) hold no answers.
+    let operations = operations.filter(|(key, _)| METHODS.contains(&key.as_str()));
     for (_, operation) in operations {
         let answers = operation["responses"].as_object_mut().into_iter().flatten();
         for (_, answer) in answers {

@@ -96,9 +96,9 @@ impl StoreError {
 /// the data is at fault: the pool timed out or is closed, the connection broke, or the server
 /// refused or ended the session (SQLSTATE class 08 connection exception, 57P01-57P03 admin or
 /// crash shutdown and "cannot connect now" during recovery, class 53 insufficient resources
-/// such as too many connections or a full disk, class 58 system errors such as an I/O error
-/// (an `fdatasync` that failed: the backend then PANICs, and whether its commit reached the
-/// disk is unknown), 25006 read-only transaction: a session that reached a standby during a
+/// such as too many connections or a full disk, 58000 and 58030 system and I/O errors (an
+/// `fdatasync` that failed: the backend then PANICs, and whether its commit reached the disk
+/// is unknown; a missing or duplicate file, 58P01 and 58P02, is no passing state), 25006 read-only transaction: a session that reached a standby during a
 /// failover, before the engine promoted it). A retry may succeed.
 pub fn unavailable(error: &sqlx::Error) -> bool {
     match error {
@@ -110,7 +110,8 @@ pub fn unavailable(error: &sqlx::Error) -> bool {
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(error) => error.code().is_some_and(|code| {
             code.starts_with("08")
-                || code.starts_with("58")
+                || code == "58000"
+                || code == "58030"
                 || code.starts_with("57P")
                 || code.starts_with("53")
                 || code == "25006"

@@ -33,7 +33,7 @@ pub use engagement::{
     RepostChange, ThreadOutcome,
 };
 pub use error::StoreError;
-pub use executor::{Executed, Render, Workers};
+pub use executor::{panic_message, Executed, Render, Workers};
 pub use guards::erasure::settle_followers;
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
 pub use keys::{KeyError, Keyring, MasterKey};

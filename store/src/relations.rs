@@ -132,6 +132,10 @@ impl StoreCommand for GuardedRelationCommand {
         self.command
     }
 
+    fn counted(&self) -> Vec<UserId> {
+        guarded_users(self.command)
+    }
+
     /// The users whose following count the command may change (rule 3); a follow asks
     /// whether its target is locked (it becomes a request).
     fn ask(&self) -> FollowAsk {

@@ -1,6 +1,7 @@
 //! The per-user locks of the write side (issue 25): every command group locks each user its
-//! commands name (shared; an erasure exclusively) before any stream, and learns in the same
-//! round trip which of them are erased (see [`crate::guards::erasure`] for the invariant). The
+//! commands name (shared; an erasure, and a command that changes the user's guarded count,
+//! exclusively) before any stream, and learns in the same round trip which of them are erased
+//! (see [`crate::guards::erasure`] for the invariant). The
 //! executor and the account settings share it; it reads streams as `append` does.
 
 use std::collections::{HashMap, HashSet};

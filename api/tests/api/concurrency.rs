@@ -196,3 +196,46 @@ async fn a_command_group_chosen_to_break_a_lock_cycle_is_decided_again() {
             .unwrap();
     assert_eq!(blocks, 1);
 }
+
+/// The log is ordered by transaction id, taken at a transaction's first write; so every writer
+/// of one user's rule-3 count takes that user's lock exclusively before it writes anything, and
+/// the writers of a count sit in the log in the order they decided (the fault trial found a
+/// prefix where a user followed five under a limit of four, when the count's row was the only
+/// thing ordering them). Held shared here, the user's lock keeps their follow and a block of
+/// them waiting; a follow of them (which changes only the follower's count) goes on.
+#[tokio::test]
+async fn a_command_that_changes_a_users_count_takes_their_lock_exclusively() {
+    let app = spawn_with(test_config().await).await;
+    app.command("follow", 3, 1).await;
+    let mut held = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock_shared(user_lock_key(1))")
+        .execute(&mut *held)
+        .await
+        .unwrap();
+    let waits = |verb: &'static str, actor: i64, target: i64| {
+        let app = &app;
+        async move {
+            let sent = app.command(verb, actor, target);
+            tokio::time::timeout(std::time::Duration::from_millis(700), sent).await
+        }
+    };
+    // First the follow that changes only the follower's count (a waiting exclusive request
+    // would queue later shared ones behind it).
+    let (status, _) = waits("follow", 4, 1).await.expect("1's count stays");
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        waits("follow", 1, 2).await.is_err(),
+        "a follow by 1 changes 1's count"
+    );
+    assert!(
+        waits("block", 3, 1).await.is_err(),
+        "a block ends 1's follow of 3"
+    );
+    held.rollback().await.unwrap();
+    // The waiting follow is decided once the lock is free (a retry finds it done).
+    let (status, body) = app.command("follow", 1, 2).await;
+    assert_eq!(
+        (status, &body["relation"]["following"]),
+        (StatusCode::OK, &json!(true))
+    );
+}

@@ -460,15 +460,25 @@ pub struct OwnedHa {
 impl OwnedHa {
     /// Starts one; `None` (the caller skips) when not running as root, which ha.sh needs.
     pub fn start() -> Option<Self> {
+        Self::start_nodes(2)
+    }
+
+    /// Starts one of `nodes` PostgreSQL nodes (each port range holds that many).
+    pub fn start_nodes(nodes: u16) -> Option<Self> {
         if !is_root() {
             eprintln!("skipped: scripts/ha.sh runs the nodes as user postgres and needs root");
             return None;
         }
         let dir = std::env::temp_dir().join(format!("relations-ha-{}", uuid::Uuid::new_v4()));
-        let (write_port, pg_port, rest_port, etcd_port) =
-            (free_ports(2), free_ports(2), free_ports(2), free_ports(2));
+        let (write_port, pg_port, rest_port, etcd_port) = (
+            free_ports(2),
+            free_ports(nodes),
+            free_ports(nodes),
+            free_ports(2),
+        );
         let owned = Self {
             env: vec![
+                ("HA_NODES", nodes.to_string()),
                 ("HA_DIR", dir.display().to_string()),
                 ("HA_WRITE_PORT", write_port.to_string()),
                 ("HA_READ_PORT", (write_port + 1).to_string()),

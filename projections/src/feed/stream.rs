@@ -494,6 +494,18 @@ impl FeedHub {
         Ok(signals)
     }
 
+    /// After batches this hub never saw (`missed` of them, if it fell behind; or a reload of
+    /// the replica): they may have revoked or banned, so every reader is re-checked, and told
+    /// to resync.
+    fn resync(&self, graph: &LiveGraph, missed: u64) {
+        tracing::warn!(
+            missed,
+            "feed stream missed batches of the replica; readers resync"
+        );
+        self.end_refused(graph, None);
+        self.to_everyone(StreamItem::Resync);
+    }
+
     /// Pushes every post event the replica applies to the connected readers whose feed it
     /// concerns, until `shutdown`.
     pub async fn run(self, graph: LiveGraph, shutdown: CancellationToken) {
@@ -504,6 +516,9 @@ impl FeedHub {
                 batch = signals.recv() => batch,
             };
             match batch {
+                // An empty batch: the replica was loaded again, and the batches it applied
+                // meanwhile were never sent. As if this hub had fallen behind.
+                Ok(batch) if batch.is_empty() => self.resync(&graph, 0),
                 Ok(batch) => {
                     self.forget_erased(&batch);
                     let batch = self.reveal(&batch).await;
@@ -516,15 +531,7 @@ impl FeedHub {
                     };
                     self.deliver(&graph, &batch, &signals)
                 }
-                Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    tracing::warn!(
-                        missed,
-                        "feed stream fell behind the replica; readers resync"
-                    );
-                    // The missed batches may have revoked or banned: every reader is re-checked.
-                    self.end_refused(&graph, None);
-                    self.to_everyone(StreamItem::Resync);
-                }
+                Err(broadcast::error::RecvError::Lagged(missed)) => self.resync(&graph, missed),
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }

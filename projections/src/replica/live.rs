@@ -122,17 +122,23 @@ impl LiveGraph {
 
     /// Loads the replica (retrying until it can) and keeps it current until `shutdown`; loads
     /// it again if its tail asks to restart (after a step that panicked, which may have left
-    /// the graph between two positions).
+    /// the graph between two positions): meanwhile readers read the read models, and the live
+    /// streams are told to resync (they may have missed batches).
     pub async fn run(mut self, pool: PgPool, wakeup: Wakeup, shutdown: CancellationToken) {
+        let (mut backoff, mut writer) = (Backoff::default(), None);
         loop {
             let Some(tail) = self.load(&pool, &shutdown).await else {
                 return;
             };
-            let mut follower = Follower {
-                writer: self.snapshots.clone().map(|config| {
+            // A reload keeps its snapshot writer (a second one would race the first's file).
+            let kept = writer.take().or_else(|| {
+                self.snapshots.clone().map(|config| {
                     let restored = tail.pending.as_ref().and_then(|r| r.restored());
                     Writer::new(config, restored)
-                }),
+                })
+            });
+            let mut follower = Follower {
+                writer: kept,
                 replica: self,
                 tail,
                 pool: pool.clone(),
@@ -143,9 +149,24 @@ impl LiveGraph {
             if ended == Ended::Shutdown {
                 return;
             }
-            tracing::warn!("the replica is loaded again");
             self = follower.replica;
+            writer = follower.writer;
+            self.unload();
+            let retry_in = backoff.pause();
+            tracing::warn!(?retry_in, "the replica is loaded again");
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(retry_in) => {}
+            }
         }
+    }
+
+    /// Takes the graph away (readers then read the read models) and tells the live streams to
+    /// resync (an empty batch: batches are never empty).
+    fn unload(&self) {
+        *self.graph.write().unwrap_or_else(|e| e.into_inner()) = None;
+        self.position.send_replace(None);
+        let _ = self.applied.send(Arc::from(Vec::new()));
     }
 
     /// The replica's first load, retried until it succeeds; `None` at shutdown.

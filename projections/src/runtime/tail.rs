@@ -75,14 +75,15 @@ pub trait LogTail: Send {
 /// Why a step failed: its own error, or a panic.
 enum Failure<E> {
     Error(E),
-    Panic,
+    /// What the panic said.
+    Panic(String),
 }
 
 impl<E: std::fmt::Display> std::fmt::Display for Failure<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::Error(error) => error.fmt(f),
-            Failure::Panic => f.write_str("the step panicked"),
+            Failure::Panic(panic) => write!(f, "the step panicked: {panic}"),
         }
     }
 }
@@ -146,7 +147,10 @@ impl TailLoop {
             // A panic ends the step, never the reader: it is a failure like any other.
             let step = match AssertUnwindSafe(tail.step()).catch_unwind().await {
                 Ok(step) => step.map_err(Failure::Error),
-                Err(_) => Err(Failure::Panic),
+                Err(panic) => {
+                    let panic = relations_store::panic_message(panic.as_ref()).to_owned();
+                    Err(Failure::Panic(panic))
+                }
             };
             if !matches!(step, Ok(Progress::Held)) {
                 self.held = self.held_first;
@@ -176,9 +180,9 @@ impl TailLoop {
                     let pause = self.backoff.pause();
                     let after = match &failure {
                         Failure::Error(error) => tail.failed(error, pause),
-                        Failure::Panic => {
+                        Failure::Panic(panic) => {
                             metrics::counter!("relations_tail_panics_total").increment(1);
-                            tracing::error!(?pause, "a step of a log reader panicked");
+                            tracing::error!(?pause, panic, "a step of a log reader panicked");
                             tail.after_panic()
                         }
                     };

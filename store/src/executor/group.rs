@@ -119,10 +119,11 @@ where
     /// up to date (one round trip); refuses the commands that name an erased user (an erasure
     /// of an erased user goes on: it decides nothing).
     async fn lock_refusing_erased(&mut self, conn: &mut PgConnection) -> Result<(), StoreError> {
-        let erasing: Vec<UserId> = self
+        // Exclusively: the erased users, and those whose guarded counts the commands change.
+        let exclusive: Vec<UserId> = self
             .commands
             .iter()
-            .filter_map(|p| p.command.erases())
+            .flat_map(|p| p.command.erases().into_iter().chain(p.command.counted()))
             .collect();
         let named: Vec<UserId> = self
             .commands
@@ -130,7 +131,7 @@ where
             .flat_map(|p| p.command.users())
             .collect();
         let erased =
-            user_locks::lock_writers_and_load(conn, &named, &erasing, &mut self.streams).await?;
+            user_locks::lock_writers_and_load(conn, &named, &exclusive, &mut self.streams).await?;
         if erased.is_empty() {
             return Ok(());
         }

@@ -270,13 +270,13 @@ async fn work<C: StoreCommand>(
         // A panic while deciding a group (a bug, or a fail point) ends that group, not the
         // worker: its callers, dropped unanswered, are told the outcome is unknown
         // ([`StoreError::Unanswered`]); its transaction, dropped mid-way, rolls back.
-        if AssertUnwindSafe(shared.run(group))
-            .catch_unwind()
-            .await
-            .is_err()
-        {
+        if let Err(panic) = AssertUnwindSafe(shared.run(group)).catch_unwind().await {
             metrics::counter!("relations_command_group_panics_total").increment(1);
-            tracing::error!("a command group panicked; its commands are answered unavailable");
+            let panic = panic_message(panic.as_ref());
+            tracing::error!(
+                panic,
+                "a command group panicked; its commands are answered unavailable"
+            );
         }
     }
 }
@@ -363,7 +363,7 @@ where
         group: &[Pending<C>],
     ) -> Result<Option<Committed<C>>, StoreError> {
         let streams = {
-            let mut cache = self.cache.lock().expect("not poisoned");
+            let mut cache = self.cache();
             group
                 .iter()
                 .map(|p| {
@@ -383,15 +383,27 @@ where
         Ok(decided)
     }
 
+    /// The stream cache. A panic while it was held (a bug) may have left it half-changed: it
+    /// is only a shortcut (every group brings its streams up to date under their locks, and
+    /// the append's version check is the authority), so it is emptied, not trusted.
+    fn cache(&self) -> std::sync::MutexGuard<'_, StreamCache<C::Aggregate>> {
+        self.cache.lock().unwrap_or_else(|poisoned| {
+            self.cache.clear_poison();
+            let mut cache = poisoned.into_inner();
+            *cache = StreamCache::new(cache::GENERATION);
+            cache
+        })
+    }
+
     /// A stream as last committed by this process (version 0 when unknown).
     fn cached(&self, stream: &str) -> Loaded<C::Aggregate> {
-        let mut cache = self.cache.lock().expect("not poisoned");
+        let mut cache = self.cache();
         cache.get(stream).unwrap_or_default()
     }
 
     /// Keeps `loaded` unless the cache already holds a later version of the stream.
     fn offer(&self, stream: &str, loaded: Loaded<C::Aggregate>) {
-        let mut cache = self.cache.lock().expect("not poisoned");
+        let mut cache = self.cache();
         if cache.version(stream) < loaded.version {
             cache.insert(stream.to_owned(), loaded);
             publish_size::<C::Aggregate>(cache.len());
@@ -400,7 +412,7 @@ where
 
     /// Keeps the streams as this group committed them.
     fn remember(&self, streams: HashMap<String, Loaded<C::Aggregate>>) {
-        let mut cache = self.cache.lock().expect("not poisoned");
+        let mut cache = self.cache();
         for (stream, loaded) in streams {
             cache.insert(stream, loaded);
         }
@@ -409,11 +421,20 @@ where
 
     /// Drops the group's streams from the cache (they may have changed under it).
     fn forget(&self, group: &[Pending<C>]) {
-        let mut cache = self.cache.lock().expect("not poisoned");
+        let mut cache = self.cache();
         for pending in group {
             cache.remove(pending.command.stream());
         }
     }
+}
+
+/// What a panic said (its payload, when it is text).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
 }
 
 /// Sends each command its reply.

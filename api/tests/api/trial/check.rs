@@ -192,8 +192,20 @@ impl Timelines {
                     .or_insert_with(|| vec![(START, 0)]);
                 line.push((first, count));
                 if count > limit {
-                    let example =
-                        format!("user {user} follows {count} after transaction {}", first.0);
+                    let follows: Vec<_> = world
+                        .follows
+                        .iter()
+                        .filter(|f| f.0 == user)
+                        .map(|f| f.1)
+                        .collect();
+                    let changes: Vec<_> = transaction
+                        .iter()
+                        .map(|l| (l.at.1, &l.request, l.change))
+                        .collect();
+                    let example = format!(
+                        "user {user} follows {count} ({follows:?}) after transaction {}: {changes:?}",
+                        first.0
+                    );
                     anomalies.found("rule 3 exceeded at a prefix", example);
                 }
             }
@@ -219,6 +231,49 @@ impl Timelines {
     }
 }
 
+/// Where in the log an operation may have been decided: after every write acknowledged before
+/// it was sent, before every write sent after it was answered (each found by a binary search
+/// of the writes sorted by time).
+struct Windows {
+    /// Acknowledgements by time, with the latest position so far.
+    completed: Vec<(std::time::Duration, Position)>,
+    /// Sends by time, with the earliest position from there on.
+    invoked: Vec<(std::time::Duration, Position)>,
+}
+
+const END: Position = (i64::MAX, i64::MAX);
+
+impl Windows {
+    fn new(ops: &[Op]) -> Self {
+        let written: Vec<(&Op, Position)> =
+            ops.iter().filter_map(|o| Some((o, o.written()?))).collect();
+        let mut completed: Vec<_> = written.iter().map(|(o, p)| (o.completed, *p)).collect();
+        completed.sort();
+        let mut latest = START;
+        for entry in &mut completed {
+            latest = latest.max(entry.1);
+            entry.1 = latest;
+        }
+        let mut invoked: Vec<_> = written.iter().map(|(o, p)| (o.invoked, *p)).collect();
+        invoked.sort();
+        let mut earliest = END;
+        for entry in invoked.iter_mut().rev() {
+            earliest = earliest.min(entry.1);
+            entry.1 = earliest;
+        }
+        Self { completed, invoked }
+    }
+
+    /// `(low, high)`: the prefixes from `low` (included) to `high` (not).
+    fn of(&self, op: &Op) -> (Position, Position) {
+        let before = self.completed.partition_point(|(t, _)| *t < op.invoked);
+        let low = before.checked_sub(1).map_or(START, |i| self.completed[i].1);
+        let after = self.invoked.partition_point(|(t, _)| *t <= op.completed);
+        let high = self.invoked.get(after).map_or(END, |e| e.1);
+        (low, high)
+    }
+}
+
 /// Checks `ops` against `log` (the relation events in log order), under rule 3's `limit`.
 pub fn check(ops: &[Op], log: &[Logged], limit: usize) -> Anomalies {
     let ops = &first_sent(ops);
@@ -227,8 +282,9 @@ pub fn check(ops: &[Op], log: &[Logged], limit: usize) -> Anomalies {
     writes_are_in_the_log(ops, &timelines, &mut anomalies);
     keys_are_once(ops, &timelines, &mut anomalies);
     real_time_order(ops, &mut anomalies);
-    answers_match_prefixes(ops, &timelines, &mut anomalies);
-    refusals_hold(ops, &timelines, limit, &mut anomalies);
+    let windows = Windows::new(ops);
+    answers_match_prefixes(ops, &timelines, &windows, &mut anomalies);
+    refusals_hold(ops, &timelines, &windows, limit, &mut anomalies);
     anomalies
 }
 
@@ -297,6 +353,20 @@ fn keys_are_once(ops: &[Op], timelines: &Timelines, anomalies: &mut Anomalies) {
         if answers.len() > 1 {
             anomalies.found(KIND, format!("{key}: answered {answers:?}"));
         }
+        // Its transaction in the log, yet every definite answer says it changed nothing (a
+        // retry that decided again instead of replaying).
+        let logged = timelines.requests.get(key).and_then(|t| t.first());
+        let definite: Vec<_> = attempts
+            .iter()
+            .filter(|op| matches!(op.outcome, Outcome::Ok { .. } | Outcome::Refused(_)))
+            .collect();
+        let answered_there = answers.iter().any(|p| Some(&p.0) == logged);
+        if logged.is_some() && !definite.is_empty() && !answered_there {
+            anomalies.found(
+                KIND,
+                format!("{key}: in the log, answered {:?}", definite[0].outcome),
+            );
+        }
         let settled = attempts
             .iter()
             .any(|op| matches!(op.outcome, Outcome::Ok { .. } | Outcome::Refused(_)));
@@ -328,8 +398,12 @@ fn real_time_order(ops: &[Op], anomalies: &mut Anomalies) {
     }
 }
 
-fn answers_match_prefixes(ops: &[Op], timelines: &Timelines, anomalies: &mut Anomalies) {
-    const END: Position = (i64::MAX, i64::MAX);
+fn answers_match_prefixes(
+    ops: &[Op],
+    timelines: &Timelines,
+    windows: &Windows,
+    anomalies: &mut Anomalies,
+) {
     for op in ops {
         let Outcome::Ok {
             facts: Some(facts),
@@ -341,8 +415,10 @@ fn answers_match_prefixes(ops: &[Op], timelines: &Timelines, anomalies: &mut Ano
         };
         let line = timelines.pair(op.actor, op.target);
         if op.verb == Verb::Status {
+            // No later than its window allows; no earlier than its min_position.
+            let (_, high) = windows.of(op);
             let low = op.min_position.unwrap_or(START);
-            if !Timelines::between(&line, low, END).contains(&facts) {
+            if !Timelines::between(&line, low, high.max(low)).contains(&facts) {
                 let kind =
                     "read with min_position missing an event at or below it, or no prefix's state";
                 anomalies.found(kind, format!("{op:?}"));
@@ -362,24 +438,18 @@ fn answers_match_prefixes(ops: &[Op], timelines: &Timelines, anomalies: &mut Ano
 
 /// A refused command's reason holds at some prefix between the last write acknowledged before
 /// it was sent and the first write sent after it was answered.
-fn refusals_hold(ops: &[Op], timelines: &Timelines, limit: usize, anomalies: &mut Anomalies) {
-    let written: Vec<(&Op, Position)> =
-        ops.iter().filter_map(|o| Some((o, o.written()?))).collect();
+fn refusals_hold(
+    ops: &[Op],
+    timelines: &Timelines,
+    windows: &Windows,
+    limit: usize,
+    anomalies: &mut Anomalies,
+) {
     for op in ops {
         let Outcome::Refused(code) = &op.outcome else {
             continue;
         };
-        let low = written
-            .iter()
-            .filter(|(o, _)| o.completed < op.invoked)
-            .map(|(_, p)| *p)
-            .max();
-        let high = written
-            .iter()
-            .filter(|(o, _)| o.invoked > op.completed)
-            .map(|(_, p)| *p)
-            .min();
-        let (low, high) = (low.unwrap_or(START), high.unwrap_or((i64::MAX, i64::MAX)));
+        let (low, high) = windows.of(op);
         let pair = Timelines::between(&timelines.pair(op.actor, op.target), low, high);
         let holds = match code.as_str() {
             "BLOCKED" => pair.iter().any(|f| f.blocked_by),
@@ -397,7 +467,19 @@ fn refusals_hold(ops: &[Op], timelines: &Timelines, limit: usize, anomalies: &mu
             _ => false,
         };
         if !holds {
-            anomalies.found("refusal the log contradicts", format!("{op:?}"));
+            // The evidence: the window, and the actor's following count around it.
+            let line = timelines
+                .following
+                .get(&op.actor)
+                .cloned()
+                .unwrap_or_default();
+            let near: Vec<_> = line
+                .iter()
+                .filter(|(p, _)| p.0 >= low.0 - 50 && p.0 <= high.0.saturating_add(50))
+                .collect();
+            let example =
+                format!("{op:?}; window {low:?}..{high:?}; the actor's count near it {near:?}");
+            anomalies.found("refusal the log contradicts", example);
         }
     }
 }

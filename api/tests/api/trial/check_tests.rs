@@ -264,6 +264,42 @@ fn a_retry_that_settles_an_unknown_outcome_is_judged_from_its_first_attempt() {
 }
 
 #[test]
+fn a_key_in_the_log_answered_as_if_nothing_changed_is_found() {
+    let log = [logged((10, 1), "a", Change::Follow(1, 2))];
+    let unchanged = Outcome::Ok {
+        changed: false,
+        position: None,
+        facts: Some(FOLLOWING),
+    };
+    let ops = [
+        op(Verb::Follow, 1, 2, "a", (0, 5), Outcome::Unknown),
+        op(Verb::Follow, 1, 2, "a", (6, 9), unchanged),
+    ];
+    one(
+        "one Idempotency-Key in two transactions, or two answers",
+        &ops,
+        &log,
+        5,
+    );
+}
+
+#[test]
+fn a_read_of_a_state_from_after_it_was_answered_is_found() {
+    // 1 followed 2 only after the read was answered (the follow was sent after it).
+    let log = [logged((10, 1), "a", Change::Follow(1, 2))];
+    let ops = [
+        op(Verb::Status, 1, 2, "", (0, 5), read(FOLLOWING)),
+        op(Verb::Follow, 1, 2, "a", (6, 9), ok_at((10, 1), FOLLOWING)),
+    ];
+    one(
+        "read with min_position missing an event at or below it, or no prefix's state",
+        &ops,
+        &log,
+        5,
+    );
+}
+
+#[test]
 fn an_outcome_never_settled_is_found() {
     let ops = [op(Verb::Follow, 1, 2, "a", (0, 5), Outcome::Unknown)];
     one("outcome never settled", &ops, &[], 5);

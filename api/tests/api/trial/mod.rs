@@ -23,7 +23,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::helpers::{test_config, SECRET};
-use crate::owned::{OwnedRedis, ServiceProcess};
+use crate::owned::{OwnedHa, OwnedRedis, ServiceProcess};
 use check::{Change, Logged, KINDS};
 use history::{position, Facts, Op, Outcome, Position, Verb};
 
@@ -164,53 +164,78 @@ struct Fault {
     ended: Duration,
 }
 
-/// Every 10 to 15 s until near the end: `kill -9` an instance (started again a second later),
-/// freeze one past the clients' timeout, or kill Redis for a few seconds.
-async fn nemesis(
-    trial: Arc<Trial>,
-    mut instances: Vec<ServiceProcess>,
-    mut redis: OwnedRedis,
+/// What the nemesis breaks: the instances, their Redis and, in a run on Patroni, the cluster.
+struct Targets {
+    instances: Vec<ServiceProcess>,
+    redis: OwnedRedis,
+    ha: Option<Arc<OwnedHa>>,
     config: relations_api::config::Config,
-) -> (Vec<ServiceProcess>, OwnedRedis, Vec<Fault>) {
+}
+
+/// Every 10 to 15 s until near the end: `kill -9` an instance (started again a second later),
+/// freeze one past the clients' timeout, kill Redis for a few seconds, or (on Patroni) crash
+/// the primary (`ha.sh failover`: its Patroni and PostgreSQL killed, a standby promoted, the
+/// old node back as a standby).
+async fn nemesis(trial: Arc<Trial>, mut targets: Targets) -> (Targets, Vec<Fault>) {
     let mut rng = StdRng::seed_from_u64(45);
     let mut faults = Vec::new();
-    let limit = FOLLOW_LIMIT.to_string();
+    let kinds = if targets.ha.is_some() { 4 } else { 3 };
     loop {
         tokio::time::sleep(Duration::from_millis(rng.random_range(10_000..15_000))).await;
         if trial.started.elapsed() + Duration::from_secs(6) > trial.length {
-            return (instances, redis, faults);
+            return (targets, faults);
         }
         let i = rng.random_range(0..INSTANCES);
         let began = trial.started.elapsed();
-        let kind = rng.random_range(0..3);
-        let what = match kind {
-            0 => {
-                instances[i].kill();
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let env = [("RELATIONS_FOLLOW_LIMIT", limit.as_str())];
-                instances[i] = ServiceProcess::start("serve", &config, &env).await;
-                trial.bases.write().unwrap()[i] = instances[i].base.clone();
-                format!("kill -9 instance {i}, started again")
-            }
-            1 => {
-                instances[i].signal("-STOP");
-                tokio::time::sleep(Duration::from_secs(4)).await;
-                instances[i].signal("-CONT");
-                format!("SIGSTOP instance {i} for 4 s")
-            }
-            _ => {
-                redis.down();
-                tokio::time::sleep(Duration::from_secs(3)).await;
-                redis.up();
-                "Redis killed for 3 s".to_owned()
-            }
-        };
+        let kind = rng.random_range(0..kinds);
+        let what = break_one(&trial, &mut targets, kind, i).await;
         faults.push(Fault {
             what,
             instance: (kind < 2).then_some(i),
             began,
             ended: trial.started.elapsed(),
         });
+    }
+}
+
+/// Causes fault `kind` (on instance `i` where it takes one) and ends it; what it was.
+async fn break_one(trial: &Trial, targets: &mut Targets, kind: u32, i: usize) -> String {
+    let instances = &mut targets.instances;
+    match kind {
+        0 => {
+            instances[i].kill();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let limit = FOLLOW_LIMIT.to_string();
+            let env = [("RELATIONS_FOLLOW_LIMIT", limit.as_str())];
+            instances[i] = ServiceProcess::start("serve", &targets.config, &env).await;
+            trial.bases.write().unwrap()[i] = instances[i].base.clone();
+            format!("kill -9 instance {i}, started again")
+        }
+        1 => {
+            instances[i].signal("-STOP");
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            instances[i].signal("-CONT");
+            format!("SIGSTOP instance {i} for 4 s")
+        }
+        2 => {
+            targets.redis.down();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            targets.redis.up();
+            "Redis killed for 3 s".to_owned()
+        }
+        _ => {
+            let ha = targets.ha.clone().expect("a cluster");
+            let out = tokio::task::spawn_blocking(move || ha.run("failover"))
+                .await
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout).replace('\n', "; ");
+            assert!(
+                out.status.success(),
+                "ha.sh failover: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            format!("the primary crashed (kill -9 of Patroni and PostgreSQL), {said}")
+        }
     }
 }
 
@@ -271,10 +296,17 @@ async fn read_log(pool: &sqlx::PgPool) -> Vec<Logged> {
         .collect()
 }
 
+/// `TRIAL_SECONDS` long (60 by default); `TRIAL_HA=1` runs it on a Patroni cluster of three
+/// nodes of its own, whose primary the nemesis also crashes.
 #[tokio::test]
 async fn the_trial_finds_no_anomaly_under_faults() {
     let seconds = std::env::var("TRIAL_SECONDS").map_or(60, |s| s.parse().unwrap());
+    let ha = std::env::var("TRIAL_HA").is_ok_and(|v| v == "1");
+    let ha = ha.then(|| Arc::new(OwnedHa::start_nodes(3).expect("ha.sh needs root")));
     let mut config = test_config().await;
+    if let Some(ha) = &ha {
+        config.database.database_url = ha.write_url();
+    }
     let redis = OwnedRedis::start();
     config.redis.redis_url = Some(redis.url());
     let limit = FOLLOW_LIMIT.to_string();
@@ -294,7 +326,13 @@ async fn the_trial_finds_no_anomaly_under_faults() {
             .unwrap(),
         next: AtomicUsize::new(0),
     });
-    let nemesis = tokio::spawn(nemesis(trial.clone(), instances, redis, config.clone()));
+    let targets = Targets {
+        instances,
+        redis,
+        ha,
+        config: config.clone(),
+    };
+    let nemesis = tokio::spawn(nemesis(trial.clone(), targets));
     let clients: Vec<_> = (0..CLIENTS)
         .map(|id| tokio::spawn(client(trial.clone(), id)))
         .collect();
@@ -302,7 +340,7 @@ async fn the_trial_finds_no_anomaly_under_faults() {
     for c in clients {
         ops.extend(c.await.unwrap());
     }
-    let (instances, _redis, faults) = nemesis.await.unwrap();
+    let (targets, faults) = nemesis.await.unwrap();
     let retries = settle(&trial, &ops).await;
     ops.extend(retries);
     let pool = sqlx::PgPool::connect(&config.database.database_url)
@@ -315,7 +353,7 @@ async fn the_trial_finds_no_anomaly_under_faults() {
     if let Ok(path) = std::env::var("TRIAL_REPORT") {
         std::fs::write(path, &report).unwrap();
     }
-    drop(instances);
+    drop(targets);
     assert!(
         ops.len() >= 1_000 * seconds as usize / 60,
         "{} operations",
@@ -327,6 +365,28 @@ async fn the_trial_finds_no_anomaly_under_faults() {
         faults.len()
     );
     assert_eq!(anomalies.total(), 0, "{report}");
+    // Writes come back within 12 s of any single fault's start.
+    for fault in &faults {
+        let back = writes_back(&ops, fault, fault.began);
+        assert!(
+            back.is_some_and(|b| b < Duration::from_secs(12)),
+            "{report}"
+        );
+    }
+}
+
+/// From `since` to the first write acknowledged on the instance `fault` broke (any instance
+/// when it broke none of them).
+fn writes_back(ops: &[Op], fault: &Fault, since: Duration) -> Option<Duration> {
+    ops.iter()
+        .filter(|o| {
+            fault
+                .instance
+                .is_none_or(|i| o.instance == i && o.client != usize::MAX)
+        })
+        .filter(|o| o.written().is_some() && o.invoked >= since)
+        .map(|o| o.completed - since)
+        .min()
 }
 
 /// The report: operations by outcome, the faults with the time writes took to come back
@@ -354,23 +414,16 @@ fn report(
         count(&|o| o.outcome == Outcome::NotSent),
         log.len(),
     );
-    out.push_str("faults (writes back: from the fault's end to the first write the instance it broke acknowledged; any instance for Redis):\n");
+    out.push_str("faults (writes back: to the first write sent after the fault's start, and after its end, that the instance it broke acknowledged; any instance's where it broke none):\n");
     for fault in faults {
-        let back = ops
-            .iter()
-            .filter(|o| {
-                fault
-                    .instance
-                    .is_none_or(|i| o.instance == i && o.client != usize::MAX)
-            })
-            .filter(|o| o.written().is_some() && o.completed >= fault.ended)
-            .map(|o| o.completed - fault.ended)
-            .min();
+        let from_start = writes_back(ops, fault, fault.began);
+        let back = writes_back(ops, fault, fault.ended);
         out.push_str(&format!(
-            "  {:>6.1} s  {}, {:.1} s; writes back {:?}\n",
+            "  {:>6.1} s  {}, {:.1} s; writes back {:?} after its start, {:?} after its end\n",
             fault.began.as_secs_f64(),
             fault.what,
             (fault.ended - fault.began).as_secs_f64(),
+            from_start,
             back
         ));
     }
