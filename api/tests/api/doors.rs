@@ -29,6 +29,9 @@ const ADMIN: i64 = 7;
 const FOLLOWER: i64 = 8;
 /// Whom the admin operations act on, so that they leave the owner's world as it is.
 const VICTIM: i64 = 9;
+/// Writes the public post (the owner, locked, has none anyone else may read) and blocks the
+/// blocked caller too: for everyone who knocks, a stranger's post.
+const AUTHOR: i64 = 10;
 
 /// Who knocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -77,6 +80,11 @@ struct World {
     post: String,
     comment: String,
     secret: String,
+    /// A public post of `AUTHOR`'s, and their comment on it (whose content the blocked caller
+    /// never sees): where the block rules on likes, comments and reposts apply.
+    public_post: String,
+    public_comment: String,
+    public_secret: String,
     position: String,
 }
 
@@ -85,6 +93,8 @@ struct World {
 struct Door {
     method: String,
     template: String,
+    /// Whether it names the owner's public post (or comment) rather than the private one.
+    public: bool,
     secured: bool,
     url: String,
     body: Option<(&'static str, String)>,
@@ -93,6 +103,13 @@ struct Door {
 impl Door {
     fn name(&self) -> String {
         format!("{} {}", self.method.to_uppercase(), self.template)
+    }
+
+    /// Whether it names a post or a comment.
+    fn on_content(&self) -> bool {
+        ["/api/v1/posts/{id}", "/api/v1/comments/{id}"]
+            .iter()
+            .any(|prefix| self.template.starts_with(prefix))
     }
 
     /// Destructive doors last: a block, deletions and an admin's erasure, then logout, then
@@ -126,7 +143,7 @@ fn forbidden(door: &Door, caller: Caller) -> Option<&'static str> {
     if door.secured && caller == Caller::Anonymous {
         return Some("a token is needed");
     }
-    if caller == Caller::Owner {
+    if caller == Caller::Owner && !door.public {
         return None;
     }
     let hidden_list = ["following", "followers", "friends", "known_followers"]
@@ -138,8 +155,21 @@ fn forbidden(door: &Door, caller: Caller) -> Option<&'static str> {
     if path == "/api/v1/relation/status" || path == "/api/v1/relation/batch" {
         return Some("a relation naming the owner is HIDDEN to all but the pair");
     }
-    if path.starts_with("/api/v1/posts/{id}") || path.starts_with("/api/v1/comments/{id}") {
+    if door.on_content() && !door.public {
         return Some("a post for followers does not exist for others, nor do its comments");
+    }
+    if door.on_content() && door.method != "get" && caller == Caller::Blocked {
+        return Some("a block refuses every interaction with the owner's post and comments");
+    }
+    let authors_only = [
+        "DELETE /api/v1/posts/{id}",
+        "PUT /api/v1/posts/{id}/quote_policy",
+        "DELETE /api/v1/comments/{id}",
+        "POST /api/v1/comments/{id}/pin",
+        "POST /api/v1/comments/{id}/unpin",
+    ];
+    if door.public && authors_only.contains(&door.name().as_str()) {
+        return Some("the post's author's alone");
     }
     if door.name() == "POST /api/v1/relation/follow" && caller == Caller::Blocked {
         return Some("a blocked user may not follow");
@@ -164,10 +194,10 @@ fn closed_anyway(door: &Door, caller: Caller) -> Option<&'static str> {
             | "POST /api/v1/relation/follow_requests/approve"
             | "POST /api/v1/relation/follow_requests/reject",
         ) => Some("no relation with oneself (400)"),
-        (Caller::Owner, "POST /api/v1/posts/{id}/detach") => {
-            Some("the post quotes nothing of the owner's")
-        }
-        (Caller::Owner, "POST /api/v1/posts/{id}/unrepost" | "POST /api/v1/posts/{id}/repost") => {
+        (_, "POST /api/v1/posts/{id}/detach") => Some("the post quotes nothing of the caller's"),
+        (Caller::Owner, "POST /api/v1/posts/{id}/unrepost" | "POST /api/v1/posts/{id}/repost")
+            if !door.public =>
+        {
             Some("a post for followers is not repostable")
         }
         (_, "DELETE /api/v1/me") => Some("logged out just before: 401 TOKEN_REVOKED"),
@@ -192,9 +222,20 @@ async fn world(app: &TestApp) -> World {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let comment = body["comment"]["id"].as_str().unwrap().to_owned();
+    let public_secret = format!("door-public-{}", uuid::Uuid::new_v4().simple());
+    let (status, body) = app.post(AUTHOR, &public_secret).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let public_post = body["post"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/posts/{public_post}/comments");
+    let (status, body) = app
+        .post_as(AUTHOR, &path, json!({ "content": public_secret }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let public_comment = body["comment"]["id"].as_str().unwrap().to_owned();
     app.settings(OWNER, json!({ "locked": true, "hide_graph": true }))
         .await;
     app.command("block", OWNER, BLOCKED).await;
+    app.command("block", AUTHOR, BLOCKED).await;
     let admin = |path: String, body: Value| async move {
         let request = app.client.post(format!("{}{path}", app.base));
         let sent = request
@@ -218,6 +259,9 @@ async fn world(app: &TestApp) -> World {
         post,
         comment,
         secret,
+        public_post,
+        public_comment,
+        public_secret,
         position,
     }
 }
@@ -242,6 +286,24 @@ async fn settled(app: &TestApp) {
 /// Every documented operation, with its parameters and body made up from the document.
 fn doors(doc: &Value, world: &World) -> Vec<Door> {
     let mut doors = Vec::new();
+    for public in [false, true] {
+        doors.extend(doors_on(doc, world, public));
+    }
+    doors.sort_by_key(|door| {
+        (
+            door.rank(),
+            door.template.clone(),
+            door.public,
+            door.method.clone(),
+        )
+    });
+    doors
+}
+
+/// Every operation on the private post and comment, or (`public`) those that name a post or a
+/// comment, on the public ones.
+fn doors_on(doc: &Value, world: &World, public: bool) -> Vec<Door> {
+    let mut doors = Vec::new();
     for (template, item) in doc["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
             let mut path = template.clone();
@@ -249,7 +311,7 @@ fn doors(doc: &Value, world: &World) -> Vec<Door> {
             for parameter in operation["parameters"].as_array().into_iter().flatten() {
                 let (name, place) = (parameter["name"].as_str().unwrap(), &parameter["in"]);
                 if place == "path" {
-                    let value = path_value(template, world);
+                    let value = path_value(template, world, public);
                     path = path.replace(&format!("{{{name}}}"), &value);
                 } else if place == "query" && parameter["required"] == json!(true) {
                     query.push(format!("{name}={}", query_value(name, world)));
@@ -263,30 +325,39 @@ fn doors(doc: &Value, world: &World) -> Vec<Door> {
                 .as_object()
                 .and_then(|content| content.iter().next())
                 .map(|(kind, content)| body_for(doc, kind, &content["schema"], world));
-            doors.push(Door {
+            let door = Door {
                 method: method.clone(),
                 template: template.clone(),
+                public,
                 secured: operation["security"]
                     .as_array()
                     .is_some_and(|s| !s.is_empty()),
                 url,
                 body,
-            });
+            };
+            if !public || door.on_content() {
+                doors.push(door);
+            }
         }
     }
-    doors.sort_by_key(|door| (door.rank(), door.template.clone(), door.method.clone()));
     doors
 }
 
-fn path_value(template: &str, world: &World) -> String {
+fn path_value(template: &str, world: &World, public: bool) -> String {
     if template.starts_with("/api/v1/admin/users/") {
         VICTIM.to_string()
     } else if template.starts_with("/api/v1/users/") {
         OWNER.to_string()
     } else if template.starts_with("/api/v1/posts/") {
-        world.post.clone()
+        match public {
+            true => world.public_post.clone(),
+            false => world.post.clone(),
+        }
     } else if template.starts_with("/api/v1/comments/") {
-        world.comment.clone()
+        match public {
+            true => world.public_comment.clone(),
+            false => world.comment.clone(),
+        }
     } else {
         panic!("no id for {template}: teach the door test what it names")
     }
@@ -372,12 +443,16 @@ async fn every_door_tried_as_everyone_opens_only_where_spec_says() {
         for door in &doors {
             let (status, text) = knock(&app, door, caller).await;
             tried += 1;
-            let call = format!("{caller:?} {} -> {status}", door.name());
+            let on = if door.public { " (public post)" } else { "" };
+            let call = format!("{caller:?} {}{on} -> {status}", door.name());
             assert!(
                 !status.is_server_error() || status == StatusCode::SERVICE_UNAVAILABLE,
                 "{call}: {text}"
             );
-            let leaks = caller != Caller::Owner && text.contains(&world.secret);
+            let leaks = (caller != Caller::Owner && text.contains(&world.secret))
+                || (caller == Caller::Blocked
+                    && door.public
+                    && text.contains(&world.public_secret));
             refused += usize::from(forbidden(door, caller).is_some());
             match (status.is_success(), forbidden(door, caller)) {
                 (true, Some(rule)) => breaches.push(format!("{call} ({rule}): {text}")),
