@@ -2,7 +2,7 @@
 # The fault trial's full run (issue 45, item 1): 16 clients against three `serve` instances
 # for TRIAL_SECONDS (default 180) while a nemesis kills, freezes and restarts them and kills
 # their Redis; every operation recorded, every unknown outcome settled under its key, the
-# history checked against the log (api/tests/api/trial/). The report is written to
+# history checked against the log (api/tests/trial/). The report is written to
 # TRIAL_REPORT (default target/trial-report.md); RELIABILITY.md carries its figures. CI runs
 # the same trial for 60 s inside `cargo test`.
 set -euo pipefail
@@ -14,5 +14,5 @@ export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379}"
 export TRIAL_SECONDS="${TRIAL_SECONDS:-180}"
 export TRIAL_REPORT="${TRIAL_REPORT:-$PWD/target/trial-report.md}"
 mkdir -p "$(dirname "$TRIAL_REPORT")"
-cargo test -p relations-api --test api --locked -- trial::the_trial_finds_no_anomaly_under_faults --exact --nocapture
+cargo test -p relations-api --test trial --locked -- the_trial_finds_no_anomaly_under_faults --exact --nocapture
 echo "report: $TRIAL_REPORT"

@@ -47,4 +47,3 @@ mod shared_log;
 mod storage_faults;
 mod stream;
 mod tools;
-mod trial;

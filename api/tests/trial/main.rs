@@ -4,10 +4,21 @@
 //! against the log (`check`). `TRIAL_SECONDS` sets the length (60 in CI); `scripts/trial.sh`
 //! runs a longer one and writes its report (`TRIAL_REPORT`).
 //!
-//! This first trial runs on the machine's PostgreSQL and a Redis of its own; its nemesis kills
-//! (`kill -9`) and freezes (SIGSTOP past the clients' timeout) instances and kills Redis. The
-//! Patroni failover, partitions, clock skew and the Kafka relay are not in it yet
-//! (RELIABILITY.md says what is).
+//! It runs on the machine's PostgreSQL (or, with `TRIAL_HA=1`, a Patroni cluster of three
+//! nodes of its own) and a Redis of its own; its nemesis kills (`kill -9`) and freezes
+//! (SIGSTOP past the clients' timeout) instances, kills Redis, and on Patroni crashes the
+//! primary. Partitions, clock skew and the Kafka relay are not in it yet (RELIABILITY.md says
+//! what is).
+//!
+//! A test binary of its own: cargo runs test binaries one after another, so the trial's three
+//! servers and sixteen clients never share the machine's two cores with the other tests.
+
+#[allow(dead_code)]
+#[path = "../api/helpers.rs"]
+mod helpers;
+#[allow(dead_code)]
+#[path = "../api/owned.rs"]
+mod owned;
 
 mod check;
 mod check_tests;
