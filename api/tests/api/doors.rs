@@ -208,30 +208,11 @@ fn closed_anyway(door: &Door, caller: Caller) -> Option<&'static str> {
 async fn world(app: &TestApp) -> World {
     app.command("follow", FOLLOWER, OWNER).await;
     let secret = format!("door-secret-{}", uuid::Uuid::new_v4().simple());
-    let (status, body) = app
-        .post_with(
-            OWNER,
-            json!({ "content": secret, "visibility": "followers" }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let post = body["post"]["id"].as_str().unwrap().to_owned();
-    let path = format!("/api/v1/posts/{post}/comments");
-    let (status, body) = app
-        .post_as(OWNER, &path, json!({ "content": secret }))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let comment = body["comment"]["id"].as_str().unwrap().to_owned();
+    let visibility = json!({ "content": secret, "visibility": "followers" });
+    let (post, comment) = post_and_comment(app, OWNER, visibility).await;
     let public_secret = format!("door-public-{}", uuid::Uuid::new_v4().simple());
-    let (status, body) = app.post(AUTHOR, &public_secret).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let public_post = body["post"]["id"].as_str().unwrap().to_owned();
-    let path = format!("/api/v1/posts/{public_post}/comments");
-    let (status, body) = app
-        .post_as(AUTHOR, &path, json!({ "content": public_secret }))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let public_comment = body["comment"]["id"].as_str().unwrap().to_owned();
+    let public = json!({ "content": public_secret });
+    let (public_post, public_comment) = post_and_comment(app, AUTHOR, public).await;
     app.settings(OWNER, json!({ "locked": true, "hide_graph": true }))
         .await;
     app.command("block", OWNER, BLOCKED).await;
@@ -264,6 +245,18 @@ async fn world(app: &TestApp) -> World {
         public_secret,
         position,
     }
+}
+
+/// A post of `author`'s with `body`, and their comment on it with the same content: their ids.
+async fn post_and_comment(app: &TestApp, author: i64, body: Value) -> (String, String) {
+    let (status, answer) = app.post_with(author, body.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let post = answer["post"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/posts/{post}/comments");
+    let comment = json!({ "content": body["content"] });
+    let (status, answer) = app.post_as(author, &path, comment).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    (post, answer["comment"]["id"].as_str().unwrap().to_owned())
 }
 
 /// Waits until the ban, the revocation and the erasure are in force (within a second, SPEC).

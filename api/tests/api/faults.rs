@@ -533,15 +533,8 @@ async fn keyed_follow(
     target: i64,
 ) -> (StatusCode, Value, bool, Duration) {
     let started = Instant::now();
-    let response = app
-        .client
-        .post(format!("{}/api/v1/relation/follow", app.base))
-        .bearer_auth(app.token(actor))
-        .header("Idempotency-Key", format!("deadline-{actor}-{target}"))
-        .json(&json!({ "target": target }))
-        .send()
-        .await
-        .unwrap();
+    let key = format!("deadline-{actor}-{target}");
+    let response = app.keyed_follow(actor, target, &key).await;
     let retry_after = response.headers().contains_key("retry-after");
     let (status, body) = crate::helpers::read(response).await;
     (status, body, retry_after, started.elapsed())

@@ -238,6 +238,19 @@ impl TestApp {
         read(response).await
     }
 
+    /// A follow of `target` by `actor` under the `Idempotency-Key` `key`; the raw answer (its
+    /// headers and timing are some tests' concern).
+    pub async fn keyed_follow(&self, actor: i64, target: i64, key: &str) -> reqwest::Response {
+        self.client
+            .post(format!("{}/api/v1/relation/follow", self.base))
+            .bearer_auth(self.token(actor))
+            .header("idempotency-key", key)
+            .json(&serde_json::json!({ "target": target }))
+            .send()
+            .await
+            .expect("an answer")
+    }
+
     /// POSTs `path` with the JSON `body` as `user`; the answer.
     pub async fn post_as(&self, user: i64, path: &str, body: Value) -> (StatusCode, Value) {
         read(

@@ -8,16 +8,7 @@ use serde_json::{json, Value};
 use crate::helpers::{code, read, spawn_app, spawn_with, TestApp};
 
 async fn follow_with_key(app: &TestApp, actor: i64, target: i64, key: &str) -> (StatusCode, Value) {
-    let response = app
-        .client
-        .post(format!("{}/api/v1/relation/follow", app.base))
-        .bearer_auth(app.token(actor))
-        .header("idempotency-key", key)
-        .json(&json!({ "target": target }))
-        .send()
-        .await
-        .unwrap();
-    read(response).await
+    read(app.keyed_follow(actor, target, key).await).await
 }
 
 #[tokio::test]

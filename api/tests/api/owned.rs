@@ -106,12 +106,22 @@ impl OwnedPostgres {
         assert!(chowned.success());
         let (data, waldir) = (dir.join("data"), wal.join("pg_wal"));
         let waldir = format!("--waldir={}", waldir.display());
+        let data = data.to_str().unwrap();
         let out = pg(
             "initdb",
-            &["-D", data.to_str().unwrap(), &waldir, "--wal-segsize=1"]
-                .into_iter()
-                .chain(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
-                .collect::<Vec<_>>(),
+            &[
+                "-D",
+                data,
+                &waldir,
+                "--wal-segsize=1",
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
         );
         Self::started(dir, "initdb", out, true)
     }

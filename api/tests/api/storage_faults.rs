@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
-use serde_json::json;
 
 use crate::helpers::{read, spawn_with, test_config, TestApp};
 use crate::owned::OwnedPostgres;
@@ -46,15 +45,13 @@ impl Fault {
                     .status()
                     .unwrap();
                 // And WAL to write: the segments made ahead of need are used up at once.
-                let burn = pg.url();
-                let _ = std::thread::spawn(move || {
-                    let _ = Command::new("psql")
-                        .args([&burn, "-qc", "CREATE TABLE wal_burn AS SELECT repeat('x', 900) FROM generate_series(1, 20000)"])
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status();
-                })
-                .join();
+                // (It fails, the server PANICking: expected.)
+                let burn = "CREATE TABLE wal_burn AS SELECT repeat('x', 900) FROM generate_series(1, 20000)";
+                let _ = Command::new("psql")
+                    .args([pg.url().as_str(), "-qc", burn])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
                 Injected::Filler(filler)
             }
             Fault::SyncFails => {
@@ -92,15 +89,8 @@ impl Injected {
 /// A follow of `target` by `actor` under the key `storage-{actor}-{target}`: its status (a
 /// status the test does not expect is reported with its body).
 async fn keyed_follow(app: &TestApp, actor: i64, target: i64) -> StatusCode {
-    let sent = app
-        .client
-        .post(format!("{}/api/v1/relation/follow", app.base))
-        .bearer_auth(app.token(actor))
-        .header("Idempotency-Key", format!("storage-{actor}-{target}"))
-        .json(&json!({ "target": target }))
-        .send()
-        .await;
-    let (status, body) = read(sent.unwrap_or_else(|e| panic!("no answer: {e}"))).await;
+    let key = format!("storage-{actor}-{target}");
+    let (status, body) = read(app.keyed_follow(actor, target, &key).await).await;
     let expected = [StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE];
     assert!(
         expected.contains(&status),

@@ -15,16 +15,7 @@ use crate::{delay, ERROR, PANIC};
 const DEADLINE_MS: u64 = 1_000;
 
 async fn follow_with_key(app: &TestApp, key: &str) -> (StatusCode, Value) {
-    let response = app
-        .client
-        .post(format!("{}/api/v1/relation/follow", app.base))
-        .bearer_auth(app.token(1))
-        .header("idempotency-key", key)
-        .json(&json!({ "target": 2 }))
-        .send()
-        .await
-        .unwrap();
-    read(response).await
+    read(app.keyed_follow(1, 2, key).await).await
 }
 
 /// The follow 1 -> 2's events in the log: (transaction, position) of each.

@@ -213,11 +213,28 @@ impl Timelines {
         timelines
     }
 
-    fn pair(&self, a: i64, b: i64) -> Vec<(Position, Facts)> {
-        self.pairs
-            .get(&(a, b))
-            .cloned()
-            .unwrap_or_else(|| vec![(START, Facts::default())])
+    /// The pair's states, from the empty log's on.
+    fn pair(&self, a: i64, b: i64) -> &[(Position, Facts)] {
+        const NEVER: &[(Position, Facts)] = &[(
+            START,
+            Facts {
+                following: false,
+                followed_by: false,
+                blocking: false,
+                blocked_by: false,
+            },
+        )];
+        self.pairs.get(&(a, b)).map_or(NEVER, Vec::as_slice)
+    }
+
+    /// What each of the pair's own events left (none when no event touched it).
+    fn decided(&self, a: i64, b: i64) -> &[(Position, Facts)] {
+        self.decided.get(&(a, b)).map_or(&[], Vec::as_slice)
+    }
+
+    /// The user's following counts (none when nothing changed them).
+    fn following(&self, user: i64) -> &[(Position, usize)] {
+        self.following.get(&user).map_or(&[], Vec::as_slice)
     }
 
     /// The states a timeline gives at the prefixes from `low` (included) to `high` (not).
@@ -281,8 +298,8 @@ pub fn check(ops: &[Op], log: &[Logged], limit: usize) -> Anomalies {
     let timelines = Timelines::fold(log, limit, &mut anomalies);
     writes_are_in_the_log(ops, &timelines, &mut anomalies);
     keys_are_once(ops, &timelines, &mut anomalies);
-    real_time_order(ops, &mut anomalies);
     let windows = Windows::new(ops);
+    real_time_order(ops, &windows, &mut anomalies);
     answers_match_prefixes(ops, &timelines, &windows, &mut anomalies);
     refusals_hold(ops, &timelines, &windows, limit, &mut anomalies);
     anomalies
@@ -378,19 +395,9 @@ fn keys_are_once(ops: &[Op], timelines: &Timelines, anomalies: &mut Anomalies) {
 }
 
 /// A write acknowledged before another was invoked is earlier in the log.
-fn real_time_order(ops: &[Op], anomalies: &mut Anomalies) {
-    let mut written: Vec<(&Op, Position)> =
-        ops.iter().filter_map(|o| Some((o, o.written()?))).collect();
-    let mut completions: Vec<(std::time::Duration, Position)> =
-        written.iter().map(|(o, p)| (o.completed, *p)).collect();
-    completions.sort();
-    written.sort_by_key(|(o, _)| o.invoked);
-    let (mut next, mut latest) = (0, START);
-    for (op, at) in written {
-        while next < completions.len() && completions[next].0 < op.invoked {
-            latest = latest.max(completions[next].1);
-            next += 1;
-        }
+fn real_time_order(ops: &[Op], windows: &Windows, anomalies: &mut Anomalies) {
+    for (op, at) in ops.iter().filter_map(|o| Some((o, o.written()?))) {
+        let (latest, _) = windows.of(op);
         if latest > at {
             let example = format!("{op:?} at {at:?} after an acknowledged {latest:?}");
             anomalies.found("real-time order violated", example);
@@ -418,18 +425,14 @@ fn answers_match_prefixes(
             // No later than its window allows; no earlier than its min_position.
             let (_, high) = windows.of(op);
             let low = op.min_position.unwrap_or(START);
-            if !Timelines::between(&line, low, high.max(low)).contains(&facts) {
+            if !Timelines::between(line, low, high.max(low)).contains(&facts) {
                 let kind =
                     "read with min_position missing an event at or below it, or no prefix's state";
                 anomalies.found(kind, format!("{op:?}"));
             }
         } else if let (true, Some(at)) = (changed, position) {
-            let decided = timelines
-                .decided
-                .get(&(op.actor, op.target))
-                .cloned()
-                .unwrap_or_default();
-            if Timelines::between(&decided, at, at) != vec![facts] {
+            let decided = timelines.decided(op.actor, op.target);
+            if Timelines::between(decided, at, at) != vec![facts] {
                 anomalies.found("write's answer unlike the log after it", format!("{op:?}"));
             }
         }
@@ -450,30 +453,19 @@ fn refusals_hold(
             continue;
         };
         let (low, high) = windows.of(op);
-        let pair = Timelines::between(&timelines.pair(op.actor, op.target), low, high);
+        let pair = Timelines::between(timelines.pair(op.actor, op.target), low, high);
         let holds = match code.as_str() {
             "BLOCKED" => pair.iter().any(|f| f.blocked_by),
             "BLOCKING_TARGET" => pair.iter().any(|f| f.blocking),
-            "FOLLOW_LIMIT_REACHED" => {
-                let line = timelines
-                    .following
-                    .get(&op.actor)
-                    .cloned()
-                    .unwrap_or_default();
-                Timelines::between(&line, low, high)
-                    .iter()
-                    .any(|n| *n >= limit)
-            }
+            "FOLLOW_LIMIT_REACHED" => Timelines::between(timelines.following(op.actor), low, high)
+                .iter()
+                .any(|n| *n >= limit),
             _ => false,
         };
         if !holds {
             // The evidence: the window, and the actor's following count around it.
-            let line = timelines
-                .following
-                .get(&op.actor)
-                .cloned()
-                .unwrap_or_default();
-            let near: Vec<_> = line
+            let near: Vec<_> = timelines
+                .following(op.actor)
                 .iter()
                 .filter(|(p, _)| p.0 >= low.0 - 50 && p.0 <= high.0.saturating_add(50))
                 .collect();
