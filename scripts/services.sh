@@ -67,6 +67,10 @@ ensure_redis() {
 # The storage fault tests (api/tests/api/storage_faults.rs) make fdatasync fail with strace's
 # fault injection and mount a tmpfs for a cluster's WAL (mount is util-linux's, always there).
 command -v strace >/dev/null || apt_install strace
+# The fault trial (api/tests/trial/) cuts an instance off from PostgreSQL with nftables and
+# skews one's clock with libfaketime.
+command -v nft >/dev/null || apt_install nftables
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || apt_install faketime
 
 ensure_postgres
 ensure_redis

@@ -12,6 +12,9 @@
 //! transaction would hold back the log horizon of every reader in the cluster for as long as
 //! the broker is away. It reads batches in autocommit mode and takes a session-level advisory
 //! lock, which needs no transaction, so that only one relay publishes at a time.
+//! The lock's session ends itself after [`LOCK_IDLE`] idle, so that a relay frozen while it
+//! holds the lock cannot keep the others from publishing for good (the fault trial freezes
+//! one).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +37,11 @@ use tokio_util::sync::CancellationToken;
 
 /// How long the relay waits for a wake-up before it looks anyway.
 const POLL: Duration = Duration::from_millis(500);
+
+/// How long the session holding the relay's lock may stay idle before PostgreSQL ends it
+/// (and the lock with it): longer than a step's wait for the broker (`message.timeout.ms`), so
+/// that only a relay that stopped stepping loses it.
+pub const LOCK_IDLE: Duration = Duration::from_secs(20);
 
 /// The relay's name: its checkpoint row, its line in the admin endpoint and the metrics.
 pub const NAME: &str = "kafka_relay";
@@ -182,7 +190,23 @@ impl Relay {
                 )
                 .fetch_one(&mut conn)
                 .await?;
-                Ok::<_, sqlx::Error>(locked.then_some(conn))
+                if !locked {
+                    return Ok(None);
+                }
+                // A relay frozen while it holds the lock (SIGSTOP, a VM paused, a GC-like
+                // stall) would hold it for as long as its TCP connection lives, and no other
+                // relay would publish. An idle session ends after LOCK_IDLE, which frees the
+                // lock for another; the frozen one's next statement fails and it takes the
+                // lock again (or finds it elsewhere). The name says which process publishes.
+                sqlx::query(
+                    "SELECT set_config('idle_session_timeout', $1, false),
+                            set_config('application_name', $2, false)",
+                )
+                .bind(format!("{}ms", LOCK_IDLE.as_millis()))
+                .bind(format!("relations relay pid {}", std::process::id()))
+                .execute(&mut conn)
+                .await?;
+                Ok::<_, sqlx::Error>(Some(conn))
             };
             match attempt.await {
                 Ok(Some(conn)) => return Some(conn),

@@ -91,11 +91,21 @@ pub async fn kafka_config(broker: &Broker) -> relations_api::config::Config {
 /// What Python's confluent-kafka reads from the topic, once it has seen `expected` distinct
 /// events or nothing more comes: (partition, offset, key, value).
 pub fn read_topic(app: &TestApp, expected: usize) -> Vec<(i64, i64, String, Value)> {
+    let brokers = app.config.kafka.kafka_brokers.as_ref().unwrap();
+    read_topic_of(brokers, &app.config.kafka.kafka_topic, expected)
+}
+
+/// [`read_topic`] from `topic` on `brokers`.
+pub fn read_topic_of(
+    brokers: &str,
+    topic: &str,
+    expected: usize,
+) -> Vec<(i64, i64, String, Value)> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/read_topic.py");
     let output = Command::new("python3")
         .arg(script)
-        .arg(app.config.kafka.kafka_brokers.as_ref().unwrap())
-        .arg(&app.config.kafka.kafka_topic)
+        .arg(brokers)
+        .arg(topic)
         .arg(expected.to_string())
         .output()
         .unwrap();
@@ -119,51 +129,74 @@ pub fn read_topic(app: &TestApp, expected: usize) -> Vec<(i64, i64, String, Valu
         .collect()
 }
 
-/// Checks the topic against the log: every event exactly once after de-duplication by event
-/// id, each keyed by its stream, each stream in order. Returns how many duplicates there were.
-pub async fn assert_topic_matches_the_log(app: &TestApp) -> usize {
-    let log: Vec<(uuid::Uuid, String, String, i64)> = sqlx::query_as(
-        "SELECT event_id, aggregate_type, aggregate_id, sequence FROM events
-          ORDER BY transaction_id, global_position",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
-    let mut messages = read_topic(app, log.len());
+/// The topic against the log: what at-least-once allows (duplicates, by event id) and what it
+/// does not (a stream's first copies out of its order or under another key, an event missing,
+/// a message the log never held).
+#[derive(Debug, Default)]
+pub struct TopicCheck {
+    pub messages: usize,
+    pub duplicates: usize,
+    /// "stream out of order at partition/offset" (or keyed by another stream).
+    pub out_of_order: Vec<String>,
+    pub missing: usize,
+    pub foreign: usize,
+}
+
+/// Reads the topic on `pool`'s log from `brokers` and checks it.
+pub async fn check_topic(pool: &sqlx::PgPool, brokers: &str, topic: &str) -> TopicCheck {
+    let log: Vec<(uuid::Uuid,)> =
+        sqlx::query_as("SELECT event_id FROM events ORDER BY transaction_id, global_position")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let mut messages = read_topic_of(brokers, topic, log.len());
     messages.sort_by_key(|m| (m.0, m.1));
+    let logged: BTreeSet<uuid::Uuid> = log.iter().map(|e| e.0).collect();
+    let mut check = TopicCheck {
+        messages: messages.len(),
+        ..TopicCheck::default()
+    };
     let mut seen = BTreeSet::new();
-    let mut duplicates = 0;
     let mut last_version: BTreeMap<String, i64> = BTreeMap::new();
     for (partition, offset, key, value) in &messages {
         assert_eq!(value["schema"], "relations.event/1");
         let id: uuid::Uuid = value["event_id"].as_str().unwrap().parse().unwrap();
         if !seen.insert(id) {
-            duplicates += 1;
+            check.duplicates += 1;
             continue;
+        }
+        if !logged.contains(&id) {
+            check.foreign += 1;
         }
         let stream = format!(
             "{}:{}",
             value["stream"]["type"].as_str().unwrap(),
             value["stream"]["id"].as_str().unwrap()
         );
-        assert_eq!(key, &stream, "keyed by stream");
         let version = value["stream"]["version"].as_i64().unwrap();
         let previous = last_version.insert(stream.clone(), version).unwrap_or(0);
-        assert_eq!(
-            version,
-            previous + 1,
-            "{stream} out of order at {partition}/{offset}"
-        );
+        if key != &stream || version != previous + 1 {
+            let at = format!(
+                "{stream} (key {key}) version {version} after {previous} at {partition}/{offset}"
+            );
+            check.out_of_order.push(at);
+        }
     }
-    let missing: Vec<_> = log.iter().filter(|e| !seen.contains(&e.0)).collect();
+    check.missing = logged.difference(&seen).count();
+    check
+}
+
+/// Checks the topic against the log: every event exactly once after de-duplication by event
+/// id, each keyed by its stream, each stream in order. Returns how many duplicates there were.
+pub async fn assert_topic_matches_the_log(app: &TestApp) -> usize {
+    let brokers = app.config.kafka.kafka_brokers.as_ref().unwrap();
+    let check = check_topic(&app.pool, brokers, &app.config.kafka.kafka_topic).await;
     assert!(
-        missing.is_empty() && seen.len() == log.len(),
-        "the topic lacks {} of {} events: {missing:?}; it has {} messages",
-        missing.len(),
-        log.len(),
-        messages.len()
+        check.out_of_order.is_empty() && check.missing == 0 && check.foreign == 0,
+        "the topic ({} messages) against the log: {check:?}",
+        check.messages
     );
-    duplicates
+    check.duplicates
 }
 
 /// A mix of relation commands and posts; returns the last position.

@@ -540,12 +540,134 @@ impl Drop for OwnedHa {
     }
 }
 
+/// A cgroup (v2) of the test's own: what its processes send, nftables can tell apart from what
+/// their neighbours on the same loopback send ([`Partition`]). Removed on drop, once empty.
+pub struct Cgroup {
+    dir: PathBuf,
+}
+
+impl Cgroup {
+    /// A new one right under the hierarchy's root; `None` when the machine has no cgroup v2.
+    pub fn new() -> Option<Self> {
+        let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+        let root = mounts
+            .lines()
+            .map(|line| line.split(' ').collect::<Vec<_>>())
+            .find(|fields| fields.get(2) == Some(&"cgroup2"))?[1]
+            .to_owned();
+        let dir = PathBuf::from(root).join(format!("relations-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir(&dir).ok()?;
+        Some(Self { dir })
+    }
+
+    /// `program` and `args` as a command whose process starts inside this cgroup (a shell
+    /// moves itself in and then becomes the program, so every socket it opens is the cgroup's).
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(r#"echo $$ >"$0"; exec "$@""#)
+            .arg(self.dir.join("cgroup.procs"))
+            .arg(program);
+        command
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// A partition: every TCP packet the processes of a [`Cgroup`] send to a port is dropped (an
+/// nftables table of its own), so their connections hang as across a broken network. Healed on
+/// drop.
+pub struct Partition {
+    table: String,
+}
+
+impl Partition {
+    /// Cuts `cgroup`'s processes off from `port`.
+    pub fn cut(cgroup: &Cgroup, port: u16) -> Self {
+        let table = format!("relations_{}", uuid::Uuid::new_v4().simple());
+        // nftables names a cgroup by its path under /sys/fs/cgroup; level 1 is right under the
+        // hierarchy's root.
+        let path = cgroup.dir.strip_prefix("/sys/fs/cgroup").unwrap().display();
+        let rules = format!(
+            "table inet {table} {{ chain out {{ type filter hook output priority 0; \
+             socket cgroupv2 level 1 \"{path}\" tcp dport {port} drop; }} }}"
+        );
+        let out = Command::new("nft")
+            .args(["-f", "-"])
+            .stdin(Stdio::piped())
+            .spawn();
+        let mut child = out.expect("nft (scripts/services.sh installs nftables)");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(rules.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success(), "nft refused {rules}");
+        Self { table }
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        let _ = Command::new("nft")
+            .args(["delete", "table", "inet", &self.table])
+            .status();
+    }
+}
+
+/// libfaketime, which shifts a process's wall clock (not its monotonic one) by `FAKETIME`.
+pub fn faketime_library() -> Option<PathBuf> {
+    std::fs::read_dir("/usr/lib")
+        .ok()?
+        .flatten()
+        .map(|arch| arch.path().join("faketime/libfaketime.so.1"))
+        .find(|path| path.exists())
+}
+
 /// The `relations` binary running as a process of the test's own (`serve` or `project`) on the
 /// database and Redis prefix of `config`; killed (SIGKILL) on drop.
 pub struct ServiceProcess {
     child: Child,
     /// `http://127.0.0.1:PORT` (for `serve`).
     pub base: String,
+}
+
+/// `relations <verb>` on `config`'s database and Redis, with `env` added, in `cgroup` when
+/// one is given.
+fn relations(
+    verb: &str,
+    config: &relations_api::config::Config,
+    env: &[(&str, &str)],
+    cgroup: Option<&Cgroup>,
+) -> Command {
+    let program = env!("CARGO_BIN_EXE_relations");
+    let mut command = cgroup.map_or_else(|| Command::new(program), |c| c.command(program));
+    command
+        .arg(verb)
+        .env("DATABASE_URL", &config.database.database_url)
+        .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
+        .env("REDIS_URL", config.redis.redis_url.clone().unwrap())
+        .env("RELATIONS_REDIS_PREFIX", &config.redis.redis_prefix)
+        .env("RELATIONS_JWT_SECRET", crate::helpers::SECRET)
+        .env("RELATIONS_RATE_CAPACITY", "100000")
+        .envs(env.iter().copied());
+    if let Some(brokers) = &config.kafka.kafka_brokers {
+        command
+            .env("KAFKA_BROKERS", brokers)
+            .env("KAFKA_TOPIC", &config.kafka.kafka_topic)
+            .env(
+                "KAFKA_PARTITIONS",
+                config.kafka.kafka_partitions.to_string(),
+            );
+    }
+    command
 }
 
 impl ServiceProcess {
@@ -556,17 +678,19 @@ impl ServiceProcess {
         config: &relations_api::config::Config,
         env: &[(&str, &str)],
     ) -> Self {
+        Self::start_in(verb, config, env, None).await
+    }
+
+    /// [`ServiceProcess::start`], in `cgroup` when one is given.
+    pub async fn start_in(
+        verb: &str,
+        config: &relations_api::config::Config,
+        env: &[(&str, &str)],
+        cgroup: Option<&Cgroup>,
+    ) -> Self {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_relations"))
-            .arg(verb)
-            .env("DATABASE_URL", &config.database.database_url)
-            .env("RELATIONS_MASTER_KEY", crate::helpers::MASTER_KEY)
-            .env("REDIS_URL", config.redis.redis_url.clone().unwrap())
-            .env("RELATIONS_REDIS_PREFIX", &config.redis.redis_prefix)
-            .env("RELATIONS_JWT_SECRET", crate::helpers::SECRET)
+        let child = relations(verb, config, env, cgroup)
             .env("RELATIONS_HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("RELATIONS_RATE_CAPACITY", "100000")
-            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -586,6 +710,23 @@ impl ServiceProcess {
             }
         }
         process
+    }
+
+    /// Runs `relations <verb> <args>` to its end (`verify`, say): its output.
+    pub fn run(
+        verb: &str,
+        args: &[&str],
+        config: &relations_api::config::Config,
+    ) -> std::process::Output {
+        relations(verb, config, &[], None)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends `signal` (`-STOP`, `-CONT`...).

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::history::{Facts, Op, Outcome, Position, Verb};
+use super::history::{Facts, Op, Outcome, Position, Verb, LOCKED};
 
 /// One relation event as the log holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +14,14 @@ pub enum Change {
     Unfollow(i64, i64),
     Block(i64, i64),
     Unblock(i64, i64),
+    /// A follow request (of a locked user), counted toward the requester's limit.
+    Request(i64, i64),
+    /// A request approved (a `Follow` of the pair follows in its transaction), rejected or
+    /// withdrawn.
+    RequestEnded(i64, i64),
+    /// Any other event (a post, a like, a repost): its request and place are checked, not its
+    /// content.
+    Other,
 }
 
 /// An event at its place, with the request that appended it.
@@ -30,8 +38,17 @@ pub struct Anomalies {
     pub kinds: BTreeMap<&'static str, (usize, Vec<String>)>,
 }
 
+/// Kafka's topic against the log (found after the run, not by [`check`]).
+pub const TOPIC: &str = "Kafka record out of order per key, missing or foreign";
+/// `relations verify` against the read models (found after the run).
+pub const VERIFY: &str = "read model unlike a fresh fold of the log";
+/// A relay frozen while publishing kept its lock past its idle limit.
+pub const TAKEOVER: &str = "frozen relay's lock not taken over";
+/// A reader never caught up with the log after the run.
+pub const LAGGING: &str = "reader not caught up 60 s after the run";
+
 /// The kinds the checker counts, in the report's order.
-pub const KINDS: [&str; 8] = [
+pub const KINDS: [&str; 13] = [
     "acknowledged write missing from the log",
     "one Idempotency-Key in two transactions, or two answers",
     "real-time order violated",
@@ -40,10 +57,15 @@ pub const KINDS: [&str; 8] = [
     "rule 3 exceeded at a prefix",
     "refusal the log contradicts",
     "outcome never settled",
+    "like or repost accepted where no prefix allows it",
+    TOPIC,
+    VERIFY,
+    TAKEOVER,
+    LAGGING,
 ];
 
 impl Anomalies {
-    fn found(&mut self, kind: &'static str, example: String) {
+    pub fn found(&mut self, kind: &'static str, example: String) {
         debug_assert!(KINDS.contains(&kind));
         let entry = self.kinds.entry(kind).or_default();
         entry.0 += 1;
@@ -68,6 +90,8 @@ impl Anomalies {
 struct World {
     follows: BTreeSet<(i64, i64)>,
     blocks: BTreeSet<(i64, i64)>,
+    requests: BTreeSet<(i64, i64)>,
+    /// Follows and pending requests: what rule 3 counts.
     following: HashMap<i64, usize>,
 }
 
@@ -88,7 +112,15 @@ impl World {
                 *self.following.entry(a).or_default() += 1;
                 Some(a)
             }
+            Change::Request(a, b) if self.requests.insert((a, b)) => {
+                *self.following.entry(a).or_default() += 1;
+                Some(a)
+            }
             Change::Unfollow(a, b) if self.follows.remove(&(a, b)) => {
+                *self.following.entry(a).or_default() -= 1;
+                Some(a)
+            }
+            Change::RequestEnded(a, b) if self.requests.remove(&(a, b)) => {
                 *self.following.entry(a).or_default() -= 1;
                 Some(a)
             }
@@ -124,10 +156,12 @@ struct Timelines {
 
 const START: Position = (i64::MIN, i64::MIN);
 
-fn users(change: Change) -> (i64, i64) {
+fn users(change: Change) -> Option<(i64, i64)> {
     match change {
-        Change::Follow(a, b) | Change::Unfollow(a, b) => (a, b),
-        Change::Block(a, b) | Change::Unblock(a, b) => (a, b),
+        Change::Follow(a, b) | Change::Unfollow(a, b) => Some((a, b)),
+        Change::Block(a, b) | Change::Unblock(a, b) => Some((a, b)),
+        Change::Request(a, b) | Change::RequestEnded(a, b) => Some((a, b)),
+        Change::Other => None,
     }
 }
 
@@ -152,8 +186,8 @@ impl Timelines {
             let (mut pairs, mut users_changed) = (BTreeSet::new(), BTreeSet::new());
             for logged in transaction {
                 users_changed.extend(world.apply(logged.change));
-                let (a, b) = users(logged.change);
-                for (x, y) in [(a, b), (b, a)] {
+                let pair = users(logged.change);
+                for (x, y) in pair.into_iter().flat_map(|(a, b)| [(a, b), (b, a)]) {
                     push(
                         &mut timelines.decided,
                         (x, y),
@@ -302,7 +336,32 @@ pub fn check(ops: &[Op], log: &[Logged], limit: usize) -> Anomalies {
     real_time_order(ops, &windows, &mut anomalies);
     answers_match_prefixes(ops, &timelines, &windows, &mut anomalies);
     refusals_hold(ops, &timelines, &windows, limit, &mut anomalies);
+    posts_accepted_where_allowed(ops, &timelines, &windows, &mut anomalies);
     anomalies
+}
+
+/// An accepted like or repost is allowed at some prefix between the last write acknowledged
+/// before it was sent and the first write sent after it was answered.
+fn posts_accepted_where_allowed(
+    ops: &[Op],
+    timelines: &Timelines,
+    windows: &Windows,
+    anomalies: &mut Anomalies,
+) {
+    for op in ops
+        .iter()
+        .filter(|o| matches!(o.verb, Verb::Like | Verb::Repost))
+    {
+        if !matches!(op.outcome, Outcome::Ok { .. }) {
+            continue;
+        }
+        let (low, high) = windows.of(op);
+        let pair = Timelines::between(timelines.pair(op.actor, op.target), low, high);
+        if !pair.iter().any(|f| post_decision(op, *f) == "OK") {
+            let example = format!("{op:?}; window {low:?}..{high:?}; the pair's states {pair:?}");
+            anomalies.found("like or repost accepted where no prefix allows it", example);
+        }
+    }
 }
 
 /// Each attempt of a key as sent when its first attempt was: a retry that settles an unknown
@@ -325,26 +384,58 @@ fn first_sent(ops: &[Op]) -> Vec<Op> {
     ops
 }
 
-fn expected(op: &Op) -> Option<Change> {
+/// The change a relation command that changed something leaves in its transaction (a follow
+/// of a locked user: a request; an unfollow: the follow's or the request's end).
+fn expected(op: &Op) -> Option<Vec<Change>> {
+    let (a, t) = (op.actor, op.target);
     Some(match op.verb {
-        Verb::Follow => Change::Follow(op.actor, op.target),
-        Verb::Unfollow => Change::Unfollow(op.actor, op.target),
-        Verb::Block => Change::Block(op.actor, op.target),
-        Verb::Unblock => Change::Unblock(op.actor, op.target),
-        Verb::Status => return None,
+        Verb::Follow => vec![Change::Follow(a, t), Change::Request(a, t)],
+        Verb::Unfollow => vec![Change::Unfollow(a, t), Change::RequestEnded(a, t)],
+        Verb::Block => vec![Change::Block(a, t)],
+        Verb::Unblock => vec![Change::Unblock(a, t)],
+        Verb::Approve => vec![Change::Follow(t, a)],
+        Verb::Status | Verb::Publish | Verb::Like | Verb::Repost => return None,
     })
+}
+
+/// How a like or a repost of `op`'s post is judged at a state of the pair (actor, author), in
+/// SPEC's order: a post the actor may not read is `NOT_FOUND`, then a block either way is
+/// `BLOCKED`, then a repost of a `followers` post is `NOT_REPOSTABLE`; else it is accepted
+/// (`"OK"`).
+fn post_decision(op: &Op, pair: Facts) -> &'static str {
+    let followers_only = op.post.as_ref().is_some_and(|p| p.followers_only);
+    // A locked author's posts are for their followers, whatever their visibility.
+    let followers_only = followers_only || LOCKED.contains(&op.target);
+    let readable = op.actor == op.target || !followers_only || pair.following;
+    if !readable {
+        "NOT_FOUND"
+    } else if pair.blocking || pair.blocked_by {
+        "BLOCKED"
+    } else if op.verb == Verb::Repost && followers_only {
+        "NOT_REPOSTABLE"
+    } else {
+        "OK"
+    }
 }
 
 fn writes_are_in_the_log(ops: &[Op], timelines: &Timelines, anomalies: &mut Anomalies) {
     for op in ops {
-        let (Some(at), Some(change)) = (op.written(), expected(op)) else {
+        let Some(at) = op.written() else {
             continue;
         };
+        // A relation command's own change in its transaction; any other command's request.
         let logged = timelines.positions.contains(&at)
-            && timelines
-                .transactions
-                .get(&at.0)
-                .is_some_and(|t| t.contains(&change));
+            && match expected(op) {
+                Some(changes) => timelines
+                    .transactions
+                    .get(&at.0)
+                    .is_some_and(|t| changes.iter().any(|c| t.contains(c))),
+                None => op
+                    .key
+                    .as_ref()
+                    .and_then(|key| timelines.requests.get(key))
+                    .is_some_and(|t| t.contains(&at.0)),
+            };
         if !logged {
             let example = format!("{op:?}");
             anomalies.found("acknowledged write missing from the log", example);
@@ -455,6 +546,9 @@ fn refusals_hold(
         let (low, high) = windows.of(op);
         let pair = Timelines::between(timelines.pair(op.actor, op.target), low, high);
         let holds = match code.as_str() {
+            code if matches!(op.verb, Verb::Like | Verb::Repost) => {
+                pair.iter().any(|f| post_decision(op, *f) == code)
+            }
             "BLOCKED" => pair.iter().any(|f| f.blocked_by),
             "BLOCKING_TARGET" => pair.iter().any(|f| f.blocking),
             "FOLLOW_LIMIT_REACHED" => Timelines::between(timelines.following(op.actor), low, high)

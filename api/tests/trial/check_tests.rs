@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::check::{check, Change, Logged};
-use super::history::{Facts, Op, Outcome, Position, Verb};
+use super::history::{Facts, Op, Outcome, Position, PostRef, Verb};
 
 fn op(verb: Verb, actor: i64, target: i64, key: &str, times: (u64, u64), outcome: Outcome) -> Op {
     Op {
@@ -13,8 +13,9 @@ fn op(verb: Verb, actor: i64, target: i64, key: &str, times: (u64, u64), outcome
         verb,
         actor,
         target,
-        key: (verb != Verb::Status).then(|| key.to_owned()),
+        key: verb.writes().then(|| key.to_owned()),
         min_position: None,
+        post: None,
         invoked: Duration::from_millis(times.0),
         completed: Duration::from_millis(times.1),
         outcome,
@@ -303,4 +304,146 @@ fn a_read_of_a_state_from_after_it_was_answered_is_found() {
 fn an_outcome_never_settled_is_found() {
     let ops = [op(Verb::Follow, 1, 2, "a", (0, 5), Outcome::Unknown)];
     one("outcome never settled", &ops, &[], 5);
+}
+
+/// `actor`'s like (or repost) of a `followers` post of `author`'s, with `outcome`.
+fn on_post(
+    verb: Verb,
+    actor: i64,
+    author: i64,
+    key: &str,
+    times: (u64, u64),
+    outcome: Outcome,
+) -> Op {
+    let mut op = op(verb, actor, author, key, times, outcome);
+    op.post = Some(PostRef {
+        id: "p".into(),
+        followers_only: true,
+    });
+    op
+}
+
+fn accepted(at: Position) -> Outcome {
+    Outcome::Ok {
+        changed: true,
+        position: Some(at),
+        facts: None,
+    }
+}
+
+#[test]
+fn likes_and_reposts_are_judged_by_the_post_rules_at_a_prefix() {
+    // 1 follows 2 at 10; 2's followers-only post is published at 11 ("p").
+    let log = [
+        logged((10, 1), "f", Change::Follow(1, 2)),
+        logged((11, 1), "p", Change::Other),
+        logged((12, 1), "l", Change::Other),
+    ];
+    let follow = op(Verb::Follow, 1, 2, "f", (0, 5), ok_at((10, 1), FOLLOWING));
+    let publish = op(Verb::Publish, 2, 2, "p", (6, 7), accepted((11, 1)));
+    let clean = [
+        follow.clone(),
+        publish.clone(),
+        // A follower's like, accepted; a stranger's, NOT_FOUND; a follower's repost of a
+        // followers post, NOT_REPOSTABLE.
+        on_post(Verb::Like, 1, 2, "l", (8, 9), accepted((12, 1))),
+        on_post(
+            Verb::Like,
+            3,
+            2,
+            "m",
+            (8, 9),
+            Outcome::Refused("NOT_FOUND".into()),
+        ),
+        on_post(
+            Verb::Repost,
+            1,
+            2,
+            "r",
+            (8, 9),
+            Outcome::Refused("NOT_REPOSTABLE".into()),
+        ),
+    ];
+    let found = check(&clean, &log, 5);
+    assert_eq!(found.total(), 0, "{found:?}");
+    // Issue 43's defect: a follower's like refused 404 on a post they could read.
+    let refused = [
+        follow.clone(),
+        publish.clone(),
+        on_post(
+            Verb::Like,
+            1,
+            2,
+            "l",
+            (8, 9),
+            Outcome::Refused("NOT_FOUND".into()),
+        ),
+    ];
+    one("refusal the log contradicts", &refused, &log[..2], 5);
+    // A stranger's like accepted.
+    let stranger = [
+        follow,
+        publish,
+        on_post(Verb::Like, 3, 2, "l", (8, 9), accepted((12, 1))),
+    ];
+    one(
+        "like or repost accepted where no prefix allows it",
+        &stranger,
+        &log,
+        5,
+    );
+}
+
+#[test]
+fn an_acknowledged_post_missing_from_the_log_is_found() {
+    let ops = [op(Verb::Publish, 2, 2, "p", (6, 7), accepted((11, 1)))];
+    let elsewhere = [logged((11, 1), "other", Change::Other)];
+    one(
+        "acknowledged write missing from the log",
+        &ops,
+        &elsewhere,
+        5,
+    );
+}
+
+#[test]
+fn a_pending_request_counts_toward_rule_3_until_it_ends() {
+    let requested = op(
+        Verb::Follow,
+        1,
+        11,
+        "r",
+        (0, 5),
+        ok_at((10, 1), Facts::default()),
+    );
+    let approved = op(
+        Verb::Approve,
+        11,
+        1,
+        "a",
+        (6, 7),
+        ok_at(
+            (11, 2),
+            Facts {
+                followed_by: true,
+                ..Facts::default()
+            },
+        ),
+    );
+    let log = [
+        logged((10, 1), "r", Change::Request(1, 11)),
+        logged((11, 1), "a", Change::RequestEnded(1, 11)),
+        logged((11, 2), "a", Change::Follow(1, 11)),
+    ];
+    // The request, then its approval: one follow at every prefix, under a limit of one.
+    let found = check(&[requested.clone(), approved.clone()], &log, 1);
+    assert_eq!(found.total(), 0, "{found:?}");
+    // A follow of another user while the request is pending exceeds it.
+    let over = [
+        logged((10, 1), "r", Change::Request(1, 11)),
+        logged((10, 2), "f", Change::Follow(1, 2)),
+    ];
+    let follow = op(Verb::Follow, 1, 2, "f", (0, 5), ok_at((10, 2), FOLLOWING));
+    let found = check(&[requested, follow], &over, 1);
+    assert_eq!(found.count("rule 3 exceeded at a prefix"), 1, "{found:?}");
 }

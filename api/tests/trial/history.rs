@@ -20,19 +20,47 @@ pub enum Verb {
     Unblock,
     /// `GET /relation/status`: a read.
     Status,
+    /// `POST /posts`: the actor publishes a post (`followers` or `public`).
+    Publish,
+    /// The actor likes a post of the target's.
+    Like,
+    /// The actor reposts a post of the target's.
+    Repost,
+    /// The actor (a locked user) approves the target's follow request.
+    Approve,
 }
 
+/// The users whose accounts are locked all through the trial: a follow of them is a request
+/// (counted toward rule 3 until it ends) that they approve, and their posts are for their
+/// followers alone.
+pub const LOCKED: [i64; 2] = [11, 12];
+
 impl Verb {
-    /// The command's path segment (`None`: a read).
-    pub fn command(self) -> Option<&'static str> {
+    /// Whether it is a command (sent under a key), not a read.
+    pub fn writes(self) -> bool {
+        self != Verb::Status
+    }
+
+    /// A relation command's path segment.
+    pub fn relation_command(self) -> Option<&'static str> {
         match self {
             Verb::Follow => Some("follow"),
             Verb::Unfollow => Some("unfollow"),
             Verb::Block => Some("block"),
             Verb::Unblock => Some("unblock"),
-            Verb::Status => None,
+            Verb::Approve => Some("follow_requests/approve"),
+            _ => None,
         }
     }
+}
+
+/// A post the trial published and its clients like and repost: its author is the operation's
+/// target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostRef {
+    pub id: String,
+    /// `followers` (else `public`).
+    pub followers_only: bool,
 }
 
 /// The four facts of a pair seen from one side.
@@ -88,6 +116,8 @@ pub struct Op {
     pub key: Option<String>,
     /// A read's `min_position`.
     pub min_position: Option<Position>,
+    /// The post a publication made (once answered), or the one a like or repost names.
+    pub post: Option<PostRef>,
     /// Since the trial began.
     pub invoked: Duration,
     pub completed: Duration,
@@ -100,7 +130,7 @@ impl Op {
         match self.outcome {
             Outcome::Ok {
                 position: Some(p), ..
-            } if self.verb != Verb::Status => Some(p),
+            } if self.verb.writes() => Some(p),
             _ => None,
         }
     }
