@@ -594,8 +594,8 @@ impl Partition {
         // hierarchy's root.
         let path = cgroup.dir.strip_prefix("/sys/fs/cgroup").unwrap().display();
         let rules = format!(
-            "table inet {table} {{ chain out {{ type filter hook output priority 0; \
-             socket cgroupv2 level 1 \"{path}\" tcp dport {port} drop; }} }}"
+            "table inet {table} {{\n chain out {{\n type filter hook output priority 0;\n \
+             socket cgroupv2 level 1 \"{path}\" tcp dport {port} drop\n }}\n}}\n"
         );
         let out = Command::new("nft")
             .args(["-f", "-"])

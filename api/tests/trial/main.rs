@@ -357,6 +357,10 @@ async fn nemesis(trial: Arc<Trial>, mut targets: Targets) -> (Targets, Vec<Fault
     loop {
         if round.is_empty() {
             round = Kind::all(targets.ha.is_some());
+            // `TRIAL_KINDS=Partition,PrimaryFreeze` tries only those.
+            if let Ok(only) = std::env::var("TRIAL_KINDS") {
+                round.retain(|k| only.split(',').any(|o| o == format!("{k:?}")));
+            }
             round.shuffle(&mut rng);
         }
         let after_last = faults
