@@ -216,7 +216,12 @@ async fn client(trial: Arc<Trial>, id: usize) -> Vec<Op> {
             trial.posts.write().unwrap().push((op.actor, post.clone()));
         }
         last = op.written().or(last);
+        // As a client would, it waits a little after a 503 or a refused connection.
+        let failed = matches!(op.outcome, Outcome::Unknown | Outcome::NotSent);
         ops.push(op);
+        if failed {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
     ops
 }
@@ -494,25 +499,44 @@ fn port_of(url: &str) -> u16 {
         .map_or(5432, |(_, p)| p.parse().unwrap())
 }
 
-/// Retries every write whose outcome is unknown under its key until it is definite.
-async fn settle(trial: &Trial, ops: &[Op]) -> Vec<Op> {
-    let mut retries = Vec::new();
-    for op in ops
+/// Retries every write whose outcome is unknown under its key until it is definite, on each
+/// instance in turn, as many keys at once as there were clients.
+async fn settle(trial: &Arc<Trial>, ops: &[Op]) -> Vec<Op> {
+    let unknown: Vec<Op> = ops
         .iter()
         .filter(|o| o.outcome == Outcome::Unknown && o.key.is_some())
-    {
-        for _ in 0..30 {
-            let base = trial.base(0);
-            let mut retry = op.clone();
-            (retry.client, retry.instance, retry.min_position) = (usize::MAX, 0, None);
-            let retry = trial.invoke(&base, retry).await;
-            let definite = matches!(retry.outcome, Outcome::Ok { .. } | Outcome::Refused(_));
-            retries.push(retry);
-            if definite {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
+        .cloned()
+        .collect();
+    let chunk = unknown.len().div_ceil(CLIENTS).max(1);
+    let tasks: Vec<_> = unknown
+        .chunks(chunk)
+        .map(|ops| {
+            let (trial, ops) = (trial.clone(), ops.to_vec());
+            tokio::spawn(async move {
+                let mut retries = Vec::new();
+                for op in ops {
+                    for attempt in 0..30 {
+                        let instance = attempt % INSTANCES;
+                        let mut retry = op.clone();
+                        (retry.client, retry.instance, retry.min_position) =
+                            (usize::MAX, instance, None);
+                        let retry = trial.invoke(&trial.base(instance), retry).await;
+                        let definite =
+                            matches!(retry.outcome, Outcome::Ok { .. } | Outcome::Refused(_));
+                        retries.push(retry);
+                        if definite {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                    }
+                }
+                retries
+            })
+        })
+        .collect();
+    let mut retries = Vec::new();
+    for task in tasks {
+        retries.extend(task.await.unwrap());
     }
     retries
 }
