@@ -193,7 +193,7 @@ EOF
 
 # Each node's processes live in a cgroup (v2) of their own, so that nftables can tell what a
 # node sends from what its neighbours on the same loopback send (`isolate`).
-cgroup_root() { findmnt -n -t cgroup2 -o TARGET | head -n 1; }
+cgroup_root() { { findmnt -n -t cgroup2 -o TARGET || true; } | head -n 1; }
 node_cgroup() { echo "relations-ha-$HA_SCOPE-node$1"; }
 
 start_node() {
@@ -210,7 +210,7 @@ start_node() {
     cgroup="$cgroup/cgroup.procs"
   fi
   # shellcheck disable=SC2016
-  spawn "$dir/patroni.pid" "$dir/patroni.log" sh -c 'echo $$ >"$0"; exec "$@"' "$cgroup" \
+  spawn "$dir/patroni.pid" "$dir/patroni.log" sh -c 'echo $$ >"$0" && exec "$@"' "$cgroup" \
     env HOME="$dir" \
     setpriv --reuid=postgres --regid=postgres --init-groups "$PATRONI_VENV/bin/patroni" "$dir/patroni.yml"
 }
@@ -289,7 +289,7 @@ sync_ok() { # some node is the synchronous standby (and so may be promoted)
   return 1
 }
 
-other_leader() { # the node number, other than $1, whose Patroni says it is primary, or nothing
+other_leader() { # the node number, other than $1 (if any), whose Patroni says it is primary, or nothing
   local n
   for n in $(seq 1 "$HA_NODES"); do
     [ "$n" = "$1" ] && continue
@@ -300,15 +300,7 @@ other_leader() { # the node number, other than $1, whose Patroni says it is prim
   done
 }
 
-leader() { # the node number whose Patroni says it is primary, or nothing
-  local n
-  for n in $(seq 1 "$HA_NODES"); do
-    if curl -sf -o /dev/null --max-time 0.5 "http://127.0.0.1:$(rest_port "$n")/primary"; then
-      echo "$n"
-      return
-    fi
-  done
-}
+leader() { other_leader ""; } # the node number whose Patroni says it is primary, or nothing
 
 wait_for() { # seconds, description, command...
   local seconds=$1 what=$2 deadline
@@ -367,33 +359,43 @@ crash_node() {
   rm -f "$(node_dir "$1")/patroni.pid"
 }
 
-# After a fault on node `old` that began at `t0` and lasts `seconds`: waits for another node's
-# promotion and for writes through the write endpoint (while the fault lasts, when they come
-# back before its end), then for the fault's end (`end_fault`, a command) and a synchronous
-# standby again; prints the times from the fault's start.
+# After a fault on node `old` that began at `t0`: for `seconds` watches for another node's
+# promotion and for writes through the write endpoint, then ends the fault (`end_fault`, a
+# command) whatever they did; waits (if it must) for the promotion and writes after it, then
+# for a synchronous standby again; prints the times from the fault's start.
 ride_out() {
-  local old=$1 t0=$2 seconds=$3 end_fault=$4 new="" t_promoted t_write
-  while [ -z "$new" ]; do
-    awk -v a="$t0" -v b="$(now)" 'BEGIN { exit !(b - a > 60) }' && { $end_fault; die "no node was promoted within 60 s"; }
-    new=$(other_leader "$old")
+  local old=$1 t0=$2 seconds=$3 end_fault=$4 new="" t_promoted="" t_write=""
+  while awk -v a="$t0" -v b="$(now)" -v s="$seconds" 'BEGIN { exit !(b - a < s) }'; do
+    if [ -z "$t_promoted" ]; then
+      new=$(other_leader "$old")
+      [ -n "$new" ] && t_promoted=$(since "$t0") && log "node$new promoted by Patroni $t_promoted s after the fault began"
+    elif [ -z "$t_write" ] && write_ok 1; then
+      t_write=$(since "$t0")
+    fi
     sleep 0.05
   done
-  t_promoted=$(since "$t0")
-  log "node$new promoted by Patroni $t_promoted s after the fault began"
-  wait_for 120 "writes through 127.0.0.1:$HA_WRITE_PORT" write_ok 60
-  t_write=$(since "$t0")
-  log "writes commit through 127.0.0.1:$HA_WRITE_PORT $t_write s after the fault began"
-  while awk -v a="$t0" -v b="$(now)" -v s="$seconds" 'BEGIN { exit !(b - a < s) }'; do sleep 0.1; done
   $end_fault
+  if [ -z "$t_promoted" ]; then
+    wait_for 60 "a node promoted" other_leader_found "$old"
+    t_promoted=$(since "$t0")
+  fi
+  if [ -z "$t_write" ]; then
+    wait_for 120 "writes through 127.0.0.1:$HA_WRITE_PORT" write_ok 60
+    t_write=$(since "$t0")
+  fi
+  log "writes commit through 127.0.0.1:$HA_WRITE_PORT $t_write s after the fault began"
   wait_for 120 "a replica through 127.0.0.1:$HA_READ_PORT" replica_ok
   wait_for 120 "a synchronous standby" sync_ok
   printf 'fault -> promoted: %s s\nfault -> writes accepted: %s s\n' "$t_promoted" "$t_write"
 }
+other_leader_found() { [ -n "$(other_leader "$1")" ]; }
 
 PAUSED=""
 thaw() {
+  [ -n "$PAUSED" ] || return 0
   # shellcheck disable=SC2086
   kill -CONT $PAUSED 2>/dev/null || true
+  PAUSED=""
   log "thawed"
 }
 
@@ -404,6 +406,9 @@ cmd_pause() {
   PAUSED=$(node_pids "$old")
   t0=$(now)
   log "freezing node$old (the primary) for $seconds s: SIGSTOP of its Patroni agent and PostgreSQL"
+  # Thawed however this ends (a timeout's `die` too): a frozen node left behind breaks the
+  # cluster for good.
+  trap thaw EXIT
   # shellcheck disable=SC2086
   kill -STOP $PAUSED
   ride_out "$old" "$t0" "$seconds" thaw
@@ -411,7 +416,9 @@ cmd_pause() {
 
 NFT_TABLE=""
 heal() {
+  [ -n "$NFT_TABLE" ] || return 0
   nft delete table inet "$NFT_TABLE" 2>/dev/null || true
+  NFT_TABLE=""
   log "healed"
 }
 
@@ -428,6 +435,7 @@ cmd_isolate() {
   path=${path#/}
   nft add table inet "$NFT_TABLE"
   nft add chain inet "$NFT_TABLE" out '{ type filter hook output priority 0; }'
+  trap heal EXIT
   t0=$(now)
   # Level 1: the node's cgroup sits right under the hierarchy's root.
   nft add rule inet "$NFT_TABLE" out socket cgroupv2 level 1 "\"$path\"" tcp dport "$HA_ETCD_PORT" drop
@@ -500,6 +508,11 @@ cmd_stop() {
   [ -d "$HA_DIR" ] || { log "not running"; return; }
   stop_pid "$HA_DIR/haproxy.pid" TERM 5
   local n pm
+  # A node left frozen (a `pause` that died) would not stop.
+  for n in $(seq 1 "$HA_NODES"); do
+    # shellcheck disable=SC2046
+    kill -CONT $(node_pids "$n") 2>/dev/null || true
+  done
   for n in $(seq 1 "$HA_NODES"); do
     stop_pid "$(node_dir "$n")/patroni.pid" TERM 20 &
   done
@@ -515,7 +528,11 @@ cmd_stop() {
   local root
   root=$(cgroup_root)
   for n in $(seq 1 "$HA_NODES"); do
-    [ -n "$root" ] && rmdir "$root/$(node_cgroup "$n")" 2>/dev/null || true
+    local cgroup="$root/$(node_cgroup "$n")"
+    [ -n "$root" ] && [ -d "$cgroup" ] || continue
+    # Whatever of the node outlived its postmaster, then the cgroup.
+    xargs -r kill -9 <"$cgroup/cgroup.procs" 2>/dev/null || true
+    for _ in $(seq 1 20); do rmdir "$cgroup" 2>/dev/null && break; sleep 0.1; done
   done
   if [ "${HA_KEEP:-0}" = 1 ]; then
     log "stopped (state kept in $HA_DIR)"

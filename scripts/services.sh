@@ -70,7 +70,7 @@ command -v strace >/dev/null || apt_install strace
 # The fault trial (api/tests/trial/) cuts an instance off from PostgreSQL with nftables and
 # skews one's clock with libfaketime.
 command -v nft >/dev/null || apt_install nftables
-[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || apt_install faketime
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || apt_install faketime
 
 ensure_postgres
 ensure_redis

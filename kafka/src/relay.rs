@@ -12,9 +12,9 @@
 //! transaction would hold back the log horizon of every reader in the cluster for as long as
 //! the broker is away. It reads batches in autocommit mode and takes a session-level advisory
 //! lock, which needs no transaction, so that only one relay publishes at a time.
-//! The lock's session ends itself after [`LOCK_IDLE`] idle, so that a relay frozen while it
-//! holds the lock cannot keep the others from publishing for good (the fault trial freezes
-//! one).
+//! The lock's session ends itself after [`LOCK_IDLE`] idle, so that a relay frozen between
+//! statements while it holds the lock cannot keep the others from publishing for good (the
+//! fault trial freezes one).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,9 +39,14 @@ use tokio_util::sync::CancellationToken;
 const POLL: Duration = Duration::from_millis(500);
 
 /// How long the session holding the relay's lock may stay idle before PostgreSQL ends it
-/// (and the lock with it): longer than a step's wait for the broker (`message.timeout.ms`), so
-/// that only a relay that stopped stepping loses it.
+/// (and the lock with it): longer than one step's wait for the broker (`message.timeout.ms`).
+/// A relay whose broker stays away longer (its backoff grows to 30 s) may lose the lock to
+/// another and take it again later; at-least-once holds either way.
 pub const LOCK_IDLE: Duration = Duration::from_secs(20);
+
+/// How the session holding the relay's lock names itself in `pg_stat_activity`, before the
+/// process id.
+pub const SESSION_NAME: &str = "relations relay pid";
 
 /// The relay's name: its checkpoint row, its line in the admin endpoint and the metrics.
 pub const NAME: &str = "kafka_relay";
@@ -203,7 +208,7 @@ impl Relay {
                             set_config('application_name', $2, false)",
                 )
                 .bind(format!("{}ms", LOCK_IDLE.as_millis()))
-                .bind(format!("relations relay pid {}", std::process::id()))
+                .bind(format!("{SESSION_NAME} {}", std::process::id()))
                 .execute(&mut conn)
                 .await?;
                 Ok::<_, sqlx::Error>(Some(conn))

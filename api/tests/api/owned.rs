@@ -566,7 +566,7 @@ impl Cgroup {
         let mut command = Command::new("sh");
         command
             .arg("-c")
-            .arg(r#"echo $$ >"$0"; exec "$@""#)
+            .arg(r#"echo $$ >"$0" && exec "$@""#)
             .arg(self.dir.join("cgroup.procs"))
             .arg(program);
         command
@@ -595,7 +595,7 @@ impl Partition {
         let path = cgroup.dir.strip_prefix("/sys/fs/cgroup").unwrap().display();
         let rules = format!(
             "table inet {table} {{\n chain out {{\n type filter hook output priority 0;\n \
-             socket cgroupv2 level 1 \"{path}\" tcp dport {port} drop\n }}\n}}\n"
+             socket cgroupv2 level 1 \"{path}\" tcp dport {port} counter drop\n }}\n}}\n"
         );
         let out = Command::new("nft")
             .args(["-f", "-"])
@@ -611,6 +611,23 @@ impl Partition {
             .unwrap();
         assert!(child.wait().unwrap().success(), "nft refused {rules}");
         Self { table }
+    }
+}
+
+impl Partition {
+    /// How many packets it dropped so far (none: the rule matched nothing, and the cgroup's
+    /// processes were never cut off).
+    pub fn dropped(&self) -> u64 {
+        let out = Command::new("nft")
+            .args(["list", "table", "inet", &self.table])
+            .output()
+            .unwrap();
+        let listing = String::from_utf8_lossy(&out.stdout);
+        listing
+            .split("counter packets ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next()?.parse().ok())
+            .unwrap_or(0)
     }
 }
 

@@ -44,11 +44,13 @@ pub const TOPIC: &str = "Kafka record out of order per key, missing or foreign";
 pub const VERIFY: &str = "read model unlike a fresh fold of the log";
 /// A relay frozen while publishing kept its lock past its idle limit.
 pub const TAKEOVER: &str = "frozen relay's lock not taken over";
+/// A fault that broke nothing (a partition that dropped no packet): the trial's own defect.
+pub const IDLE_FAULT: &str = "fault that broke nothing (the trial's own defect)";
 /// A reader never caught up with the log after the run.
 pub const LAGGING: &str = "reader not caught up 60 s after the run";
 
 /// The kinds the checker counts, in the report's order.
-pub const KINDS: [&str; 13] = [
+pub const KINDS: [&str; 14] = [
     "acknowledged write missing from the log",
     "one Idempotency-Key in two transactions, or two answers",
     "real-time order violated",
@@ -62,6 +64,7 @@ pub const KINDS: [&str; 13] = [
     VERIFY,
     TAKEOVER,
     LAGGING,
+    IDLE_FAULT,
 ];
 
 impl Anomalies {
@@ -102,6 +105,8 @@ impl World {
             followed_by: self.follows.contains(&(b, a)),
             blocking: self.blocks.contains(&(a, b)),
             blocked_by: self.blocks.contains(&(b, a)),
+            requested: self.requests.contains(&(a, b)),
+            requested_by: self.requests.contains(&(b, a)),
         }
     }
 
@@ -229,6 +234,7 @@ impl Timelines {
                     let follows: Vec<_> = world
                         .follows
                         .iter()
+                        .chain(&world.requests)
                         .filter(|f| f.0 == user)
                         .map(|f| f.1)
                         .collect();
@@ -237,7 +243,7 @@ impl Timelines {
                         .map(|l| (l.at.1, &l.request, l.change))
                         .collect();
                     let example = format!(
-                        "user {user} follows {count} ({follows:?}) after transaction {}: {changes:?}",
+                        "user {user} follows or asks {count} ({follows:?}) after transaction {}: {changes:?}",
                         first.0
                     );
                     anomalies.found("rule 3 exceeded at a prefix", example);
@@ -256,6 +262,8 @@ impl Timelines {
                 followed_by: false,
                 blocking: false,
                 blocked_by: false,
+                requested: false,
+                requested_by: false,
             },
         )];
         self.pairs.get(&(a, b)).map_or(NEVER, Vec::as_slice)
@@ -385,11 +393,13 @@ fn first_sent(ops: &[Op]) -> Vec<Op> {
 }
 
 /// The change a relation command that changed something leaves in its transaction (a follow
-/// of a locked user: a request; an unfollow: the follow's or the request's end).
+/// of a locked user: a request, of anyone else: a follow; an unfollow: the follow's or the
+/// request's end).
 fn expected(op: &Op) -> Option<Vec<Change>> {
     let (a, t) = (op.actor, op.target);
     Some(match op.verb {
-        Verb::Follow => vec![Change::Follow(a, t), Change::Request(a, t)],
+        Verb::Follow if LOCKED.contains(&t) => vec![Change::Request(a, t)],
+        Verb::Follow => vec![Change::Follow(a, t)],
         Verb::Unfollow => vec![Change::Unfollow(a, t), Change::RequestEnded(a, t)],
         Verb::Block => vec![Change::Block(a, t)],
         Verb::Unblock => vec![Change::Unblock(a, t)],

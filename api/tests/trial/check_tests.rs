@@ -51,6 +51,8 @@ const FOLLOWING: Facts = Facts {
     followed_by: false,
     blocking: false,
     blocked_by: false,
+    requested: false,
+    requested_by: false,
 };
 
 fn one(kind: &str, ops: &[Op], log: &[Logged], limit: usize) {
@@ -408,14 +410,11 @@ fn an_acknowledged_post_missing_from_the_log_is_found() {
 
 #[test]
 fn a_pending_request_counts_toward_rule_3_until_it_ends() {
-    let requested = op(
-        Verb::Follow,
-        1,
-        11,
-        "r",
-        (0, 5),
-        ok_at((10, 1), Facts::default()),
-    );
+    let asked = Facts {
+        requested: true,
+        ..Facts::default()
+    };
+    let requested = op(Verb::Follow, 1, 11, "r", (0, 5), ok_at((10, 1), asked));
     let approved = op(
         Verb::Approve,
         11,
@@ -446,4 +445,18 @@ fn a_pending_request_counts_toward_rule_3_until_it_ends() {
     let follow = op(Verb::Follow, 1, 2, "f", (0, 5), ok_at((10, 2), FOLLOWING));
     let found = check(&[requested, follow], &over, 1);
     assert_eq!(found.count("rule 3 exceeded at a prefix"), 1, "{found:?}");
+}
+
+#[test]
+fn a_follow_of_a_locked_user_that_skips_the_request_is_found() {
+    let log = [logged((10, 1), "r", Change::Follow(1, 11))];
+    let ops = [op(
+        Verb::Follow,
+        1,
+        11,
+        "r",
+        (0, 5),
+        ok_at((10, 1), FOLLOWING),
+    )];
+    one("acknowledged write missing from the log", &ops, &log, 5);
 }

@@ -63,13 +63,15 @@ pub struct PostRef {
     pub followers_only: bool,
 }
 
-/// The four facts of a pair seen from one side.
+/// The facts of a pair seen from one side: its follows, blocks and pending requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Facts {
     pub following: bool,
     pub followed_by: bool,
     pub blocking: bool,
     pub blocked_by: bool,
+    pub requested: bool,
+    pub requested_by: bool,
 }
 
 impl Facts {
@@ -81,6 +83,8 @@ impl Facts {
             followed_by: flag("followed_by")?,
             blocking: flag("blocking")?,
             blocked_by: flag("blocked_by")?,
+            requested: flag("requested")?,
+            requested_by: flag("requested_by")?,
         })
     }
 }

@@ -338,8 +338,9 @@ impl Targets {
     /// The `project` process whose relay holds the publishing lock (its session names it).
     async fn publisher(&self) -> Option<usize> {
         let names: Vec<(String,)> = sqlx::query_as(
-            "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'relations relay pid %'",
+            "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE $1 || ' %'",
         )
+        .bind(relations_kafka::relay::SESSION_NAME)
         .fetch_all(&self.pool)
         .await
         .ok()?;
@@ -419,8 +420,13 @@ async fn break_one(
             let port = port_of(&targets.config.database.database_url);
             let partition = Partition::cut(&targets.cgroups[i], port);
             sleep(5).await;
+            let dropped = partition.dropped();
             drop(partition);
-            format!("instance {i} cut off from PostgreSQL (port {port}) for 5 s")
+            if dropped == 0 {
+                let what = format!("instance {i}'s partition from port {port}");
+                targets.broken.push((check::IDLE_FAULT, what));
+            }
+            format!("instance {i} cut off from PostgreSQL (port {port}) for 5 s: {dropped} packets dropped")
         }
         Kind::Skew => {
             let library = faketime_library().expect("libfaketime (scripts/services.sh)");
@@ -565,6 +571,15 @@ async fn read_log(pool: &sqlx::PgPool) -> Vec<Logged> {
             let event: relations_domain::RelationEvent = serde_json::from_value(payload).unwrap();
             use relations_domain::RelationEvent as E;
             let change = match event {
+                _ if event.request().is_some() => {
+                    let ((requester, target), pending) = event.request().unwrap();
+                    let (r, t) = (requester.get(), target.get());
+                    if pending {
+                        Change::Request(r, t)
+                    } else {
+                        Change::RequestEnded(r, t)
+                    }
+                }
                 E::Followed { follower, followee } => {
                     Change::Follow(follower.get(), followee.get())
                 }
@@ -573,16 +588,6 @@ async fn read_log(pool: &sqlx::PgPool) -> Vec<Logged> {
                 } => Change::Unfollow(follower.get(), followee.get()),
                 E::Blocked { blocker, blocked } => Change::Block(blocker.get(), blocked.get()),
                 E::Unblocked { blocker, blocked } => Change::Unblock(blocker.get(), blocked.get()),
-                E::FollowRequested {
-                    requester, target, ..
-                } => Change::Request(requester.get(), target.get()),
-                E::FollowRequestApproved { requester, target }
-                | E::FollowRequestRejected {
-                    requester, target, ..
-                }
-                | E::FollowRequestWithdrawn {
-                    requester, target, ..
-                } => Change::RequestEnded(requester.get(), target.get()),
                 other => panic!("the trial appends no {other:?}"),
             };
             Logged {
