@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use relations_domain::UserId;
+use relations_store::idempotency::{self, Prior};
 use relations_store::{EventMetadata, Executed, Idempotency, StoredAnswer};
 use serde::Serialize;
 
@@ -69,6 +70,25 @@ impl CommandRequest {
     ) -> Result<Option<Idempotency>, ApiError> {
         state.limiter.enforce(self.actor()).await?;
         Ok(std::mem::take(&mut self.key).bind(operation, request))
+    }
+}
+
+/// The first answer `actor`'s key holds for this very request, if it was answered: a command
+/// that judges anything before its decision (a post still readable, say) asks this first, so
+/// that a retry whose first attempt took effect gets that answer again, not a new judgement of
+/// a world that has moved on. A key used for another request is `IDEMPOTENCY_KEY_REUSED`.
+pub async fn prior(
+    state: &AppState,
+    actor: UserId,
+    idempotency: Option<&Idempotency>,
+) -> Result<Option<StoredAnswer>, ApiError> {
+    let Some(idem) = idempotency else {
+        return Ok(None);
+    };
+    match idempotency::prior(&state.pool, actor, idem).await? {
+        Prior::Unused => Ok(None),
+        Prior::Answered(first) => Ok(Some(first)),
+        Prior::Reused => Err(ApiError::IdempotencyKeyReused),
     }
 }
 

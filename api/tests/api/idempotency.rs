@@ -90,3 +90,68 @@ async fn a_malformed_key_is_bad_input() {
     );
     assert_eq!(app.event_count().await, 0);
 }
+
+/// `actor` likes or reposts (`verb`) `post` under `key`.
+async fn keyed_on_post(
+    app: &TestApp,
+    actor: i64,
+    post: &str,
+    verb: &str,
+    key: &str,
+) -> (StatusCode, Value, bool) {
+    let answer = app
+        .client
+        .post(format!("{}/api/v1/posts/{post}/{verb}", app.base))
+        .bearer_auth(app.token(actor))
+        .header("idempotency-key", key)
+        .send()
+        .await
+        .unwrap();
+    let replayed = answer.headers().contains_key("idempotent-replayed");
+    let (status, body) = read(answer).await;
+    (status, body, replayed)
+}
+
+/// Found by the fault trial: a like whose first attempt took effect, retried under its key
+/// after the liker stopped following the author of a followers-only post, was judged again
+/// (404) instead of answered as it was; a comment the same. A repost is tried the same way on a public post
+/// hidden from the caller by a block.
+#[tokio::test]
+async fn a_retried_like_or_repost_is_answered_as_it_was_when_the_post_is_no_longer_readable() {
+    let app = spawn_app().await;
+    let (_, body) = app
+        .post_with(
+            1,
+            json!({ "content": "for followers", "visibility": "followers" }),
+        )
+        .await;
+    let post = body["post"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(app.command("follow", 2, 1).await.0, StatusCode::OK);
+    let first = keyed_on_post(&app, 2, &post, "like", "like-once").await;
+    assert_eq!(first.0, StatusCode::OK, "{first:?}");
+    let comment = || {
+        app.client
+            .post(format!("{}/api/v1/posts/{post}/comments", app.base))
+            .bearer_auth(app.token(2))
+            .header("idempotency-key", "comment-once")
+            .json(&json!({ "content": "hello", "parent": null }))
+            .send()
+    };
+    let first_comment = read(comment().await.unwrap()).await;
+    assert_eq!(first_comment.0, StatusCode::CREATED, "{first_comment:?}");
+    assert_eq!(app.command("unfollow", 2, 1).await.0, StatusCode::OK);
+    assert_eq!(read(comment().await.unwrap()).await, first_comment);
+    let retry = keyed_on_post(&app, 2, &post, "like", "like-once").await;
+    assert_eq!((retry.0, &retry.1, retry.2), (first.0, &first.1, true));
+    // A new key is judged afresh: the post is not the caller's to read now.
+    let fresh = keyed_on_post(&app, 2, &post, "like", "like-again").await;
+    assert_eq!(fresh.0, StatusCode::NOT_FOUND, "{fresh:?}");
+
+    let (_, body) = app.post(3, "a public post").await;
+    let post = body["post"]["id"].as_str().unwrap().to_owned();
+    let first = keyed_on_post(&app, 4, &post, "repost", "repost-once").await;
+    assert_eq!(first.0, StatusCode::OK, "{first:?}");
+    assert_eq!(app.command("block", 4, 3).await.0, StatusCode::OK);
+    let retry = keyed_on_post(&app, 4, &post, "repost", "repost-once").await;
+    assert_eq!((retry.0, &retry.1, retry.2), (first.0, &first.1, true));
+}

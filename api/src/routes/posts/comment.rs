@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, PathId};
-use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::command::{prior, CommandAnswer, CommandRequest};
 use crate::routes::readable::live_comment;
 use crate::routes::readable::live_post;
 use crate::state::AppState;
@@ -52,6 +52,14 @@ pub async fn comment(
     PathId(post): PathId<PostId>,
     ApiJson(body): ApiJson<CommentBody>,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
+    let idempotency = request
+        .admit(&state, "comment", &(post.to_string(), &body))
+        .await?;
+    // A retry whose first attempt took effect is answered as it was, even if the post is no
+    // longer readable to the caller.
+    if let Some(first) = prior(&state, request.actor(), idempotency.as_ref()).await? {
+        return Ok(CommandAnswer::replay(first));
+    }
     let access = live_post(&state, request.actor(), post).await?;
     let parent = match &body.parent {
         None => None,
@@ -64,9 +72,6 @@ pub async fn comment(
             Some((parent.n, found.author))
         }
     };
-    let idempotency = request
-        .admit(&state, "comment", &(post.to_string(), &body))
-        .await?;
     let executed = state
         .engagement
         .comment(

@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use relations_domain::{RelationCommand, UserId};
-use relations_store::idempotency::{self, Prior};
+use relations_store::idempotency;
 use relations_store::RelationDecision;
 use relations_store::{Executed, Idempotency, LogPosition, StoredAnswer};
 use serde::Serialize;
@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use super::csv::parse;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiCsv;
-use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::command::{prior, CommandAnswer, CommandRequest};
 use crate::state::AppState;
 
 /// One line of an import that did not become a follow or a request.
@@ -78,23 +78,6 @@ pub async fn import(
     let outcome = tally(&ids, decided)?;
     let executed = keep(&state, actor, idempotency, outcome).await?;
     Ok(CommandAnswer::new("import", executed, StatusCode::OK))
-}
-
-/// The first answer given under the import's key, if there was one; the key used with another
-/// file is 422.
-async fn prior(
-    state: &AppState,
-    actor: UserId,
-    idempotency: Option<&Idempotency>,
-) -> Result<Option<StoredAnswer>, ApiError> {
-    let Some(idem) = idempotency else {
-        return Ok(None);
-    };
-    match idempotency::prior(&state.pool, actor, idem).await? {
-        Prior::Unused => Ok(None),
-        Prior::Answered(first) => Ok(Some(first)),
-        Prior::Reused => Err(ApiError::IdempotencyKeyReused),
-    }
 }
 
 /// Follows each of `ids` as a follow command would, all at once: they share group commits.
