@@ -95,7 +95,12 @@ impl LikeCommand {
 
     /// The verb, as logs and idempotency fingerprints name it.
     pub fn name(&self) -> &'static str {
-        match self.like {
+        Self::name_of(self.like)
+    }
+
+    /// The name of a like (`true`) or an unlike, before the command is made.
+    pub fn name_of(like: bool) -> &'static str {
+        match like {
             true => "like",
             false => "unlike",
         }

@@ -28,7 +28,12 @@ impl RepostCommand {
 
     /// The verb, as logs and idempotency fingerprints name it.
     pub fn name(&self) -> &'static str {
-        match self.repost {
+        Self::name_of(self.repost)
+    }
+
+    /// The name of a repost (`true`) or an unrepost, before the command is made.
+    pub fn name_of(repost: bool) -> &'static str {
+        match repost {
             true => "repost",
             false => "unrepost",
         }

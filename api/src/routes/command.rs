@@ -73,10 +73,8 @@ impl CommandRequest {
     }
 }
 
-/// The first answer `actor`'s key holds for this very request, if it was answered: a command
-/// that judges anything before its decision (a post still readable, say) asks this first, so
-/// that a retry whose first attempt took effect gets that answer again, not a new judgement of
-/// a world that has moved on. A key used for another request is `IDEMPOTENCY_KEY_REUSED`.
+/// The first answer `actor`'s key holds for this very request, if it was answered. A key used
+/// for another request is `IDEMPOTENCY_KEY_REUSED`.
 pub async fn prior(
     state: &AppState,
     actor: UserId,
@@ -89,6 +87,23 @@ pub async fn prior(
         Prior::Unused => Ok(None),
         Prior::Answered(first) => Ok(Some(first)),
         Prior::Reused => Err(ApiError::IdempotencyKeyReused),
+    }
+}
+
+/// `refusal`, found before the decision (a post no longer readable to the caller, say),
+/// unless the key already holds an answer to this very request: a retry whose first attempt
+/// took effect gets that answer again, not a new judgement of a world that has moved on (the
+/// fault trial found such retries refused 404). Only refusals pay for the lookup; the executor
+/// replays the others.
+pub async fn answered_or<T>(
+    state: &AppState,
+    actor: UserId,
+    idempotency: Option<&Idempotency>,
+    refusal: ApiError,
+) -> Result<CommandAnswer<T>, ApiError> {
+    match prior(state, actor, idempotency).await? {
+        Some(first) => Ok(CommandAnswer::replay(first)),
+        None => Err(refusal),
     }
 }
 

@@ -1,12 +1,12 @@
-//! A like or an unlike, of a post or of a comment: rule 7 and the key's first answer, the
-//! target found readable, then the decision, answered.
+//! A like or an unlike, of a post or of a comment: rule 7, the target found readable (else
+//! the key's first answer, if any), then the decision, answered.
 
 use crate::outcome::Liking;
 use axum::http::StatusCode;
 use relations_domain::{LikeCommand, LikeTarget};
 
 use crate::error::ApiError;
-use crate::routes::command::{prior, CommandAnswer, CommandRequest};
+use crate::routes::command::{answered_or, CommandAnswer, CommandRequest};
 use crate::routes::readable::{likable_post, live_comment};
 use crate::state::AppState;
 
@@ -20,30 +20,27 @@ pub async fn like(
     target: LikeTarget,
     like: bool,
 ) -> Result<CommandAnswer<Liking>, ApiError> {
-    let name = if like { "like" } else { "unlike" };
+    let name = LikeCommand::name_of(like);
     let idempotency = request.admit(&state, name, &target.to_string()).await?;
-    // A retry whose first attempt took effect is answered as it was, even if the post is no
-    // longer readable to the caller (the fault trial found such retries refused 404).
-    if let Some(first) = prior(&state, request.actor(), idempotency.as_ref()).await? {
-        return Ok(CommandAnswer::replay(first));
-    }
-    let (author, post, thread_seen) = match target {
-        LikeTarget::Post(post) => {
-            let access = likable_post(&state, request.actor(), post).await?;
-            (access.author, access, None)
-        }
-        LikeTarget::Comment(comment) => {
-            let found = live_comment(&state, request.actor(), comment).await?;
-            (found.author, found.post, Some(found.seen))
-        }
+    let actor = request.actor();
+    let found = match target {
+        LikeTarget::Post(post) => likable_post(&state, actor, post)
+            .await
+            .map(|access| (access.author, access, None)),
+        LikeTarget::Comment(comment) => live_comment(&state, actor, comment)
+            .await
+            .map(|found| (found.author, found.post, Some(found.seen))),
+    };
+    let (author, post, thread_seen) = match found {
+        Ok(found) => found,
+        Err(refusal) => return answered_or(&state, actor, idempotency.as_ref(), refusal).await,
     };
     let command = LikeCommand {
-        user: request.actor(),
+        user: actor,
         target,
         author,
         like,
     };
-    debug_assert_eq!(command.name(), name);
     let executed = state
         .engagement
         .like(

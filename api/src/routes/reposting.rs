@@ -1,12 +1,12 @@
-//! A repost or an unrepost (issue 44): rule 7 and the key's first answer, the post found
-//! readable by the caller, then the decision, answered.
+//! A repost or an unrepost (issue 44): rule 7, the post found readable by the caller (else
+//! the key's first answer, if any), then the decision, answered.
 
 use axum::http::StatusCode;
 use relations_domain::{PostId, RepostCommand};
 
 use crate::error::ApiError;
 use crate::outcome::Reposting;
-use crate::routes::command::{prior, CommandAnswer, CommandRequest};
+use crate::routes::command::{answered_or, CommandAnswer, CommandRequest};
 use crate::routes::readable::likable_post;
 use crate::state::AppState;
 
@@ -19,21 +19,19 @@ pub async fn repost(
     post: PostId,
     repost: bool,
 ) -> Result<CommandAnswer<Reposting>, ApiError> {
-    let name = if repost { "repost" } else { "unrepost" };
+    let name = RepostCommand::name_of(repost);
     let idempotency = request.admit(&state, name, &post.to_string()).await?;
-    // A retry whose first attempt took effect is answered as it was, even if the post is no
-    // longer readable to the caller (the fault trial found such retries refused 404).
-    if let Some(first) = prior(&state, request.actor(), idempotency.as_ref()).await? {
-        return Ok(CommandAnswer::replay(first));
-    }
-    let access = likable_post(&state, request.actor(), post).await?;
+    let actor = request.actor();
+    let access = match likable_post(&state, actor, post).await {
+        Ok(access) => access,
+        Err(refusal) => return answered_or(&state, actor, idempotency.as_ref(), refusal).await,
+    };
     let command = RepostCommand {
-        user: request.actor(),
+        user: actor,
         post,
         author: access.author,
         repost,
     };
-    debug_assert_eq!(command.name(), name);
     let executed = state
         .engagement
         .repost(command, access, &request.metadata, idempotency.as_ref())

@@ -147,8 +147,7 @@ async fn a_retried_like_or_repost_is_answered_as_it_was_when_the_post_is_no_long
     let fresh = keyed_on_post(&app, 2, &post, "like", "like-again").await;
     assert_eq!(fresh.0, StatusCode::NOT_FOUND, "{fresh:?}");
 
-    let (_, body) = app.post(3, "a public post").await;
-    let post = body["post"]["id"].as_str().unwrap().to_owned();
+    let (post, _) = app.publish(3, "a public post").await;
     let first = keyed_on_post(&app, 4, &post, "repost", "repost-once").await;
     assert_eq!(first.0, StatusCode::OK, "{first:?}");
     assert_eq!(app.command("block", 4, 3).await.0, StatusCode::OK);

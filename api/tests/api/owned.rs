@@ -21,6 +21,16 @@ fn is_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
+/// `initdb` of a cluster in `dir/data` (trust authentication, user `postgres`, UTF8), with
+/// `extra` arguments.
+fn initdb(dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let data = dir.join("data");
+    let mut args = vec!["-D", data.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
+    pg("initdb", &args)
+}
+
 /// Runs a PostgreSQL tool, as user `postgres` when the tests run as root (the server refuses
 /// to run as root).
 fn pg(tool: &str, args: &[&str]) -> std::process::Output {
@@ -67,21 +77,7 @@ impl OwnedPostgres {
     /// `max_wal_senders=10`, and trusted replication connections from 127.0.0.1.
     pub fn start() -> Self {
         let dir = Self::new_dir();
-        let data = dir.join("data");
-        let out = pg(
-            "initdb",
-            &[
-                "-D",
-                data.to_str().unwrap(),
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "--no-sync",
-                "-E",
-                "UTF8",
-            ],
-        );
+        let out = initdb(&dir, &[]);
         Self::started(dir, "initdb", out, false)
     }
 
@@ -104,25 +100,8 @@ impl OwnedPostgres {
             .status()
             .unwrap();
         assert!(chowned.success());
-        let (data, waldir) = (dir.join("data"), wal.join("pg_wal"));
-        let waldir = format!("--waldir={}", waldir.display());
-        let data = data.to_str().unwrap();
-        let out = pg(
-            "initdb",
-            &[
-                "-D",
-                data,
-                &waldir,
-                "--wal-segsize=1",
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "--no-sync",
-                "-E",
-                "UTF8",
-            ],
-        );
+        let waldir = format!("--waldir={}", wal.join("pg_wal").display());
+        let out = initdb(&dir, &[&waldir, "--wal-segsize=1"]);
         Self::started(dir, "initdb", out, true)
     }
 

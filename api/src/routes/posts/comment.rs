@@ -3,13 +3,14 @@
 use crate::outcome::{Commented, ThreadAnswer};
 use axum::extract::State;
 use axum::http::StatusCode;
-use relations_domain::{CommentId, PostContent, PostId};
+use relations_domain::{CommentId, PostContent, PostId, UserId};
+use relations_store::PostAccess;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, PathId};
-use crate::routes::command::{prior, CommandAnswer, CommandRequest};
+use crate::routes::command::{answered_or, CommandAnswer, CommandRequest};
 use crate::routes::readable::live_comment;
 use crate::routes::readable::live_post;
 use crate::state::AppState;
@@ -55,22 +56,10 @@ pub async fn comment(
     let idempotency = request
         .admit(&state, "comment", &(post.to_string(), &body))
         .await?;
-    // A retry whose first attempt took effect is answered as it was, even if the post is no
-    // longer readable to the caller.
-    if let Some(first) = prior(&state, request.actor(), idempotency.as_ref()).await? {
-        return Ok(CommandAnswer::replay(first));
-    }
-    let access = live_post(&state, request.actor(), post).await?;
-    let parent = match &body.parent {
-        None => None,
-        Some(raw) => {
-            let parent: CommentId = raw.parse().map_err(|_| ApiError::NotFound)?;
-            let found = live_comment(&state, request.actor(), parent).await?;
-            if parent.post != post {
-                return Err(ApiError::NotFound);
-            }
-            Some((parent.n, found.author))
-        }
+    let actor = request.actor();
+    let (access, parent) = match found(&state, actor, post, body.parent.as_deref()).await {
+        Ok(found) => found,
+        Err(refusal) => return answered_or(&state, actor, idempotency.as_ref(), refusal).await,
     };
     let executed = state
         .engagement
@@ -85,4 +74,24 @@ pub async fn comment(
         )
         .await?;
     Ok(CommandAnswer::new("comment", executed, StatusCode::CREATED))
+}
+
+/// The post, live and readable by `actor`, and the parent comment (its number and author),
+/// live and of the same post.
+async fn found(
+    state: &AppState,
+    actor: UserId,
+    post: PostId,
+    parent: Option<&str>,
+) -> Result<(PostAccess, Option<(u32, UserId)>), ApiError> {
+    let access = live_post(state, actor, post).await?;
+    let Some(raw) = parent else {
+        return Ok((access, None));
+    };
+    let parent: CommentId = raw.parse().map_err(|_| ApiError::NotFound)?;
+    let found = live_comment(state, actor, parent).await?;
+    if parent.post != post {
+        return Err(ApiError::NotFound);
+    }
+    Ok((access, Some((parent.n, found.author))))
 }
