@@ -36,6 +36,6 @@ pub use privacy::{Privacy, Reader};
 pub use relation::{Facts, FollowPrefs, PrefsChange, Relation, RelationState};
 pub use repost::{Repost, RepostCommand, RepostError, RepostEvent, RepostServices};
 pub use thread::{
-    BadCommentId, CommentId, CommentState, Thread, ThreadCommand, ThreadError, ThreadEvent,
-    ThreadServices,
+    BadCommentId, CommentAct, CommentId, CommentState, Thread, ThreadCommand, ThreadError,
+    ThreadEvent, ThreadServices,
 };

@@ -185,9 +185,55 @@ impl ThreadCommand {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Add { .. } => "comment",
-            Self::Delete { .. } => "delete_comment",
-            Self::Pin { pinned: true, .. } => "pin_comment",
-            Self::Pin { pinned: false, .. } => "unpin_comment",
+            Self::Delete { .. } => CommentAct::Delete.name(),
+            Self::Pin { pinned, .. } => CommentAct::Pin(*pinned).name(),
+        }
+    }
+}
+
+/// What is done to a comment that exists: deleted, or pinned (`true`) or unpinned. Named
+/// before the comment is found (a command is keyed first), made a command once it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentAct {
+    /// Delete it: its author or the post's author.
+    Delete,
+    /// Pin or unpin it: the post's author only.
+    Pin(bool),
+}
+
+impl CommentAct {
+    /// The verb, as [`ThreadCommand::name`] names the command.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Delete => "delete_comment",
+            Self::Pin(true) => "pin_comment",
+            Self::Pin(false) => "unpin_comment",
+        }
+    }
+
+    /// The command: `actor` acts on `comment`, written by `comment_author` under a post by
+    /// `post_author`.
+    pub fn command(
+        self,
+        comment: CommentId,
+        actor: UserId,
+        post_author: UserId,
+        comment_author: UserId,
+    ) -> ThreadCommand {
+        match self {
+            Self::Delete => ThreadCommand::Delete {
+                comment,
+                actor,
+                post_author,
+                comment_author,
+            },
+            Self::Pin(pinned) => ThreadCommand::Pin {
+                comment,
+                actor,
+                post_author,
+                comment_author,
+                pinned,
+            },
         }
     }
 }

@@ -2,13 +2,12 @@
 
 use crate::outcome::{Deleted, ThreadAnswer};
 use axum::extract::State;
-use relations_domain::{CommentId, ThreadCommand};
+use relations_domain::{CommentAct, CommentId};
 
 use super::thread::run_thread;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
-use crate::routes::readable::live_comment;
 use crate::state::AppState;
 
 /// Deletes a comment: its author or the post's author. `200 {position}`.
@@ -25,12 +24,5 @@ pub async fn delete_comment(
     request: CommandRequest,
     PathId(comment): PathId<CommentId>,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    let found = live_comment(&state, request.actor(), comment).await?;
-    let command = ThreadCommand::Delete {
-        comment,
-        actor: request.actor(),
-        post_author: found.post.author,
-        comment_author: found.author,
-    };
-    run_thread(state, request, command, found.post).await
+    run_thread(state, request, comment, CommentAct::Delete).await
 }

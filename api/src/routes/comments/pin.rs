@@ -2,9 +2,9 @@
 
 use crate::outcome::{Pinned, ThreadAnswer};
 use axum::extract::State;
-use relations_domain::CommentId;
+use relations_domain::{CommentAct, CommentId};
 
-use super::thread::run_pin;
+use super::thread::run_thread;
 use crate::error::ApiError;
 use crate::extract::PathId;
 use crate::routes::command::{CommandAnswer, CommandRequest};
@@ -20,5 +20,5 @@ pub async fn pin(
     request: CommandRequest,
     PathId(comment): PathId<CommentId>,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    run_pin(state, request, comment, true).await
+    run_thread(state, request, comment, CommentAct::Pin(true)).await
 }

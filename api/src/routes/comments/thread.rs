@@ -1,51 +1,33 @@
-//! The comment commands (deleting and pinning a comment), decided and answered.
+//! The comment commands (deleting and pinning a comment): rule 7, the comment found live
+//! (else the key's first answer, if any), then the decision, answered.
 
 use crate::outcome::ThreadAnswer;
 use axum::http::StatusCode;
-use relations_domain::{CommentId, ThreadCommand};
-use relations_store::PostAccess;
+use relations_domain::{CommentAct, CommentId};
 
 use crate::error::ApiError;
-use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::command::{answered_or, CommandAnswer, CommandRequest};
 use crate::routes::readable::live_comment;
 use crate::state::AppState;
 
-/// Decides a thread command (deleting or pinning a comment) on `post` and answers it.
+/// Does `act` to comment `comment` as the caller and answers it.
 pub async fn run_thread(
     state: AppState,
     mut request: CommandRequest,
-    command: ThreadCommand,
-    post: PostAccess,
+    comment: CommentId,
+    act: CommentAct,
 ) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    let name = command.name();
-    let id = match &command {
-        ThreadCommand::Delete { comment, .. } | ThreadCommand::Pin { comment, .. } => {
-            comment.to_string()
-        }
-        ThreadCommand::Add { post_id, .. } => post_id.to_string(),
+    let name = act.name();
+    let idempotency = request.admit(&state, name, &comment.to_string()).await?;
+    let actor = request.actor();
+    let found = match live_comment(&state, actor, comment).await {
+        Ok(found) => found,
+        Err(refusal) => return answered_or(&state, actor, idempotency.as_ref(), refusal).await,
     };
-    let idempotency = request.admit(&state, name, &id).await?;
+    let command = act.command(comment, actor, found.post.author, found.author);
     let executed = state
         .engagement
-        .thread_command(command, post, &request.metadata, idempotency.as_ref())
+        .thread_command(command, found.post, &request.metadata, idempotency.as_ref())
         .await?;
     Ok(CommandAnswer::new(name, executed, StatusCode::OK))
-}
-
-/// Pins (`pinned`) or unpins comment `id`, as the caller.
-pub async fn run_pin(
-    state: AppState,
-    request: CommandRequest,
-    comment: CommentId,
-    pinned: bool,
-) -> Result<CommandAnswer<ThreadAnswer>, ApiError> {
-    let found = live_comment(&state, request.actor(), comment).await?;
-    let command = ThreadCommand::Pin {
-        comment,
-        actor: request.actor(),
-        post_author: found.post.author,
-        comment_author: found.author,
-        pinned,
-    };
-    run_thread(state, request, command, found.post).await
 }

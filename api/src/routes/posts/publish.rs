@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::ApiJson;
-use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::command::{prior, CommandAnswer, CommandRequest};
 use crate::routes::query::feed_reader;
 use crate::routes::readable::likable_post;
 use crate::state::AppState;
@@ -67,25 +67,37 @@ pub async fn publish(
     let idempotency = request.admit(&state, "publish_post", &body).await?;
     let actor = request.actor();
     let quote_of = match body.quote_of {
-        Some(quoted) => Some(likable_post(&state, actor, quoted).await?),
-        None => None,
+        Some(quoted) => likable_post(&state, actor, quoted).await.map(Some),
+        None => Ok(None),
     };
-    let options = PostOptions {
-        visibility: body.visibility,
-        quote_of,
-        quote_policy: body.quote_policy,
+    let executed = match quote_of {
+        Ok(quote_of) => {
+            let options = PostOptions {
+                visibility: body.visibility,
+                quote_of,
+                quote_policy: body.quote_policy,
+            };
+            state
+                .posts
+                .publish(
+                    actor,
+                    body.content,
+                    options,
+                    &request.metadata,
+                    idempotency.as_ref(),
+                )
+                .await?
+                .map(Published::from)
+        }
+        // A quoted post no longer the author's to read: a retry whose first attempt took
+        // effect is answered as it was (routes::command::answered_or).
+        Err(refusal) => Executed::Replayed(
+            prior(&state, actor, idempotency.as_ref())
+                .await?
+                .ok_or(refusal)?,
+        ),
     };
-    let executed = state
-        .posts
-        .publish(
-            actor,
-            body.content,
-            options,
-            &request.metadata,
-            idempotency.as_ref(),
-        )
-        .await?;
-    let executed = show_quote(&state, actor, executed.map(Published::from)).await?;
+    let executed = show_quote(&state, actor, executed).await?;
     Ok(CommandAnswer::new(
         "publish_post",
         executed,
