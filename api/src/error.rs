@@ -5,7 +5,9 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use relations_domain::{LikeError, PostError, RelationError, RepostError, ThreadError};
+use relations_domain::{
+    BookmarkError, LikeError, PostError, RelationError, RepostError, ThreadError,
+};
 use relations_projections::ProjectionError;
 use relations_store::StoreError;
 use serde::Serialize;
@@ -247,6 +249,11 @@ impl From<StoreError> for ApiError {
                     },
                 }
             }
+            StoreError::BookmarkRejected(BookmarkError::NotFound) => ApiError::NotFound,
+            StoreError::BookmarkRejected(BookmarkError::Blocked) => ApiError::Forbidden {
+                code: "BLOCKED",
+                message: BookmarkError::Blocked.to_string(),
+            },
             // A command naming an erased user names nobody.
             StoreError::Erased => ApiError::NotFound,
             StoreError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,

@@ -9,8 +9,9 @@ use axum::http::StatusCode;
 use relations_domain::Relation;
 use relations_projections::views::{CommentView, PostView, QuoteView};
 use relations_store::{
-    AccountOutcome, Deletion, LikeChange, LogPosition, NewComment, PinChange, PostChange,
-    PostOutcome, Publication, RelationDecision, RepostChange, StoredAnswer, ThreadOutcome,
+    AccountOutcome, BookmarkChange, Deletion, LikeChange, LogPosition, NewComment, PinChange,
+    PostChange, PostOutcome, Publication, RelationDecision, RepostChange, StoredAnswer,
+    ThreadOutcome,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -57,6 +58,7 @@ impl From<Publication> for Published {
                 repost_count: 0,
                 reposted: Some(false),
                 reposted_by: None,
+                bookmarked: Some(false),
                 quote_policy: publication.quote_policy,
                 quote_count: 0,
                 // The handler shows the quoted post as the author may see it (and a replay,
@@ -287,12 +289,37 @@ impl From<RepostChange> for Reposting {
 
 impl Answer for Reposting {}
 
+/// The answer to a bookmark or unbookmark: `{changed, bookmarked, position}` (issue 46).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Bookmarking {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Bookmarked now.
+    pub bookmarked: bool,
+    /// Where the event sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+impl From<BookmarkChange> for Bookmarking {
+    fn from(change: BookmarkChange) -> Self {
+        Self {
+            changed: change.changed,
+            bookmarked: change.bookmarked,
+            position: change.position,
+        }
+    }
+}
+
+impl Answer for Bookmarking {}
+
 /// How the engagement store keeps each of its outcomes under its idempotency key.
 pub fn engagement_renders() -> relations_store::EngagementRenders {
     relations_store::EngagementRenders {
         threads: render::<_, ThreadAnswer>,
         likes: render::<_, Liking>,
         reposts: render::<_, Reposting>,
+        bookmarks: render::<_, Bookmarking>,
     }
 }
 

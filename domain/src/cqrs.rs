@@ -5,6 +5,7 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 
 use crate::account::{Account, AccountCommand, AccountError, AccountEvent};
+use crate::bookmark::{Bookmark, BookmarkCommand, BookmarkError, BookmarkEvent, BookmarkServices};
 use crate::like::{Like, LikeCommand, LikeError, LikeEvent, LikeServices};
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
 use crate::post::{Post, PostCommand, PostError, PostEvent, QuoteJudged};
@@ -86,4 +87,11 @@ aggregate!(
     RepostEvent,
     RepostError,
     RepostServices
+);
+aggregate!(
+    Bookmark,
+    BookmarkCommand,
+    BookmarkEvent,
+    BookmarkError,
+    BookmarkServices
 );

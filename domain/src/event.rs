@@ -3,8 +3,8 @@
 //! handled. Only the store's decoder looks at a stream's type or an event's name as text.
 
 use crate::{
-    Account, AccountEvent, Like, LikeEvent, Post, PostEvent, RelationEvent, RelationPair, Repost,
-    RepostEvent, Thread, ThreadEvent, UserId,
+    Account, AccountEvent, Bookmark, BookmarkEvent, Like, LikeEvent, Post, PostEvent,
+    RelationEvent, RelationPair, Repost, RepostEvent, Thread, ThreadEvent, UserId,
 };
 
 /// An event of any stream of the log.
@@ -20,6 +20,8 @@ pub enum LogEvent {
     Like(LikeEvent),
     /// Of a repost's stream (a user and a post they repost; issue 44).
     Repost(RepostEvent),
+    /// Of a bookmark's stream (a user and a post they bookmark; issue 46).
+    Bookmark(BookmarkEvent),
     /// Of an account's stream (tokens, bans, settings, erasure).
     Account(AccountEvent),
 }
@@ -54,6 +56,7 @@ impl LogEvent {
             Thread::TYPE => Self::Thread(serde_json::from_str(payload)?),
             Like::TYPE => Self::Like(serde_json::from_str(payload)?),
             Repost::TYPE => Self::Repost(serde_json::from_str(payload)?),
+            Bookmark::TYPE => Self::Bookmark(serde_json::from_str(payload)?),
             Account::TYPE => Self::Account(serde_json::from_str(payload)?),
             other => return Err(DecodeError::StreamType(other.to_owned())),
         };
@@ -74,6 +77,7 @@ impl LogEvent {
             Self::Thread(_) => Thread::TYPE,
             Self::Like(_) => Like::TYPE,
             Self::Repost(_) => Repost::TYPE,
+            Self::Bookmark(_) => Bookmark::TYPE,
             Self::Account(_) => Account::TYPE,
         }
     }
@@ -86,6 +90,7 @@ impl LogEvent {
             Self::Thread(e) => e.event_type(),
             Self::Like(e) => e.event_type(),
             Self::Repost(e) => e.event_type(),
+            Self::Bookmark(e) => e.event_type(),
             Self::Account(e) => e.event_type(),
         }
     }
@@ -108,7 +113,8 @@ impl LogEvent {
             | Self::Post(_)
             | Self::Thread(_)
             | Self::Like(_)
-            | Self::Repost(_) => None,
+            | Self::Repost(_)
+            | Self::Bookmark(_) => None,
         }
     }
 
@@ -154,6 +160,7 @@ impl LogEvent {
             | Self::Relation(_)
             | Self::Like(_)
             | Self::Repost(_)
+            | Self::Bookmark(_)
             | Self::Account(_) => None,
         }
     }
@@ -191,5 +198,20 @@ mod tests {
         ));
         let erased = LogEvent::decode("account", "UserErased", r#"{"UserErased": {"user": 4}}"#);
         assert_eq!(erased.unwrap().erased_user(), UserId::try_from(4).ok());
+    }
+
+    #[test]
+    fn a_bookmark_decodes_from_its_own_stream_type() {
+        let payload = r#"{"Bookmarked": {"user": 2, "post": "0190f5a2-7b6c-7def-8123-456789abcdef", "author": 1}}"#;
+        let event = LogEvent::decode("bookmark", "Bookmarked", payload).unwrap();
+        assert_eq!(
+            (event.stream_type(), event.event_type()),
+            ("bookmark", "Bookmarked")
+        );
+        assert!(event.erased_user().is_none() && !event.carries_content());
+        assert!(matches!(
+            LogEvent::decode("repost", "Bookmarked", payload),
+            Err(DecodeError::Payload(_))
+        ));
     }
 }

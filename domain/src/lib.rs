@@ -6,6 +6,7 @@
 //! for the store, which brings tokio in through cqrs-es, and stays off for the domain's own use.
 
 pub mod account;
+pub mod bookmark;
 pub mod event;
 pub mod ids;
 pub mod like;
@@ -21,6 +22,7 @@ pub mod time;
 mod cqrs;
 
 pub use account::{Account, AccountCommand, AccountError, AccountEvent, TokenStamp};
+pub use bookmark::{Bookmark, BookmarkCommand, BookmarkError, BookmarkEvent, BookmarkServices};
 pub use event::{DecodeError, LogEvent};
 pub use ids::{PairId, SelfRelation, UserId, UserIdError};
 pub use like::{BadLikeTarget, Like, LikeCommand, LikeError, LikeEvent, LikeServices, LikeTarget};

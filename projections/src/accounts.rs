@@ -45,7 +45,8 @@ impl MemoryModel for Accounts {
                 | LogEvent::Post(_)
                 | LogEvent::Thread(_)
                 | LogEvent::Like(_)
-                | LogEvent::Repost(_) => {}
+                | LogEvent::Repost(_)
+                | LogEvent::Bookmark(_) => {}
             }
         }
         self.loaded = replay;
@@ -60,7 +61,8 @@ impl MemoryModel for Accounts {
             | LogEvent::Post(_)
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
-            | LogEvent::Repost(_) => {}
+            | LogEvent::Repost(_)
+            | LogEvent::Bookmark(_) => {}
         }
     }
 }

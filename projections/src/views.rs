@@ -32,6 +32,10 @@ pub struct PostView {
     /// Whether the bearer reposts it (answers to a bearer token only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reposted: Option<bool>,
+    /// Whether the bearer bookmarks it (answers to a bearer token only; issue 46: private,
+    /// so no count beside it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bookmarked: Option<bool>,
     /// A feed item's (issue 44): the followed users who reposted it, newest first, at most 3;
     /// empty when the reader sees it only as a follower of its author. Only on feed items.
     #[serde(skip_serializing_if = "Option::is_none")]

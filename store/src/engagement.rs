@@ -1,13 +1,14 @@
-//! Comments and likes (seed 002), reposts (issue 44): commands on a post's `thread` stream and
-//! on `like` and `repost` streams,
+//! Comments and likes (seed 002), reposts (issue 44), bookmarks (issue 46): commands on a
+//! post's `thread` stream and on `like`, `repost` and `bookmark` streams,
 //! through the same group-commit executor as every other command. Each locks and folds the
 //! relation pair between the actor and the author in its transaction, so a block and a comment
 //! or like never pass each other.
 
 use chrono::{DateTime, Utc};
 use relations_domain::{
-    CommentId, Like, LikeCommand, LikeServices, LikeTarget, PairId, PostContent, PostId, Repost,
-    RepostCommand, RepostServices, Thread, ThreadCommand, ThreadServices, UserId,
+    Bookmark, BookmarkCommand, BookmarkServices, CommentId, Like, LikeCommand, LikeServices,
+    LikeTarget, PairId, PostContent, PostId, Repost, RepostCommand, RepostServices, Thread,
+    ThreadCommand, ThreadServices, UserId,
 };
 use sqlx::PgPool;
 
@@ -72,6 +73,17 @@ pub struct RepostChange {
     pub position: Option<LogPosition>,
 }
 
+/// A bookmark or unbookmark decided (issue 46).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BookmarkChange {
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Bookmarked now.
+    pub bookmarked: bool,
+    /// Where the event sits in the log; none when nothing changed.
+    pub position: Option<LogPosition>,
+}
+
 /// What a thread command decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ThreadOutcome {
@@ -83,12 +95,13 @@ pub enum ThreadOutcome {
     Pinned(PinChange),
 }
 
-/// Carries out comment, like and repost commands against the event store.
+/// Carries out comment, like, repost and bookmark commands against the event store.
 #[derive(Clone)]
 pub struct EngagementStore {
     threads: Executor<ThreadCommandOf>,
     likes: Executor<LikeCommandOf>,
     reposts: Executor<RepostCommandOf>,
+    bookmarks: Executor<BookmarkCommandOf>,
 }
 
 /// How each kind of outcome is kept under its idempotency key.
@@ -99,6 +112,8 @@ pub struct EngagementRenders {
     pub likes: Render<LikeChange>,
     /// Reposts and unreposts.
     pub reposts: Render<RepostChange>,
+    /// Bookmarks and unbookmarks.
+    pub bookmarks: Render<BookmarkChange>,
 }
 
 impl EngagementStore {
@@ -115,11 +130,13 @@ impl EngagementStore {
             threads,
             likes,
             reposts,
+            bookmarks,
         } = renders;
         Self {
             threads: Executor::spawn(pool.clone(), Some(keys), signal.clone(), workers, threads),
             likes: Executor::spawn(pool.clone(), None, signal.clone(), workers, likes),
-            reposts: Executor::spawn(pool, None, signal, workers, reposts),
+            reposts: Executor::spawn(pool.clone(), None, signal.clone(), workers, reposts),
+            bookmarks: Executor::spawn(pool, None, signal, workers, bookmarks),
         }
     }
 
@@ -214,6 +231,28 @@ impl EngagementStore {
             post,
         };
         self.reposts.execute(command, metadata, idempotency).await
+    }
+
+    /// Decides a bookmark or unbookmark of `post` (found live by the caller) and appends its
+    /// event; refused as not found when the user may not read the post, as blocked across a
+    /// block either way, each read under the pair's lock (issue 46; an unbookmark as a
+    /// bookmark: [`Bookmark::decide`]).
+    #[tracing::instrument(name = "command.execute", skip_all, fields(
+        command = command.name(), user.id = %command.user, post.id = %command.post
+    ))]
+    pub async fn bookmark(
+        &self,
+        command: BookmarkCommand,
+        post: PostAccess,
+        metadata: &EventMetadata,
+        idempotency: Option<&Idempotency>,
+    ) -> Result<Executed<BookmarkChange>, StoreError> {
+        let command = BookmarkCommandOf {
+            stream: command.stream(),
+            command,
+            post,
+        };
+        self.bookmarks.execute(command, metadata, idempotency).await
     }
 }
 
@@ -443,6 +482,63 @@ impl StoreCommand for RepostCommandOf {
         RepostChange {
             changed: position.is_some(),
             reposted: repost.reposted,
+            position,
+        }
+    }
+}
+
+struct BookmarkCommandOf {
+    command: BookmarkCommand,
+    stream: String,
+    post: PostAccess,
+}
+
+impl StoreCommand for BookmarkCommandOf {
+    type Aggregate = Bookmark;
+    type Guard = PairGuard;
+    type Outcome = BookmarkChange;
+
+    fn stream(&self) -> &str {
+        &self.stream
+    }
+
+    fn actor(&self) -> UserId {
+        self.command.user
+    }
+
+    /// The bookmarker and the author: an erased one is named, and refused.
+    fn users(&self) -> Vec<UserId> {
+        vec![self.command.user, self.command.author]
+    }
+
+    fn command(&self) -> BookmarkCommand {
+        self.command
+    }
+
+    /// A bookmark reads the pair of bookmarker and author (a block, a follow for
+    /// readability) and the post's author's lock, as a repost does.
+    fn ask(&self) -> PairAsk {
+        PairAsk {
+            pairs: PairId::new(self.command.user, self.command.author)
+                .ok()
+                .into_iter()
+                .collect(),
+            post: Some(self.post),
+            comment: None,
+        }
+    }
+
+    fn services(&self, guard: &PairGuard) -> BookmarkServices {
+        BookmarkServices {
+            unreadable: guard.unreadable(self.command.user, self.post),
+            blocked: guard.blocked(self.command.user, [self.command.author]),
+        }
+    }
+
+    fn outcome(&self, bookmark: &Bookmark, position: Option<LogPosition>) -> BookmarkChange {
+        BookmarkChange {
+            changed: position.is_some(),
+            bookmarked: bookmark.bookmarked,
             position,
         }
     }

@@ -1,6 +1,8 @@
 //! What can go wrong when a command meets the store.
 
-use relations_domain::{LikeError, PostError, RelationError, RepostError, ThreadError};
+use relations_domain::{
+    BookmarkError, LikeError, PostError, RelationError, RepostError, ThreadError,
+};
 
 /// Why a command was not carried out.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +22,9 @@ pub enum StoreError {
     /// The domain refused a repost or unrepost; nothing was appended.
     #[error(transparent)]
     RepostRejected(#[from] RepostError),
+    /// The domain refused a bookmark or unbookmark; nothing was appended.
+    #[error(transparent)]
+    BookmarkRejected(#[from] BookmarkError),
     /// A user the command names is erased (issue 25): nothing is decided about them again.
     #[error("the user is erased")]
     Erased,

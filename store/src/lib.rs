@@ -29,8 +29,8 @@ mod user_locks;
 
 pub use accounts::{AccountOutcome, AccountStore};
 pub use engagement::{
-    EngagementRenders, EngagementStore, LikeChange, NewComment, PinChange, PostAccess,
-    RepostChange, ThreadOutcome,
+    BookmarkChange, EngagementRenders, EngagementStore, LikeChange, NewComment, PinChange,
+    PostAccess, RepostChange, ThreadOutcome,
 };
 pub use error::StoreError;
 pub use executor::{panic_message, Executed, Render, Workers};

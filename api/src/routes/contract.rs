@@ -106,6 +106,16 @@ error_sets! {
         (429, ""),
         (503, ""),
     ];
+    /// A bookmark's or an unbookmark's errors (issue 46), judged in this order.
+    BookmarkErrors = [
+        (400, ""),
+        (401, ""),
+        (403, "BLOCKED: a block either way"),
+        (404, "unknown, deleted or malformed id, or a post the caller may not read"),
+        (422, ""),
+        (429, ""),
+        (503, ""),
+    ];
     /// A pin's or an unpin's errors.
     PinErrors = [
         (400, ""),

@@ -6,6 +6,7 @@
 
 mod account;
 mod admin;
+mod bookmarking;
 mod command;
 mod comments;
 mod contract;

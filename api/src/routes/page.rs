@@ -5,7 +5,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
-use relations_projections::engagement::query::CommentKey;
+use relations_projections::engagement::query::{BookmarkKey, CommentKey};
 use relations_store::LogPosition;
 use serde::{Deserialize, Deserializer};
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
@@ -99,6 +99,21 @@ impl CursorKey for CommentKey {
 
     fn encode(&self) -> String {
         self.to_string()
+    }
+}
+
+/// A bookmark's place in its user's bookmarks (issue 46): `"{since µs}.{post id}"`.
+impl CursorKey for BookmarkKey {
+    const PATTERN: &'static str = r"^-?[0-9]{1,18}\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
+    fn decode(raw: &str) -> Option<Self> {
+        let (micros, post) = raw.split_once('.')?;
+        let since = relations_domain::time::from_key_micros(micros.parse().ok()?);
+        Some((since, post.parse().ok()?))
+    }
+
+    fn encode(&self) -> String {
+        format!("{}.{}", self.0.timestamp_micros(), self.1)
     }
 }
 
@@ -238,6 +253,14 @@ mod tests {
         assert_eq!(round_trip::<Change>("5.1.2").as_deref(), Some("5.1.2"));
         assert_eq!(round_trip::<Change>("5.1"), None);
         assert_eq!(round_trip::<i64>("42").as_deref(), Some("42"));
+        let bookmark = "1700000000000000.0190f5a2-7b6c-7def-8123-456789abcdef";
+        assert_eq!(
+            round_trip::<BookmarkKey>(bookmark).as_deref(),
+            Some(bookmark)
+        );
+        for bad in ["1700000000000000", "1.x", "x.0190f5a2-7b6c-7def-8123-456789abcdef"] {
+            assert_eq!(round_trip::<BookmarkKey>(bad), None, "{bad:?}");
+        }
         for bad in ["0", "-1", "+1", "", "x"] {
             assert_eq!(round_trip::<i64>(bad), None, "{bad:?}");
         }

@@ -13,10 +13,14 @@
 //!   ([`hide_bare`]);
 //! - a repost is a row per (post, user) and moves the post's repost count as a like moves its
 //!   like count (issue 44);
+//! - a bookmark is a row per (post, user), and moves no count: bookmarks are private (issue
+//!   46);
 //! - a quote is a row per quoting post and adds one to the quoted post's quote count; the
 //!   quoting post's deletion, or its quote's detaching, takes the row and the one (issue 44);
-//! - an erasure voids the user's likes, reposts and quotes (each target loses one) and deletes
-//!   each of their live comments as a deletion does.
+//! - an erasure voids the user's likes, reposts and quotes (each target loses one) and
+//!   bookmarks, and deletes each of their live comments as a deletion does. A post's deletion,
+//!   or its author's erasure, leaves its likes', reposts' and bookmarks' rows: every read of
+//!   them joins the posts that are live and readable.
 //!
 //! A run of likes ([`fold_changes`]) is folded at once where the tables can do better than one
 //! by one ([`EngagementTables::like_run`]), with the result one by one gives.
@@ -24,7 +28,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use relations_domain::{LikeTarget, LogEvent, PostEvent, ThreadEvent};
+use relations_domain::{LikeTarget, LogEvent, PostEvent, PostId, ThreadEvent, UserId};
 use relations_store::log::RecordedEvent;
 
 use crate::error::ProjectionError;
@@ -50,20 +54,39 @@ pub struct Like {
     pub on: bool,
 }
 
-/// A repost made or taken back (issue 44).
+/// A user's mark on a post made or taken back: a repost (issue 44) or a bookmark (issue 46).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Repost {
+pub struct PostMark {
     /// The post.
     pub post: uuid::Uuid,
-    /// Who reposts it.
+    /// Who marks it.
     pub user: i64,
     /// Its author.
     pub author: i64,
     /// When.
     pub at: DateTime<Utc>,
-    /// A repost (`true`) or its end.
+    /// A mark (`true`) or its end.
     pub on: bool,
 }
+
+impl PostMark {
+    /// The mark an event's `(user, post, author, on)` parts make, at `at`.
+    fn of((user, post, author, on): (UserId, PostId, UserId, bool), at: DateTime<Utc>) -> Self {
+        Self {
+            post: post.uuid(),
+            user: user.get(),
+            author: author.get(),
+            at,
+            on,
+        }
+    }
+}
+
+/// A repost made or taken back (issue 44).
+pub type Repost = PostMark;
+
+/// A bookmark made or taken back (issue 46).
+pub type Bookmark = PostMark;
 
 /// A quote as published (issue 44).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +125,8 @@ pub enum EngagementChange<'a> {
     Like(Like),
     /// A repost made or taken back.
     Repost(Repost),
+    /// A bookmark made or taken back.
+    Bookmark(Bookmark),
     /// A post that quotes another was published.
     Quoted(Quote),
     /// A post was deleted, or its quote detached: it quotes no more, if it did.
@@ -138,15 +163,9 @@ impl<'a> EngagementChange<'a> {
                     on,
                 })
             }
-            LogEvent::Repost(repost) => {
-                let (user, post, author, on) = repost.parts();
-                Self::Repost(Repost {
-                    post: post.uuid(),
-                    user: user.get(),
-                    author: author.get(),
-                    at: occurred_at,
-                    on,
-                })
+            LogEvent::Repost(repost) => Self::Repost(PostMark::of(repost.parts(), occurred_at)),
+            LogEvent::Bookmark(bookmark) => {
+                Self::Bookmark(PostMark::of(bookmark.parts(), occurred_at))
             }
             LogEvent::Thread(thread) => Self::of_thread(thread),
             LogEvent::Post(
@@ -238,6 +257,13 @@ pub trait EngagementTables {
     /// Adds each post's change to its repost count.
     async fn count_reposts(&mut self, moved: &[(uuid::Uuid, i64)]) -> Folded<()>;
 
+    /// Makes (`bookmark.on`) or removes the row of (`bookmark.post`, `bookmark.user`); no
+    /// count moves with it (issue 46: bookmarks are private).
+    async fn bookmark(&mut self, bookmark: &Bookmark) -> Folded<()>;
+
+    /// Removes every bookmark of `user`.
+    async fn unbookmark_all(&mut self, user: i64) -> Folded<()>;
+
     /// Keeps `quote`'s row; whether it is new.
     async fn quote(&mut self, quote: &Quote) -> Folded<bool>;
 
@@ -298,6 +324,7 @@ pub async fn fold<T: EngagementTables + ?Sized>(
                 tables.count_reposts(&[(repost.post, delta)]).await?;
             }
         }
+        EngagementChange::Bookmark(bookmark) => tables.bookmark(&bookmark).await?,
         EngagementChange::Quoted(quote) => {
             if tables.quote(&quote).await? {
                 tables.count_quotes(&[(quote.quote_of, 1)]).await?;
@@ -331,7 +358,8 @@ pub async fn fold<T: EngagementTables + ?Sized>(
 }
 
 /// Folds `user`'s erasure: every like, repost and quote of theirs goes and its target loses one;
-/// every live comment of theirs is deleted as a deletion deletes one.
+/// every bookmark of theirs goes; every live comment of theirs is deleted as a deletion
+/// deletes one.
 async fn erase<T: EngagementTables + ?Sized>(tables: &mut T, user: i64) -> Folded<()> {
     let liked = tables.unlike_all(user).await?;
     tables
@@ -341,6 +369,7 @@ async fn erase<T: EngagementTables + ?Sized>(tables: &mut T, user: i64) -> Folde
     tables
         .count_reposts(&net(reposted.into_iter().map(|p| (p, -1))))
         .await?;
+    tables.unbookmark_all(user).await?;
     let quoted = tables.unquote_all(user).await?;
     tables
         .count_quotes(&net(quoted.into_iter().map(|p| (p, -1))))

@@ -1,9 +1,11 @@
-//! The likes, reposts (issue 44) and live comments of the held posts (issue 28): what a feed page from memory
-//! shows of each post beside its body (its like and comment counts, and whether the reader
-//! likes it), folded from the same events as projector `engagement`'s `rm_likes` and
-//! `rm_post_stats`, so that a page needs no round trip at all.
+//! The likes, reposts (issue 44), bookmarks (issue 46) and live comments of the held posts
+//! (issue 28): what a feed page from memory shows of each post beside its body (its like and
+//! comment counts, and whether the reader likes, reposts or bookmarks it), folded from the
+//! same events as projector `engagement`'s `rm_likes`, `rm_bookmarks` and `rm_post_stats`, so
+//! that a page needs no round trip at all.
 //!
-//! Only posts that are held and have a like or a live comment have an entry: a post that
+//! Only posts that are held and have a like, a repost, a bookmark, a quote or a live comment
+//! have an entry: a post that
 //! leaves memory (past a cap, deleted, its author erased) takes its entry with it. The counts
 //! are those of `rm_post_stats`: a like counts while it stands, a comment while it is not
 //! deleted (a tombstone does not count). An erasure voids every like and live comment of the
@@ -19,6 +21,8 @@ pub struct PostStats {
     author: u64,
     likers: HashSet<u64>,
     reposters: HashSet<u64>,
+    /// Who bookmarks it (issue 46): only ever shown to each of them, as `bookmarked`.
+    bookmarkers: HashSet<u64>,
     /// `(n, author)` of every live comment.
     comments: Vec<(u32, u64)>,
     /// The posts that quote it, live and not detached (issue 44).
@@ -29,10 +33,14 @@ impl PostStats {
     fn is_empty(&self) -> bool {
         self.likers.is_empty()
             && self.reposters.is_empty()
+            && self.bookmarkers.is_empty()
             && self.comments.is_empty()
             && self.quotes.is_empty()
     }
 }
+
+/// Which set of users of an entry a change is about: its likers, reposters or bookmarkers.
+type Users = fn(&mut PostStats) -> &mut HashSet<u64>;
 
 /// What a page shows of a post's engagement.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +55,8 @@ pub struct Shown {
     pub reposts: i64,
     /// Whether the reader reposts it.
     pub reposted: bool,
+    /// Whether the reader bookmarks it.
+    pub bookmarked: bool,
     /// Live quotes that are not detached.
     pub quotes: i64,
 }
@@ -71,6 +81,7 @@ impl Engagement {
                 liked: s.likers.contains(&reader),
                 reposts: s.reposters.len() as i64,
                 reposted: s.reposters.contains(&reader),
+                bookmarked: s.bookmarkers.contains(&reader),
                 quotes: s.quotes.len() as i64,
             })
     }
@@ -109,22 +120,37 @@ impl Engagement {
     /// back a like that is not there, changes nothing, as in `rm_likes`. The caller adds only
     /// to held posts.
     pub fn like(&mut self, post: PostId, author: u64, user: u64, on: bool) {
-        if on {
-            self.entry(post, author).likers.insert(user);
-        } else if let Some(stats) = self.by_post.get_mut(&post) {
-            stats.likers.remove(&user);
-            self.forget_if_empty(post);
-        }
+        self.mark(post, author, user, on, |s| &mut s.likers);
     }
 
     /// `user` reposts `post` of `author` (`on`), or took the repost back, as [`Self::like`].
     pub fn repost(&mut self, post: PostId, author: u64, user: u64, on: bool) {
+        self.mark(post, author, user, on, |s| &mut s.reposters);
+    }
+
+    /// `user` bookmarks `post` of `author` (`on`), or took the bookmark back (issue 46), as
+    /// [`Self::like`].
+    pub fn bookmark(&mut self, post: PostId, author: u64, user: u64, on: bool) {
+        self.mark(post, author, user, on, |s| &mut s.bookmarkers);
+    }
+
+    /// Puts `user` into (`on`) or takes them out of the set `users` picks of `post`'s entry
+    /// (an entry made for `author` when missing, and forgotten when left empty).
+    fn mark(&mut self, post: PostId, author: u64, user: u64, on: bool, users: Users) {
         if on {
-            self.entry(post, author).reposters.insert(user);
+            users(self.entry(post, author)).insert(user);
         } else if let Some(stats) = self.by_post.get_mut(&post) {
-            stats.reposters.remove(&user);
+            users(stats).remove(&user);
             self.forget_if_empty(post);
         }
+    }
+
+    /// Takes `user` out of the set `users` picks of every entry (an erasure).
+    fn unmark_all(&mut self, user: u64, users: Users) {
+        self.by_post.retain(|_, stats| {
+            users(stats).remove(&user);
+            !stats.is_empty()
+        });
     }
 
     /// Comment `n` of `by` on `post` of `author`. The caller adds only to held posts.
@@ -167,18 +193,17 @@ impl Engagement {
 
     /// Each like of `user` is void (an erasure).
     pub fn unlike_all(&mut self, user: u64) {
-        self.by_post.retain(|_, stats| {
-            stats.likers.remove(&user);
-            !stats.is_empty()
-        });
+        self.unmark_all(user, |s| &mut s.likers);
     }
 
     /// Each repost of `user` is void (an erasure).
     pub fn unrepost_all(&mut self, user: u64) {
-        self.by_post.retain(|_, stats| {
-            stats.reposters.remove(&user);
-            !stats.is_empty()
-        });
+        self.unmark_all(user, |s| &mut s.reposters);
+    }
+
+    /// Each bookmark of `user` is void (an erasure).
+    pub fn unbookmark_all(&mut self, user: u64) {
+        self.unmark_all(user, |s| &mut s.bookmarkers);
     }
 
     /// Each live comment of `user` is deleted (an erasure).
@@ -219,7 +244,8 @@ impl Engagement {
             .by_post
             .values()
             .map(|s| {
-                (s.likers.capacity() + s.reposters.capacity()) * (size_of::<u64>() + 1)
+                (s.likers.capacity() + s.reposters.capacity() + s.bookmarkers.capacity())
+                    * (size_of::<u64>() + 1)
                     + s.comments.capacity() * size_of::<(u32, u64)>()
                     + s.quotes.capacity() * (size_of::<PostId>() + 1)
             })
@@ -301,6 +327,26 @@ mod tests {
         e.quote(p(14), 4, p(4), 7);
         e.retain_held(|_, _| false);
         assert!(e.quoting.is_empty());
+    }
+
+    #[test]
+    fn a_bookmark_shows_to_its_bookmarker_alone_until_taken_back_or_erased() {
+        let mut e = Engagement::default();
+        e.bookmark(p(1), 9, 2, true);
+        e.bookmark(p(1), 9, 2, true);
+        assert!(e.shown(p(1), 2).bookmarked);
+        assert!(!e.shown(p(1), 3).bookmarked);
+        assert_eq!(shown(&e, 1, 2), (0, 0, false), "no count moves");
+        e.bookmark(p(1), 9, 2, false);
+        e.bookmark(p(1), 9, 2, false);
+        assert!(!e.shown(p(1), 2).bookmarked);
+        assert!(e.by_post.is_empty(), "an empty entry goes");
+        e.bookmark(p(1), 9, 2, true);
+        e.bookmark(p(2), 8, 3, true);
+        e.unbookmark_all(2);
+        assert!(!e.shown(p(1), 2).bookmarked);
+        assert!(e.shown(p(2), 3).bookmarked);
+        assert_eq!(e.by_post.len(), 1);
     }
 
     #[test]

@@ -308,6 +308,7 @@ impl Projector for LikeCacheProjector {
             | LogEvent::Post(_)
             | LogEvent::Thread(_)
             | LogEvent::Repost(_)
+            | LogEvent::Bookmark(_)
             | LogEvent::Account(_) => return Ok(()),
         };
         let LikeTarget::Post(post) = target else {

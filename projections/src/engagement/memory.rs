@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use relations_domain::LikeTarget;
 use uuid::Uuid;
 
-use super::fold::{EngagementTables, Folded, Key, Like, NewComment, Quote, Repost};
+use super::fold::{
+    Bookmark, EngagementTables, Folded, Key, Like, NewComment, PostMark, Quote, Repost,
+};
 use super::PostCounts;
 
 /// A row of `rm_comments`.
@@ -30,13 +32,16 @@ pub struct CommentRow {
     pub visible: bool,
 }
 
-/// `rm_likes`, `rm_reposts`, `rm_quotes`, `rm_post_stats` and `rm_comments`, in memory.
+/// `rm_likes`, `rm_reposts`, `rm_bookmarks`, `rm_quotes`, `rm_post_stats` and `rm_comments`,
+/// in memory.
 #[derive(Debug, Default)]
 pub struct EngagementMemory {
     /// `rm_likes`: (target, user).
     pub likes: BTreeSet<(LikeTarget, i64)>,
     /// `rm_reposts`: (post, user).
     pub reposts: BTreeSet<(Uuid, i64)>,
+    /// `rm_bookmarks`: (post, user).
+    pub bookmarks: BTreeSet<(Uuid, i64)>,
     /// `rm_quotes`: quoting post -> (quoted post, author).
     pub quotes: BTreeMap<Uuid, (Uuid, i64)>,
     /// `rm_post_stats`.
@@ -69,24 +74,21 @@ impl EngagementTables for EngagementMemory {
     }
 
     async fn repost(&mut self, repost: &Repost) -> Folded<bool> {
-        let pair = (repost.post, repost.user);
-        Ok(match repost.on {
-            true => self.reposts.insert(pair),
-            false => self.reposts.remove(&pair),
-        })
+        Ok(mark(&mut self.reposts, repost))
     }
 
     async fn unrepost_all(&mut self, user: i64) -> Folded<Vec<Uuid>> {
-        let mine: Vec<_> = self
-            .reposts
-            .iter()
-            .filter(|r| r.1 == user)
-            .copied()
-            .collect();
-        for repost in &mine {
-            self.reposts.remove(repost);
-        }
-        Ok(mine.into_iter().map(|(post, _)| post).collect())
+        Ok(unmark_all(&mut self.reposts, user))
+    }
+
+    async fn bookmark(&mut self, bookmark: &Bookmark) -> Folded<()> {
+        mark(&mut self.bookmarks, bookmark);
+        Ok(())
+    }
+
+    async fn unbookmark_all(&mut self, user: i64) -> Folded<()> {
+        unmark_all(&mut self.bookmarks, user);
+        Ok(())
     }
 
     async fn count_reposts(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
@@ -198,6 +200,25 @@ impl EngagementTables for EngagementMemory {
         }
         Ok(parents)
     }
+}
+
+/// Puts (`mark.on`) or takes (`mark.post`, `mark.user`) out of `marks`; whether it came or
+/// went.
+fn mark(marks: &mut BTreeSet<(Uuid, i64)>, mark: &PostMark) -> bool {
+    let pair = (mark.post, mark.user);
+    match mark.on {
+        true => marks.insert(pair),
+        false => marks.remove(&pair),
+    }
+}
+
+/// Takes every mark of `user` out of `marks`; the posts they marked.
+fn unmark_all(marks: &mut BTreeSet<(Uuid, i64)>, user: i64) -> Vec<Uuid> {
+    let mine: Vec<_> = marks.iter().filter(|m| m.1 == user).copied().collect();
+    for pair in &mine {
+        marks.remove(pair);
+    }
+    mine.into_iter().map(|(post, _)| post).collect()
 }
 
 /// Marks a comment deleted; whether it was live.

@@ -1,8 +1,8 @@
-//! Projector `engagement`: likes and comments (seed 002), reposts and quotes (issue 44). Who
-//! likes what (`rm_likes`), who reposts what (`rm_reposts`), which post quotes which
-//! (`rm_quotes`), each post's like, comment, repost and quote counts (`rm_post_stats`), and
-//! every comment with its like count,
-//! reply count and visibility (`rm_comments`).
+//! Projector `engagement`: likes and comments (seed 002), reposts and quotes (issue 44),
+//! bookmarks (issue 46). Who likes what (`rm_likes`), who reposts what (`rm_reposts`), who
+//! bookmarks what (`rm_bookmarks`, private: no count), which post quotes which (`rm_quotes`),
+//! each post's like, comment, repost and quote counts (`rm_post_stats`), and every comment
+//! with its like count, reply count and visibility (`rm_comments`).
 //!
 //! Counts are folded from the log and never written any other way, so they cannot drift: a
 //! rebuild gives the same numbers, and `verify` recounts them. The rules (tombstones, erasure)
@@ -62,6 +62,7 @@ impl Projector for Engagement {
         &[
             "rm_likes",
             "rm_reposts",
+            "rm_bookmarks",
             "rm_quotes",
             "rm_post_stats",
             "rm_comments",

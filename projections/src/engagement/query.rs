@@ -306,14 +306,64 @@ pub async fn reposted(
     user: UserId,
     posts: &[PostId],
 ) -> Result<HashSet<PostId>, sqlx::Error> {
+    marked(pool, "rm_reposts", user, posts).await
+}
+
+/// Which of `posts` `user` bookmarks (issue 46).
+pub async fn bookmarked(
+    pool: &PgPool,
+    user: UserId,
+    posts: &[PostId],
+) -> Result<HashSet<PostId>, sqlx::Error> {
+    marked(pool, "rm_bookmarks", user, posts).await
+}
+
+/// Which of `posts` `user` has a row of in `table`, a table of marks (`post`, `user_id`,
+/// `since`: `rm_reposts`, `rm_bookmarks`).
+async fn marked(
+    pool: &PgPool,
+    table: &str,
+    user: UserId,
+    posts: &[PostId],
+) -> Result<HashSet<PostId>, sqlx::Error> {
     let ids: Vec<uuid::Uuid> = posts.iter().map(|p| p.uuid()).collect();
-    let rows: Vec<uuid::Uuid> =
-        sqlx::query_scalar("SELECT post FROM rm_reposts WHERE user_id = $1 AND post = ANY($2)")
-            .bind(user.get())
-            .bind(&ids)
-            .fetch_all(pool)
-            .await?;
+    let sql = format!("SELECT post FROM {table} WHERE user_id = $1 AND post = ANY($2)");
+    let rows: Vec<uuid::Uuid> = sqlx::query_scalar(&sql)
+        .bind(user.get())
+        .bind(&ids)
+        .fetch_all(pool)
+        .await?;
     Ok(rows.into_iter().map(PostId::from_uuid).collect())
+}
+
+/// A bookmark's place in its user's bookmarks (issue 46): when it was made, and its post.
+pub type BookmarkKey = (DateTime<Utc>, PostId);
+
+/// Up to `limit` of `user`'s bookmarks, newest first, strictly after `after`: each one's key.
+/// Every bookmark standing, whether its post is readable or not (the reader judges).
+pub async fn bookmarks(
+    pool: &PgPool,
+    user: UserId,
+    after: Option<BookmarkKey>,
+    limit: i64,
+) -> Result<Vec<BookmarkKey>, sqlx::Error> {
+    let (since, post) = match after {
+        Some((since, post)) => (since, post.uuid()),
+        None => (DateTime::<Utc>::MAX_UTC, uuid::Uuid::from_u128(u128::MAX)),
+    };
+    let rows: Vec<(DateTime<Utc>, uuid::Uuid)> = sqlx::query_as(
+        "SELECT since, post FROM rm_bookmarks
+          WHERE user_id = $1 AND (since, post) < ($2, $3)
+          ORDER BY since DESC, post DESC LIMIT $4",
+    )
+    .bind(user.get())
+    .bind(since)
+    .bind(post)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let keys = rows.into_iter().map(|(at, post)| (at, PostId::from_uuid(post)));
+    Ok(keys.collect())
 }
 
 #[cfg(test)]

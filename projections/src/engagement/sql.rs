@@ -1,11 +1,14 @@
 //! Projector `engagement`'s tables in PostgreSQL as the engagement fold's tables: `rm_likes`,
-//! `rm_reposts`, `rm_quotes`, `rm_post_stats` and `rm_comments`, written set-based where the fold hands over many.
+//! `rm_reposts`, `rm_bookmarks`, `rm_quotes`, `rm_post_stats` and `rm_comments`, written
+//! set-based where the fold hands over many.
 
 use relations_domain::LikeTarget;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::fold::{EngagementTables, Folded, Key, Like, NewComment, Quote, Repost};
+use super::fold::{
+    Bookmark, EngagementTables, Folded, Key, Like, NewComment, PostMark, Quote, Repost,
+};
 use super::likes;
 
 /// The tables, on the projector's connection.
@@ -40,29 +43,19 @@ impl EngagementTables for SqlTables<'_> {
     }
 
     async fn repost(&mut self, repost: &Repost) -> Folded<bool> {
-        let query = match repost.on {
-            true => sqlx::query(
-                "INSERT INTO rm_reposts (post, user_id, since) VALUES ($1, $2, $3)
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(repost.post)
-            .bind(repost.user)
-            .bind(repost.at),
-            false => sqlx::query("DELETE FROM rm_reposts WHERE post = $1 AND user_id = $2")
-                .bind(repost.post)
-                .bind(repost.user),
-        };
-        let done = query.execute(&mut *self.conn).await?;
-        Ok(done.rows_affected() == 1)
+        mark(self.conn, REPOSTS, repost).await
     }
 
     async fn unrepost_all(&mut self, user: i64) -> Folded<Vec<Uuid>> {
-        Ok(
-            sqlx::query_scalar("DELETE FROM rm_reposts WHERE user_id = $1 RETURNING post")
-                .bind(user)
-                .fetch_all(&mut *self.conn)
-                .await?,
-        )
+        unmark_all(self.conn, REPOSTS, user).await
+    }
+
+    async fn bookmark(&mut self, bookmark: &Bookmark) -> Folded<()> {
+        mark(self.conn, BOOKMARKS, bookmark).await.map(drop)
+    }
+
+    async fn unbookmark_all(&mut self, user: i64) -> Folded<()> {
+        unmark_all(self.conn, BOOKMARKS, user).await.map(drop)
     }
 
     async fn count_reposts(&mut self, moved: &[(Uuid, i64)]) -> Folded<()> {
@@ -187,6 +180,42 @@ impl EngagementTables for SqlTables<'_> {
             .filter_map(|(post, parent)| Some((post, parent?)))
             .collect())
     }
+}
+
+/// Who reposts which post (issue 44): a table of marks.
+const REPOSTS: &str = "rm_reposts";
+
+/// Who bookmarks which post (issue 46): a table of marks.
+const BOOKMARKS: &str = "rm_bookmarks";
+
+/// Makes (`mark.on`) or removes the row of (`mark.post`, `mark.user`) in `table`, a table of
+/// marks (`post`, `user_id`, `since`); whether it came or went.
+async fn mark(conn: &mut PgConnection, table: &str, mark: &PostMark) -> Folded<bool> {
+    let done = match mark.on {
+        true => {
+            let sql = format!(
+                "INSERT INTO {table} (post, user_id, since) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING"
+            );
+            let query = sqlx::query(&sql).bind(mark.post).bind(mark.user);
+            query.bind(mark.at).execute(&mut *conn).await?
+        }
+        false => {
+            let sql = format!("DELETE FROM {table} WHERE post = $1 AND user_id = $2");
+            let query = sqlx::query(&sql).bind(mark.post).bind(mark.user);
+            query.execute(&mut *conn).await?
+        }
+    };
+    Ok(done.rows_affected() == 1)
+}
+
+/// Removes every mark of `user` from `table` (see [`mark`]); the posts they marked.
+async fn unmark_all(conn: &mut PgConnection, table: &str, user: i64) -> Folded<Vec<Uuid>> {
+    let sql = format!("DELETE FROM {table} WHERE user_id = $1 RETURNING post");
+    Ok(sqlx::query_scalar(&sql)
+        .bind(user)
+        .fetch_all(&mut *conn)
+        .await?)
 }
 
 /// A count of `rm_post_stats`.

@@ -1,13 +1,17 @@
 //! The one engagement fold against its reference (issue 43): random likes, unlikes, reposts,
-//! unreposts, quotes and their deletions or detaching (issue 44), comments (replies of replies), deletions, pins and erasures. The tables folded keep the counts and
-//! visibility the rules give when recounted from their rows (`verify`'s reference), and a
-//! run of likes folded at once gives what folding it one by one gives.
+//! unreposts, quotes and their deletions or detaching (issue 44), bookmarks and unbookmarks
+//! (issue 46), comments (replies of replies), deletions, pins and erasures. The tables folded
+//! keep the counts and visibility the rules give when recounted from their rows (`verify`'s
+//! reference), a run of likes folded at once gives what folding it one by one gives, and no
+//! bookmark of an erased user stands.
 
 use chrono::DateTime;
 use proptest::prelude::*;
 use relations_domain::{CommentId, LikeTarget, PostId};
 
-use super::fold::{fold, fold_changes, EngagementChange, Key, Like, NewComment, Quote, Repost};
+use super::fold::{
+    fold, fold_changes, Bookmark, EngagementChange, Key, Like, NewComment, Quote, Repost,
+};
 use super::memory::EngagementMemory;
 use super::verify::EngagementCheck;
 use crate::feed::fold::in_memory;
@@ -21,6 +25,8 @@ enum Op {
     Like(i64, u128, Option<usize>, bool),
     /// User reposts (`true`) or unreposts post p.
     Repost(i64, u128, bool),
+    /// User bookmarks (`true`) or unbookmarks post p.
+    Bookmark(i64, u128, bool),
     /// User publishes a post quoting post p.
     Quote(i64, u128),
     /// The q-th quoting post (modulo) is deleted or its quote detached (once more: nothing).
@@ -42,6 +48,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (who.clone(), post.clone(), nth.clone(), any::<bool>())
             .prop_map(|(u, p, c, on)| Op::Like(u, p, c, on)),
         3 => (who.clone(), post.clone(), any::<bool>()).prop_map(|(u, p, on)| Op::Repost(u, p, on)),
+        3 => (who.clone(), post.clone(), any::<bool>())
+            .prop_map(|(u, p, on)| Op::Bookmark(u, p, on)),
         2 => (who.clone(), post.clone()).prop_map(|(u, p)| Op::Quote(u, p)),
         1 => (0usize..16).prop_map(Op::Unquote),
         5 => (who.clone(), post, nth).prop_map(|(u, p, c)| Op::Comment(u, p, c)),
@@ -94,6 +102,15 @@ fn history(ops: &[Op]) -> Vec<EngagementChange<'static>> {
                     post,
                     user,
                     author,
+                    at,
+                    on,
+                })
+            }
+            Op::Bookmark(user, p, on) if !erased.contains(&user) => {
+                EngagementChange::Bookmark(Bookmark {
+                    post: post(p),
+                    user,
+                    author: 9,
                     at,
                     on,
                 })
@@ -152,9 +169,12 @@ fn history(ops: &[Op]) -> Vec<EngagementChange<'static>> {
                 }
                 EngagementChange::Erased(user)
             }
-            Op::Like(..) | Op::Repost(..) | Op::Quote(..) | Op::Unquote(_) | Op::Comment(..) => {
-                continue
-            }
+            Op::Like(..)
+            | Op::Repost(..)
+            | Op::Bookmark(..)
+            | Op::Quote(..)
+            | Op::Unquote(_)
+            | Op::Comment(..) => continue,
         };
         changes.push(change);
     }
@@ -177,6 +197,16 @@ proptest! {
         prop_assert!(mismatches.is_empty(), "{mismatches:#?}");
         prop_assert_eq!(&runs.tables_mut().likes, &one_by_one.likes);
         prop_assert_eq!(&runs.tables_mut().reposts, &one_by_one.reposts);
+        prop_assert_eq!(&runs.tables_mut().bookmarks, &one_by_one.bookmarks);
+        let erased: Vec<i64> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Erase(user) => Some(*user),
+                _ => None,
+            })
+            .collect();
+        let left = one_by_one.bookmarks.iter().find(|(_, u)| erased.contains(u));
+        prop_assert!(left.is_none(), "an erased user's bookmark stands: {left:?}");
         prop_assert_eq!(&runs.tables_mut().quotes, &one_by_one.quotes);
         prop_assert_eq!(&runs.tables_mut().stats, &one_by_one.stats);
         prop_assert_eq!(&runs.tables_mut().comments, &one_by_one.comments);

@@ -1,8 +1,8 @@
-//! `verify`'s check of projector `engagement`: its tables against the one fold
-//! ([`super::fold`]) of the log up to its checkpoint into tables in memory, row for row; and
-//! the fold's counts against what the rules say they are, recounted from the rows (each count
-//! is the number of rows that stand, each visibility the tombstone rule), so that a fault in
-//! the fold itself shows too.
+//! `verify`'s check of projector `engagement`: its tables (bookmarks' too, issue 46) against
+//! the one fold ([`super::fold`]) of the log up to its checkpoint into tables in memory, row
+//! for row; and the fold's counts against what the rules say they are, recounted from the
+//! rows (each count is the number of rows that stand, each visibility the tombstone rule), so
+//! that a fault in the fold itself shows too.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -187,18 +187,13 @@ impl Check for EngagementCheck {
         let folded = self.tables.likes.iter();
         let folded = folded.map(|(t, u)| (t.to_string(), *u)).collect();
         diff("rm_likes (target, user)", &folded, &likes, out);
-        let reposts: BTreeSet<(uuid::Uuid, i64)> =
-            sqlx::query_as("SELECT post, user_id FROM rm_reposts")
-                .fetch_all(&mut *conn)
-                .await?
-                .into_iter()
-                .collect();
-        diff(
-            "rm_reposts (post, user)",
-            &self.tables.reposts,
-            &reposts,
-            out,
-        );
+        for (table, folded) in [
+            ("rm_reposts", &self.tables.reposts),
+            ("rm_bookmarks", &self.tables.bookmarks),
+        ] {
+            let actual = marks(conn, table).await?;
+            diff(&format!("{table} (post, user)"), folded, &actual, out);
+        }
         let quotes: BTreeMap<uuid::Uuid, (uuid::Uuid, i64)> =
             sqlx::query_as("SELECT post, quote_of, author FROM rm_quotes")
                 .fetch_all(&mut *conn)
@@ -227,6 +222,16 @@ impl Check for EngagementCheck {
         diff(COMMENTS, &comments, &comment_rows(conn).await?, out);
         Ok(())
     }
+}
+
+/// Every `(post, user_id)` of `table`, a table of marks (`rm_reposts`, `rm_bookmarks`).
+async fn marks(
+    conn: &mut PgConnection,
+    table: &str,
+) -> Result<BTreeSet<(uuid::Uuid, i64)>, sqlx::Error> {
+    let sql = format!("SELECT post, user_id FROM {table}");
+    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(&sql).fetch_all(&mut *conn).await?;
+    Ok(rows.into_iter().collect())
 }
 
 /// Every row of `rm_comments`, as [`Row`]s.

@@ -244,8 +244,8 @@ impl<'a> FeedChange<'a> {
                 post: post.uuid(),
                 reposter: user.get(),
             },
-            // Likes and comments are shown from projector `engagement`'s tables.
-            LogEvent::Thread(_) | LogEvent::Like(_) => return None,
+            // Likes, comments and bookmarks are shown from projector `engagement`'s tables.
+            LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Bookmark(_) => return None,
         })
     }
 }

@@ -408,10 +408,11 @@ impl FeedCacheProjector {
             }
             // An unrepost's entries, and a deleted post's reposts', stay cached as seqs: every
             // read resolves them against `rm_posts`, where they are deleted, so none shows.
-            // Likes and comments are not in inboxes.
+            // Likes, comments and bookmarks are not in inboxes.
             LogEvent::Repost(RepostEvent::Unreposted { .. })
             | LogEvent::Thread(_)
-            | LogEvent::Like(_) => {}
+            | LogEvent::Like(_)
+            | LogEvent::Bookmark(_) => {}
         }
         Ok(())
     }

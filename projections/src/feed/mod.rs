@@ -33,6 +33,7 @@ use sqlx::PgConnection;
 use crate::error::ProjectionError;
 use crate::runtime::projector::{BulkFold, Projector};
 
+pub mod bookmarks;
 mod bulk;
 pub mod fold;
 pub mod held;

@@ -164,6 +164,7 @@ pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), Proje
             liked: None,
             repost_count: 0,
             reposted: None,
+            bookmarked: None,
             reposted_by: None,
             quote_policy: row
                 .try_get::<&str, _>("quote_policy")?

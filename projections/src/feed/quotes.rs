@@ -4,7 +4,8 @@
 //! block either way separates them; a detached quote shows `detached`. Every read of posts
 //! asks here ([`super::reader::FeedReader`]); a post's row says only which post it quotes
 //! ([`QuoteView::pending`]: `unavailable` until looked up), so nothing shows a quoted post's
-//! content without this rule.
+//! content without this rule. A user's bookmarks (issue 46) are read by the same rule
+//! ([`readable_now`]).
 
 use std::collections::HashMap;
 
@@ -33,7 +34,21 @@ pub async fn quoted(
     viewer: Option<UserId>,
     quoted: &[PostId],
 ) -> Result<Vec<PostView>, ProjectionError> {
-    let mut ids: Vec<uuid::Uuid> = quoted.iter().map(|p| p.uuid()).collect();
+    let found = readable_now(pool, source, viewer, quoted).await?;
+    Ok(found.into_iter().map(one_level).collect())
+}
+
+/// The posts of `posts` that `viewer` may see now wherever a post is shown by its id alone
+/// (a quoted post; a bookmark, issue 46), in no order and without their engagement: live,
+/// their author neither erased nor banned, readable by the viewer (issue 26) and no block
+/// either way between the viewer and the author ([`shown`]).
+pub async fn readable_now(
+    pool: &PgPool,
+    source: Source<'_>,
+    viewer: Option<UserId>,
+    posts: &[PostId],
+) -> Result<Vec<PostView>, ProjectionError> {
+    let mut ids: Vec<uuid::Uuid> = posts.iter().map(|p| p.uuid()).collect();
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -60,7 +75,6 @@ pub async fn quoted(
             let access = access.get(&post.author);
             access.is_some_and(|a| shown(a, post.visibility, blocked))
         })
-        .map(one_level)
         .collect())
 }
 

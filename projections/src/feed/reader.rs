@@ -14,12 +14,13 @@ use relations_domain::{PostId, UserId};
 use relations_store::LogPosition;
 use sqlx::PgPool;
 
+use super::bookmarks;
 use super::held::page::FeedAsk;
 use super::inbox_cache::InboxCache;
 use super::query::{self, Inbox, InboxEntries, InboxRange, PageStart, PgInbox, SeqPage};
 use super::quotes;
 use crate::engagement::like_cache::LikeCache;
-use crate::engagement::query as engagement_query;
+use crate::engagement::query::{self as engagement_query, BookmarkKey};
 use crate::error::ProjectionError;
 use crate::privacy::{self, ReadFilter};
 use crate::relations::reads::Source;
@@ -137,6 +138,22 @@ impl FeedReader<'_> {
         Ok(page)
     }
 
+    /// A page of `reader`'s bookmarks (issue 46): up to `size` of them strictly after
+    /// `after`, newest first, whose posts the reader may see now ([`bookmarks`]), each with its
+    /// key, and with its engagement and quote.
+    pub async fn bookmarks(
+        &self,
+        reader: UserId,
+        after: Option<BookmarkKey>,
+        size: i64,
+    ) -> Result<Vec<(BookmarkKey, PostView)>, ProjectionError> {
+        let page = bookmarks::page(self.reads, self.source, reader, after, size).await;
+        let (keys, mut posts): (Vec<BookmarkKey>, Vec<PostView>) = page?.into_iter().unzip();
+        self.engage(&mut posts, Some(reader)).await?;
+        self.quotes(&mut posts, Some(reader)).await?;
+        Ok(keys.into_iter().zip(posts).collect())
+    }
+
     /// Shows in each of `posts` the post it quotes as `viewer` may see it now (issue 44:
     /// [`quotes`]), with its engagement; no round trip when none quotes.
     pub async fn quotes(
@@ -161,9 +178,9 @@ impl FeedReader<'_> {
         Ok(found.into_iter().map(|post| (post.id, post)).collect())
     }
 
-    /// Fills `posts`' like, comment and repost counts, and for a viewer whether they like
-    /// and repost each one: the counts and reposts from the read models' pool and the like
-    /// states from their cache, side by side.
+    /// Fills `posts`' like, comment and repost counts, and for a viewer whether they like,
+    /// repost and bookmark each one: the counts, reposts and bookmarks from the read models'
+    /// pool and the like states from their cache, side by side.
     pub async fn engage(
         &self,
         posts: &mut [PostView],
@@ -179,17 +196,20 @@ impl FeedReader<'_> {
                 None => Ok(None),
             }
         };
-        let reposted = async {
+        let marked = async {
             match viewer {
-                Some(viewer) => engagement_query::reposted(self.reads, viewer, &ids)
-                    .await
-                    .map(Some),
+                Some(viewer) => {
+                    let reposted = engagement_query::reposted(self.reads, viewer, &ids);
+                    let bookmarked = engagement_query::bookmarked(self.reads, viewer, &ids);
+                    tokio::try_join!(reposted, bookmarked).map(Some)
+                }
                 None => Ok(None),
             }
         };
         let stats = engagement_query::post_stats(self.reads, &ids);
-        let (stats, liked, reposted) = tokio::join!(stats, liked, reposted);
-        let (stats, liked, reposted) = (stats?, liked?, reposted?);
+        let (stats, liked, marked) = tokio::join!(stats, liked, marked);
+        let (stats, liked, marked) = (stats?, liked?, marked?);
+        let (reposted, bookmarked) = marked.unzip();
         for (i, post) in posts.iter_mut().enumerate() {
             let counts = stats.get(&post.id).copied().unwrap_or_default();
             post.like_count = counts.likes;
@@ -198,6 +218,7 @@ impl FeedReader<'_> {
             post.quote_count = counts.quotes;
             post.liked = liked.as_ref().map(|l| l[i]);
             post.reposted = reposted.as_ref().map(|r| r.contains(&post.id));
+            post.bookmarked = bookmarked.as_ref().map(|b| b.contains(&post.id));
         }
         Ok(())
     }

@@ -373,6 +373,7 @@ impl FeedHub {
                         liked: None,
                         repost_count: 0,
                         reposted: None,
+                        bookmarked: None,
                         reposted_by: Some(Vec::new()),
                         quote_policy: *quote_policy,
                         quote_count: 0,
@@ -424,6 +425,7 @@ impl FeedHub {
                 | LogEvent::Relation(_)
                 | LogEvent::Thread(_)
                 | LogEvent::Like(_)
+                | LogEvent::Bookmark(_)
                 | LogEvent::Account(_) => continue,
             };
             newest = newest.max(event.position);
@@ -567,7 +569,8 @@ impl FeedHub {
                 | LogEvent::Post(_)
                 | LogEvent::Thread(_)
                 | LogEvent::Like(_)
-                | LogEvent::Repost(_) => None,
+                | LogEvent::Repost(_)
+                | LogEvent::Bookmark(_) => None,
             })
             .collect();
         users.sort_unstable();

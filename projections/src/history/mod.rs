@@ -90,6 +90,7 @@ impl EdgeChange {
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
+            | LogEvent::Bookmark(_)
             | LogEvent::Account(_) => None,
         })
     }

@@ -270,6 +270,8 @@ impl ChangeReader {
             LogEvent::Relation(relation) => self.relation(*relation, position, at),
             LogEvent::Like(liked) => vec![like(*liked, position, at)],
             LogEvent::Repost(reposted) => vec![repost(*reposted, position, at)],
+            // Bookmarks are private (issue 46): nobody is notified of one.
+            LogEvent::Bookmark(_) => vec![],
             LogEvent::Thread(threaded) => thread(threaded, position, at),
             // A deletion takes every notification about the post: a quote's among them.
             LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {
@@ -483,10 +485,11 @@ fn thread(event: &ThreadEvent, position: LogPosition, at: DateTime<Utc>) -> Vec<
             at,
         })],
         EngagementChange::Uncommented((post, n)) => vec![Change::CommentDeleted { post, n }],
-        // Pins notify nobody; a thread event is no like, repost, quote or erasure.
+        // Pins notify nobody; a thread event is no like, repost, bookmark, quote or erasure.
         EngagementChange::Pinned(..)
         | EngagementChange::Like(_)
         | EngagementChange::Repost(_)
+        | EngagementChange::Bookmark(_)
         | EngagementChange::Quoted(_)
         | EngagementChange::Unquoted(_)
         | EngagementChange::Erased(_) => vec![],

@@ -107,6 +107,7 @@ impl RelationChange {
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
+            | LogEvent::Bookmark(_)
             | LogEvent::Account(_) => None,
         }
     }

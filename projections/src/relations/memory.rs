@@ -815,7 +815,8 @@ impl MemoryModel for RelationsMemory {
             | LogEvent::Post(_)
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
-            | LogEvent::Repost(_) => {}
+            | LogEvent::Repost(_)
+            | LogEvent::Bookmark(_) => {}
         }
     }
 }

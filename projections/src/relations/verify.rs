@@ -87,9 +87,11 @@ impl RelationFold {
                 }
                 return Ok(());
             }
-            LogEvent::Post(_) | LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Repost(_) => {
-                return Ok(())
-            }
+            LogEvent::Post(_)
+            | LogEvent::Thread(_)
+            | LogEvent::Like(_)
+            | LogEvent::Repost(_)
+            | LogEvent::Bookmark(_) => return Ok(()),
         };
         match *account {
             AccountEvent::AccountLocked { user } => self.locked.insert(user.get()),

@@ -200,6 +200,7 @@ impl GuardedEvent for PostEvent {
 impl GuardedEvent for relations_domain::ThreadEvent {}
 impl GuardedEvent for relations_domain::LikeEvent {}
 impl GuardedEvent for relations_domain::RepostEvent {}
+impl GuardedEvent for relations_domain::BookmarkEvent {}
 
 impl<E: GuardedEvent> Guard<E> for PairGuard {
     /// The pairs one command reads, and its post's author.

@@ -15,8 +15,8 @@ use crate::state::AppState;
 const ARCHIVE_PAGE: i64 = 1000;
 
 /// The caller's follows, followers, requests (made and received), blocks, mutes, posts,
-/// comments, likes and reposts, one JSON object a line:
-/// `{"kind": "following"|"follower"|"request"|"block"|"mute"|"post"|"comment"|"like"|"repost", ...,
+/// comments, likes, reposts and bookmarks, one JSON object a line:
+/// `{"kind": "following"|"follower"|"request"|"block"|"mute"|"post"|"comment"|"like"|"repost"|"bookmark", ...,
 /// "at": rfc3339}`, each section newest first, streamed page by page (constant memory
 /// whatever the counts). Refused once the account is erased (401 `ACCOUNT_ERASED`), as the
 /// log says at the request, not a second later.

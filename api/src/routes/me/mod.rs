@@ -1,8 +1,9 @@
-//! `/api/v1/me/*`: the caller's own lists, settings, likes, follows as CSV and logout, one file
-//! each.
+//! `/api/v1/me/*`: the caller's own lists, settings, likes, bookmarks, follows as CSV and
+//! logout, one file each.
 
 mod archive;
 mod blocks;
+mod bookmarks;
 mod erase;
 mod follow_requests;
 mod follower_changes;
@@ -29,6 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(settings::settings))
         .routes(routes!(follower_changes::follower_changes))
         .routes(routes!(liked::liked))
+        .routes(routes!(bookmarks::bookmarks))
         .routes(routes!(logout::logout))
         .routes(routes!(following::export::export))
         .routes(routes!(following::import::import))

@@ -1,6 +1,8 @@
 //! `/api/v1/posts[/{id}/*]`: publishing and deleting posts (rule 8), their likes and their
-//! comments (seed 002), their reposts and quotes (issue 44), one file each.
+//! comments (seed 002), their reposts and quotes (issue 44), bookmarks (issue 46), one file
+//! each.
 
+mod bookmark;
 mod comment;
 mod comments;
 mod delete;
@@ -11,6 +13,7 @@ mod publish;
 mod quote_policy;
 mod repost;
 mod reposts;
+mod unbookmark;
 mod unlike;
 mod unrepost;
 
@@ -30,6 +33,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(repost::repost_post))
         .routes(routes!(unrepost::unrepost_post))
         .routes(routes!(reposts::reposters))
+        .routes(routes!(bookmark::bookmark_post))
+        .routes(routes!(unbookmark::unbookmark_post))
         .routes(routes!(quote_policy::set_quote_policy))
         .routes(routes!(detach::detach))
         .routes(routes!(comment::comment, comments::comments))

@@ -16,8 +16,9 @@ use super::fold::{
     RepostsOf,
 };
 use crate::engagement::fold::{
-    self as engagement, EngagementChange, EngagementTables, Like, NewComment,
+    self as engagement, EngagementChange, EngagementTables, Like, NewComment, PostMark,
 };
+use crate::engagement::held::Engagement;
 use crate::replica::MemoryModel;
 use crate::runtime::checkpoint;
 use timelines::{Caps, HeldPost, Quoting, Timelines};
@@ -108,7 +109,8 @@ impl HeldPosts {
         Ok(from)
     }
 
-    /// The likes and live comments projector `engagement` wrote of the posts held (from
+    /// The likes, reposts, bookmarks, quotes and live comments projector `engagement` wrote
+    /// of the posts held (from
     /// `rm_posts` at seq `from` and above) and of those `gap`'s events publish (after projector
     /// `feed`'s checkpoint, up to `engagement`'s, when it is ahead: the replay publishes them
     /// but skips their likes and comments). Whatever ends up not held goes when the replay is
@@ -141,6 +143,10 @@ impl HeldPosts {
             "SELECT p.post_id, p.author, r.user_id FROM rm_reposts r
                JOIN {POSTS} ON r.post = p.post_id"
         );
+        let bookmarks = format!(
+            "SELECT p.post_id, p.author, b.user_id FROM rm_bookmarks b
+               JOIN {POSTS} ON b.post = p.post_id"
+        );
         let comments = format!(
             "SELECT p.post_id, p.author, c.author, c.n FROM rm_comments c
                JOIN {POSTS} ON c.post = p.post_id WHERE NOT c.deleted"
@@ -153,6 +159,7 @@ impl HeldPosts {
         for (sql, kind) in [
             (likes, Loaded::Like),
             (reposts, Loaded::Repost),
+            (bookmarks, Loaded::Bookmark),
             (comments, Loaded::Comment),
             (quotes, Loaded::Quote),
         ] {
@@ -165,6 +172,7 @@ impl HeldPosts {
                 match kind {
                     Loaded::Like => engagement.like(post, author, by, true),
                     Loaded::Repost => engagement.repost(post, author, by, true),
+                    Loaded::Bookmark => engagement.bookmark(post, author, by, true),
                     Loaded::Comment => {
                         let n: i32 = row.try_get(3)?;
                         engagement.comment(post, author, n as u32, by);
@@ -185,6 +193,7 @@ impl HeldPosts {
 enum Loaded {
     Like,
     Repost,
+    Bookmark,
     Comment,
     Quote,
 }
@@ -227,6 +236,7 @@ impl MemoryModel for HeldPosts {
         let numbered = match event {
             LogEvent::Post(_) | LogEvent::Repost(_) => at > self.posts_loaded,
             LogEvent::Like(_)
+            | LogEvent::Bookmark(_)
             | LogEvent::Thread(_)
             | LogEvent::Account(_)
             | LogEvent::Relation(_) => false,
@@ -238,7 +248,11 @@ impl MemoryModel for HeldPosts {
         }
         match event {
             // Engagement is kept only beside held posts.
-            LogEvent::Like(_) | LogEvent::Repost(_) | LogEvent::Thread(_) | LogEvent::Post(_)
+            LogEvent::Like(_)
+            | LogEvent::Repost(_)
+            | LogEvent::Bookmark(_)
+            | LogEvent::Thread(_)
+            | LogEvent::Post(_)
                 if self.timelines.on() && at > self.engagement_loaded =>
             {
                 self.engage(event, occurred_at)
@@ -253,6 +267,7 @@ impl MemoryModel for HeldPosts {
             LogEvent::Post(_)
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
+            | LogEvent::Bookmark(_)
             | LogEvent::Thread(_)
             | LogEvent::Account(_)
             | LogEvent::Relation(_) => {}
@@ -335,17 +350,23 @@ impl EngagementTables for Timelines {
     }
 
     async fn repost(&mut self, repost: &engagement::Repost) -> Folded<bool> {
-        let (post, author) = (PostId::from_uuid(repost.post), repost.author as u64);
-        if !repost.on || self.holds(author, post) {
-            let engagement = self.engagement_mut();
-            engagement.repost(post, author, repost.user as u64, repost.on);
-        }
+        hold_mark(self, repost, Engagement::repost);
         Ok(false)
     }
 
     async fn unrepost_all(&mut self, user: i64) -> Folded<Vec<uuid::Uuid>> {
         self.engagement_mut().unrepost_all(user as u64);
         Ok(Vec::new())
+    }
+
+    async fn bookmark(&mut self, bookmark: &engagement::Bookmark) -> Folded<()> {
+        hold_mark(self, bookmark, Engagement::bookmark);
+        Ok(())
+    }
+
+    async fn unbookmark_all(&mut self, user: i64) -> Folded<()> {
+        self.engagement_mut().unbookmark_all(user as u64);
+        Ok(())
     }
 
     async fn count_reposts(&mut self, _: &[(uuid::Uuid, i64)]) -> Folded<()> {
@@ -418,5 +439,19 @@ impl EngagementTables for Timelines {
 
     async fn hide(&mut self, _: &[engagement::Key]) -> Folded<Vec<engagement::Key>> {
         Ok(Vec::new())
+    }
+}
+
+/// How a user's mark on a post goes into the held engagement: [`Engagement::repost`] or
+/// [`Engagement::bookmark`].
+type Marks = fn(&mut Engagement, PostId, u64, u64, bool);
+
+/// Folds `mark` into its post's engagement with `marks` when the post is held; its end
+/// whether held or not (the load may have read the mark of a post it then did not hold).
+fn hold_mark(timelines: &mut Timelines, mark: &PostMark, marks: Marks) {
+    let (post, author) = (PostId::from_uuid(mark.post), mark.author as u64);
+    if !mark.on || timelines.holds(author, post) {
+        let user = mark.user as u64;
+        marks(timelines.engagement_mut(), post, author, user, mark.on);
     }
 }

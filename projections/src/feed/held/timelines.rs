@@ -131,6 +131,7 @@ impl HeldPost {
             liked: Some(shown.liked),
             repost_count: shown.reposts,
             reposted: Some(shown.reposted),
+            bookmarked: Some(shown.bookmarked),
             // Reposts are not held: a page from memory shows posts above every repost of a
             // followed user (`Timelines::unknown_below`), seen as their authors' followers.
             reposted_by: Some(Vec::new()),

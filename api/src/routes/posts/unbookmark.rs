@@ -1,0 +1,24 @@
+//! `POST /api/v1/posts/{id}/unbookmark` (issue 46).
+
+use axum::extract::State;
+use relations_domain::PostId;
+
+use crate::error::ApiError;
+use crate::extract::PathId;
+use crate::outcome::Bookmarking;
+use crate::routes::bookmarking;
+use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::contract::BookmarkErrors;
+use crate::state::AppState;
+
+/// Take back a bookmark of a post.
+#[utoipa::path(post, path = "/api/v1/posts/{id}/unbookmark", tag = "commands",
+    params(("id" = String, Path), CommandRequest), security(("bearer" = [])),
+    responses((status = 200, body = Bookmarking), BookmarkErrors))]
+pub async fn unbookmark_post(
+    State(state): State<AppState>,
+    request: CommandRequest,
+    PathId(post): PathId<PostId>,
+) -> Result<CommandAnswer<Bookmarking>, ApiError> {
+    bookmarking::bookmark(state, request, post, false).await
+}
