@@ -1,8 +1,8 @@
 //! A user's own data, for their archive (`GET /api/v1/me/archive`, issue 25): every follow,
 //! follower, request, block, mute, post, comment, like, repost and bookmark (issue 46) of
-//! theirs as the read models hold it, as JSON lines `{"kind", ..., "at"}`. Read section by section in keyset pages (newest
-//! first, by `(at, tie)`), so a user with 100k followers costs one page of memory at a time and
-//! holds no connection between pages.
+//! theirs as the read models hold it, as JSON lines `{"kind", ..., "at"}`. Read section by
+//! section in keyset pages (newest first, by `(at, tie)`), so a user with 100k followers costs
+//! one page of memory at a time and holds no connection between pages.
 
 use chrono::{DateTime, Utc};
 use relations_domain::UserId;

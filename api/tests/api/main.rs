@@ -6,6 +6,7 @@ mod helpers;
 mod accounts;
 mod analytics;
 mod auth_and_input;
+mod bookmarks;
 mod broker;
 mod cli;
 mod concurrency;

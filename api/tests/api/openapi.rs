@@ -240,7 +240,9 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             "/api/v1/posts/{id}/like"
             | "/api/v1/posts/{id}/unlike"
             | "/api/v1/posts/{id}/repost"
-            | "/api/v1/posts/{id}/unrepost",
+            | "/api/v1/posts/{id}/unrepost"
+            | "/api/v1/posts/{id}/bookmark"
+            | "/api/v1/posts/{id}/unbookmark",
         ) => vec![
             Call::new("post", path.replace("{id}", &w.post), S::OK).token(t2.clone()),
             Call::new("post", path.replace("{id}", &w.post), S::FORBIDDEN).token(app.token(3)),
@@ -339,6 +341,13 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
                 S::BAD_REQUEST,
             ),
             Call::new("get", "/api/v1/comments/nope/replies", S::NOT_FOUND),
+        ],
+        ("get", "/api/v1/me/bookmarks") => vec![
+            Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t2.clone()),
+            Call::new("get", format!("{path}?limit=1"), S::OK).token(t2.clone()),
+            Call::new("get", format!("{path}?cursor=x"), S::BAD_REQUEST).token(t2.clone()),
+            Call::new("get", format!("{path}?limit=101"), S::BAD_REQUEST).token(t2.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
         ],
         ("get", "/api/v1/me/liked") => vec![
             Call::new("get", format!("{path}?ids={}", w.post), S::OK).token(t2.clone()),

@@ -46,6 +46,8 @@ pub struct PublishBody {
                   ("unlike_post" = (operation_id = "unlike_post", parameters(("id" = "$response.body#/post/id")))),
                   ("repost_post" = (operation_id = "repost_post", parameters(("id" = "$response.body#/post/id")))),
                   ("unrepost_post" = (operation_id = "unrepost_post", parameters(("id" = "$response.body#/post/id")))),
+                  ("bookmark_post" = (operation_id = "bookmark_post", parameters(("id" = "$response.body#/post/id")))),
+                  ("unbookmark_post" = (operation_id = "unbookmark_post", parameters(("id" = "$response.body#/post/id")))),
                   ("comments" = (operation_id = "comments", parameters(("id" = "$response.body#/post/id")))),
                   ("comment" = (operation_id = "comment", parameters(("id" = "$response.body#/post/id")))),
                   ("likers" = (operation_id = "likers", parameters(("id" = "$response.body#/post/id")))),

@@ -110,11 +110,10 @@ impl HeldPosts {
     }
 
     /// The likes, reposts, bookmarks, quotes and live comments projector `engagement` wrote
-    /// of the posts held (from
-    /// `rm_posts` at seq `from` and above) and of those `gap`'s events publish (after projector
-    /// `feed`'s checkpoint, up to `engagement`'s, when it is ahead: the replay publishes them
-    /// but skips their likes and comments). Whatever ends up not held goes when the replay is
-    /// over ([`MemoryModel::settle`]).
+    /// of the posts held (from `rm_posts` at seq `from` and above) and of those `gap`'s events
+    /// publish (after projector `feed`'s checkpoint, up to `engagement`'s, when it is ahead:
+    /// the replay publishes them but skips their likes and comments). Whatever ends up not
+    /// held goes when the replay is over ([`MemoryModel::settle`]).
     async fn load_engagement(
         &mut self,
         tx: &mut PgConnection,
