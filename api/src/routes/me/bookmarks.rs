@@ -17,7 +17,7 @@ use crate::routes::query::feed_reader;
 use crate::state::AppState;
 
 /// `me/bookmarks` parameters: a paged list's `cursor`, `limit` and `min_position` (fourth
-/// round), and `size`, the post pages' name for `limit`.
+/// round).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct BookmarksParams {
@@ -30,19 +30,16 @@ pub struct BookmarksParams {
     /// Posts per page: default 20, 1 to 100.
     #[param(minimum = 1, maximum = 100)]
     limit: Option<i64>,
-    /// The same as `limit`, which wins when both are given.
-    #[param(minimum = 1, maximum = 100)]
-    size: Option<i64>,
     /// Read-your-writes: a command answer's `position`.
     #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
     min_position: Option<LogPosition>,
 }
 
 impl BookmarksParams {
-    /// The page asked for; a `limit` (or `size`) out of range is 400.
+    /// The page asked for; a `limit` out of range is 400.
     fn page(self) -> Result<Page<BookmarkKey>, ApiError> {
         Ok(Page {
-            limit: page::limit(self.limit.or(self.size))?,
+            limit: page::limit(self.limit)?,
             after: self.cursor.map(|c| c.0),
             min_position: self.min_position,
         })
