@@ -218,7 +218,10 @@ mod tests {
             unreadable: false,
             ..all
         };
-        for state in [Bookmark { bookmarked: false }, Bookmark { bookmarked: true }] {
+        for state in [
+            Bookmark { bookmarked: false },
+            Bookmark { bookmarked: true },
+        ] {
             for bookmark in [true, false] {
                 assert_eq!(
                     state.decide(command(bookmark), all),

@@ -457,17 +457,9 @@ impl StoreCommand for RepostCommandOf {
         self.command
     }
 
-    /// A repost reads the pair of reposter and author (a block, a follow for readability)
-    /// and the post's author's lock.
+    /// A repost reads the pair of reposter and author and the post ([`PairAsk::on_post`]).
     fn ask(&self) -> PairAsk {
-        PairAsk {
-            pairs: PairId::new(self.command.user, self.command.author)
-                .ok()
-                .into_iter()
-                .collect(),
-            post: Some(self.post),
-            comment: None,
-        }
+        PairAsk::on_post(self.command.user, self.post)
     }
 
     fn services(&self, guard: &PairGuard) -> RepostServices {
@@ -515,17 +507,9 @@ impl StoreCommand for BookmarkCommandOf {
         self.command
     }
 
-    /// A bookmark reads the pair of bookmarker and author (a block, a follow for
-    /// readability) and the post's author's lock, as a repost does.
+    /// A bookmark reads the pair of bookmarker and author and the post, as a repost does.
     fn ask(&self) -> PairAsk {
-        PairAsk {
-            pairs: PairId::new(self.command.user, self.command.author)
-                .ok()
-                .into_iter()
-                .collect(),
-            post: Some(self.post),
-            comment: None,
-        }
+        PairAsk::on_post(self.command.user, self.post)
     }
 
     fn services(&self, guard: &PairGuard) -> BookmarkServices {

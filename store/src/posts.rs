@@ -3,8 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use relations_domain::{
-    PairId, Post, PostCommand, PostContent, PostId, QuoteJudged, QuoteOf, QuotePolicy, UserId,
-    Visibility,
+    Post, PostCommand, PostContent, PostId, QuoteJudged, QuoteOf, QuotePolicy, UserId, Visibility,
 };
 use sqlx::PgPool;
 
@@ -242,15 +241,9 @@ impl StoreCommand for PostCommandOf {
     /// A quote reads the pair of its author and the quoted post's, and the quoted post; any
     /// other post command reads nothing beyond its stream.
     fn ask(&self) -> PairAsk {
-        let actor = self.command.actor();
-        PairAsk {
-            pairs: self
-                .quoted
-                .and_then(|q| PairId::new(actor, q.author).ok())
-                .into_iter()
-                .collect(),
-            post: self.quoted,
-            comment: None,
+        match self.quoted {
+            Some(quoted) => PairAsk::on_post(self.command.actor(), quoted),
+            None => PairAsk::default(),
         }
     }
 

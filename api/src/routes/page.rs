@@ -258,7 +258,11 @@ mod tests {
             round_trip::<BookmarkKey>(bookmark).as_deref(),
             Some(bookmark)
         );
-        for bad in ["1700000000000000", "1.x", "x.0190f5a2-7b6c-7def-8123-456789abcdef"] {
+        for bad in [
+            "1700000000000000",
+            "1.x",
+            "x.0190f5a2-7b6c-7def-8123-456789abcdef",
+        ] {
             assert_eq!(round_trip::<BookmarkKey>(bad), None, "{bad:?}");
         }
         for bad in ["0", "-1", "+1", "", "x"] {

@@ -103,12 +103,17 @@ async fn a_bookmark_toggles_repeats_change_nothing_and_shows_to_its_bookmarker_a
     let anonymous = seen(&app, None, 1, &post, &at).await;
     assert!(anonymous.get("bookmarked").is_none(), "{anonymous}");
     // The feed shows it so too (a first page from the replica's memory when it can answer).
-    let (status, feed) = app.get_as(2, &format!("/api/v1/feed?min_position={at}")).await;
+    let (status, feed) = app
+        .get_as(2, &format!("/api/v1/feed?min_position={at}"))
+        .await;
     assert_eq!(status, StatusCode::OK, "{feed}");
     assert_eq!(feed["items"][0]["id"], json!(post), "{feed}");
     assert_eq!(feed["items"][0]["bookmarked"], json!(true), "{feed}");
     assert!(
-        mine.as_object().unwrap().keys().all(|k| !k.contains("bookmark_")),
+        mine.as_object()
+            .unwrap()
+            .keys()
+            .all(|k| !k.contains("bookmark_")),
         "no count: {mine}"
     );
     // One may bookmark one's own post; nobody is notified of a bookmark.
@@ -122,18 +127,33 @@ async fn a_bookmark_toggles_repeats_change_nothing_and_shows_to_its_bookmarker_a
         .iter()
         .map(|n| &n["type"])
         .collect();
-    assert_eq!(kinds, vec![&json!("followed")], "2's follow alone: {notifications}");
+    assert_eq!(
+        kinds,
+        vec![&json!("followed")],
+        "2's follow alone: {notifications}"
+    );
     // An unbookmark takes it back once; an unbookmark of nothing changes nothing.
     let at = marked(&app, 2, &post, "unbookmark").await;
     let (_, nothing) = mark(&app, 2, &post, "unbookmark").await;
     assert_eq!(
-        (&nothing["changed"], &nothing["bookmarked"], &nothing["position"]),
+        (
+            &nothing["changed"],
+            &nothing["bookmarked"],
+            &nothing["position"]
+        ),
         (&json!(false), &json!(false), &Value::Null)
     );
     let (_, never) = mark(&app, 3, &post, "unbookmark").await;
     assert_eq!(never["changed"], json!(false));
-    assert_eq!(seen(&app, Some(2), 1, &post, &at).await["bookmarked"], json!(false));
-    assert_eq!(bookmark_events(&app).await, 3, "two bookmarks and an unbookmark");
+    assert_eq!(
+        seen(&app, Some(2), 1, &post, &at).await["bookmarked"],
+        json!(false)
+    );
+    assert_eq!(
+        bookmark_events(&app).await,
+        3,
+        "two bookmarks and an unbookmark"
+    );
     assert_verified(&app).await;
 }
 
@@ -180,7 +200,11 @@ async fn a_bookmark_is_refused_where_the_caller_may_not_read_or_a_block_stands()
     for user in [3, 5, 6] {
         assert_eq!(bookmarks(&app, user, "", &at).await.0, Vec::<String>::new());
     }
-    assert_eq!(bookmark_events(&app).await, 1, "the follower's bookmark alone");
+    assert_eq!(
+        bookmark_events(&app).await,
+        1,
+        "the follower's bookmark alone"
+    );
     assert_verified(&app).await;
 }
 
@@ -204,7 +228,10 @@ async fn the_list_is_newest_bookmark_first_and_pages_with_its_cursor() {
     assert_eq!(end, Value::Null);
     let (first, cursor) = bookmarks(&app, 2, "&limit=2", &at).await;
     assert_eq!(first, vec![p2.clone(), p3.clone()]);
-    let cursor = cursor.as_str().expect("a cursor after a full page").to_owned();
+    let cursor = cursor
+        .as_str()
+        .expect("a cursor after a full page")
+        .to_owned();
     let (second, end) = bookmarks(&app, 2, &format!("&limit=2&cursor={cursor}"), &at).await;
     assert_eq!((second, end), (vec![p1.clone()], Value::Null));
     // Bad paging is 400; another user's bookmarks are theirs alone.

@@ -362,7 +362,9 @@ pub async fn bookmarks(
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    let keys = rows.into_iter().map(|(at, post)| (at, PostId::from_uuid(post)));
+    let keys = rows
+        .into_iter()
+        .map(|(at, post)| (at, PostId::from_uuid(post)));
     Ok(keys.collect())
 }
 

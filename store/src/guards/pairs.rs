@@ -98,6 +98,19 @@ pub(crate) struct PairAsk {
     pub comment: Option<(CommentId, usize)>,
 }
 
+impl PairAsk {
+    /// What a command of `user`'s on `post` alone asks (a repost, a bookmark, a quote): the
+    /// pair of `user` and the post's author (a block, a follow for readability), and the post
+    /// (live, and its author's lock).
+    pub fn on_post(user: UserId, post: PostAccess) -> Self {
+        Self {
+            pairs: PairId::new(user, post.author).ok().into_iter().collect(),
+            post: Some(post),
+            comment: None,
+        }
+    }
+}
+
 /// The relation pairs a group's commands read, locked and folded, by stream id, which of
 /// the posts' authors are locked, and which posts and comments are gone.
 #[derive(Debug, Default)]
