@@ -298,6 +298,8 @@ struct Windows {
     completed: Vec<(std::time::Duration, Position)>,
     /// Sends by time, with the earliest position from there on.
     invoked: Vec<(std::time::Duration, Position)>,
+    /// Each written transaction's first acknowledgement.
+    acked: HashMap<Position, std::time::Duration>,
 }
 
 const END: Position = (i64::MAX, i64::MAX);
@@ -313,6 +315,11 @@ impl Windows {
             latest = latest.max(entry.1);
             entry.1 = latest;
         }
+        let mut acked = HashMap::new();
+        for (o, p) in &written {
+            let first = acked.entry(*p).or_insert(o.completed);
+            *first = (*first).min(o.completed);
+        }
         let mut invoked: Vec<_> = written.iter().map(|(o, p)| (o.invoked, *p)).collect();
         invoked.sort();
         let mut earliest = END;
@@ -320,7 +327,24 @@ impl Windows {
             earliest = earliest.min(entry.1);
             entry.1 = earliest;
         }
-        Self { completed, invoked }
+        Self {
+            completed,
+            invoked,
+            acked,
+        }
+    }
+
+    /// The lower end of `op`'s window on one stream's `line` (a pair's facts, or an actor's
+    /// count under their guard: changes that commit in the line's order): its last change
+    /// acknowledged before `op` was sent. The window's own `low` bounds the log, not a
+    /// stream: the log orders transactions by xid, taken at a transaction's first write, not
+    /// at its commit, so a change below `low` that nobody had acknowledged may still have been
+    /// in flight, and committed after `op` was judged (the 3,000 s run found such a follow).
+    fn low_on<T>(&self, op: &Op, line: &[(Position, T)]) -> Position {
+        line.iter()
+            .rev()
+            .find(|(p, _)| self.acked.get(p).is_some_and(|t| *t < op.invoked))
+            .map_or(START, |(p, _)| *p)
     }
 
     /// `(low, high)`: the prefixes from `low` (included) to `high` (not).
@@ -363,8 +387,10 @@ fn posts_accepted_where_allowed(
         if !matches!(op.outcome, Outcome::Ok { .. }) {
             continue;
         }
-        let (low, high) = windows.of(op);
-        let pair = Timelines::between(timelines.pair(op.actor, op.target), low, high);
+        let (_, high) = windows.of(op);
+        let line = timelines.pair(op.actor, op.target);
+        let low = windows.low_on(op, line);
+        let pair = Timelines::between(line, low, high);
         if !pair.iter().any(|f| post_decision(op, *f) == "OK") {
             let example = format!("{op:?}; window {low:?}..{high:?}; the pair's states {pair:?}");
             anomalies.found("like or repost accepted where no prefix allows it", example);
@@ -554,16 +580,20 @@ fn refusals_hold(
             continue;
         };
         let (low, high) = windows.of(op);
-        let pair = Timelines::between(timelines.pair(op.actor, op.target), low, high);
+        let line = timelines.pair(op.actor, op.target);
+        let pair = Timelines::between(line, windows.low_on(op, line), high);
+        let following = timelines.following(op.actor);
         let holds = match code.as_str() {
             code if matches!(op.verb, Verb::Like | Verb::Repost) => {
                 pair.iter().any(|f| post_decision(op, *f) == code)
             }
             "BLOCKED" => pair.iter().any(|f| f.blocked_by),
             "BLOCKING_TARGET" => pair.iter().any(|f| f.blocking),
-            "FOLLOW_LIMIT_REACHED" => Timelines::between(timelines.following(op.actor), low, high)
-                .iter()
-                .any(|n| *n >= limit),
+            "FOLLOW_LIMIT_REACHED" => {
+                Timelines::between(following, windows.low_on(op, following), high)
+                    .iter()
+                    .any(|n| *n >= limit)
+            }
             _ => false,
         };
         if !holds {

@@ -460,3 +460,44 @@ fn a_follow_of_a_locked_user_that_skips_the_request_is_found() {
     )];
     one("acknowledged write missing from the log", &ops, &log, 5);
 }
+
+#[test]
+fn a_change_in_flight_below_the_window_may_have_committed_after_the_refusal() {
+    // 1 follows 2 in a transaction with the lower xid (10) that was still in flight when
+    // another (11, by 3) was acknowledged; 1's like of 2's followers post, sent after that
+    // acknowledgement and answered before the follow's, is refused NOT_FOUND. The log puts
+    // the follow first; the like may still have been judged before it committed.
+    let log = [
+        logged((9, 1), "p", Change::Other),
+        logged((10, 3), "f", Change::Follow(1, 2)),
+        logged((11, 2), "x", Change::Follow(3, 4)),
+    ];
+    let publish = op(Verb::Publish, 2, 2, "p", (0, 1), accepted((9, 1)));
+    let other = op(Verb::Follow, 3, 4, "x", (2, 5), ok_at((11, 2), FOLLOWING));
+    let like = |follow_answered: u64| {
+        [
+            publish.clone(),
+            op(
+                Verb::Follow,
+                1,
+                2,
+                "f",
+                (2, follow_answered),
+                ok_at((10, 3), FOLLOWING),
+            ),
+            other.clone(),
+            on_post(
+                Verb::Like,
+                1,
+                2,
+                "l",
+                (6, 7),
+                Outcome::Refused("NOT_FOUND".into()),
+            ),
+        ]
+    };
+    let found = check(&like(8), &log, 5);
+    assert_eq!(found.total(), 0, "{found:?}");
+    // The follow acknowledged before the like was sent: the refusal is contradicted.
+    one("refusal the log contradicts", &like(5), &log, 5);
+}
