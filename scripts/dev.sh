@@ -5,7 +5,7 @@
 # comment; bob's notifications, grouped, his unread count and marker; a repost, and a
 # post that cannot be reposted; a repost in a feed, a follow's preferences (notify,
 # show_reposts) and a 'posted' notification; a quote, its notification, a policy that
-# refuses the next one, and a detach; where the operator page,
+# refuses the next one, and a detach; a bookmark and the bookmarks; where the operator page,
 # the live feed and the live notifications are),
 # then keeps serving until Ctrl-C.
 set -euo pipefail
@@ -152,6 +152,11 @@ curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $carol" \
 out=$(curl -s -X POST "$base/api/v1/posts/$quoting/detach" -H "authorization: Bearer $alice"); echo "$out"
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/users/$c_id/posts?size=1&min_position=$position"; echo
+echo
+echo "== demo: bob bookmarks carol's quote (private: no count, nobody told); his bookmarks, and the post as he sees it (bookmarked: true)"
+out=$(curl -s -X POST "$base/api/v1/posts/$quoting/bookmark" -H "authorization: Bearer $bob"); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/me/bookmarks?min_position=$position" -H "authorization: Bearer $bob"; echo
 echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"

@@ -340,7 +340,9 @@ async fn marked(
 pub type BookmarkKey = (DateTime<Utc>, PostId);
 
 /// Up to `limit` of `user`'s bookmarks, newest first, strictly after `after`: each one's key.
-/// Every bookmark standing, whether its post is readable or not (the reader judges).
+/// Every bookmark standing whose post is not deleted (a deleted post, or an erased author's,
+/// never comes back: left out here, so a page never scans it again), readable or not (the
+/// reader judges).
 pub async fn bookmarks(
     pool: &PgPool,
     user: UserId,
@@ -352,9 +354,10 @@ pub async fn bookmarks(
         None => (DateTime::<Utc>::MAX_UTC, uuid::Uuid::from_u128(u128::MAX)),
     };
     let rows: Vec<(DateTime<Utc>, uuid::Uuid)> = sqlx::query_as(
-        "SELECT since, post FROM rm_bookmarks
-          WHERE user_id = $1 AND (since, post) < ($2, $3)
-          ORDER BY since DESC, post DESC LIMIT $4",
+        "SELECT b.since, b.post FROM rm_bookmarks b
+           JOIN rm_posts p ON p.post_id = b.post AND NOT p.deleted
+          WHERE b.user_id = $1 AND (b.since, b.post) < ($2, $3)
+          ORDER BY b.since DESC, b.post DESC LIMIT $4",
     )
     .bind(user.get())
     .bind(since)
