@@ -300,40 +300,37 @@ pub async fn post_stats(
     Ok(counts.collect())
 }
 
-/// Which of `posts` `user` reposts (issue 44).
-pub async fn reposted(
-    pool: &PgPool,
-    user: UserId,
-    posts: &[PostId],
-) -> Result<HashSet<PostId>, sqlx::Error> {
-    marked(pool, "rm_reposts", user, posts).await
+/// Which of some posts a user reposts (issue 44) and which they bookmark (issue 46).
+#[derive(Debug, Default)]
+pub struct Marks {
+    /// The ones reposted.
+    pub reposted: HashSet<PostId>,
+    /// The ones bookmarked.
+    pub bookmarked: HashSet<PostId>,
 }
 
-/// Which of `posts` `user` bookmarks (issue 46).
-pub async fn bookmarked(
-    pool: &PgPool,
-    user: UserId,
-    posts: &[PostId],
-) -> Result<HashSet<PostId>, sqlx::Error> {
-    marked(pool, "rm_bookmarks", user, posts).await
-}
-
-/// Which of `posts` `user` has a row of in `table`, a table of marks (`post`, `user_id`,
-/// `since`: `rm_reposts`, `rm_bookmarks`).
-async fn marked(
-    pool: &PgPool,
-    table: &str,
-    user: UserId,
-    posts: &[PostId],
-) -> Result<HashSet<PostId>, sqlx::Error> {
+/// Which of `posts` `user` reposts and which they bookmark, in one round trip (a page's
+/// flags: `FeedReader::engage`).
+pub async fn marks(pool: &PgPool, user: UserId, posts: &[PostId]) -> Result<Marks, sqlx::Error> {
     let ids: Vec<uuid::Uuid> = posts.iter().map(|p| p.uuid()).collect();
-    let sql = format!("SELECT post FROM {table} WHERE user_id = $1 AND post = ANY($2)");
-    let rows: Vec<uuid::Uuid> = sqlx::query_scalar(&sql)
-        .bind(user.get())
-        .bind(&ids)
-        .fetch_all(pool)
-        .await?;
-    Ok(rows.into_iter().map(PostId::from_uuid).collect())
+    let rows: Vec<(uuid::Uuid, bool)> = sqlx::query_as(
+        "SELECT post, true FROM rm_reposts WHERE user_id = $1 AND post = ANY($2)
+         UNION ALL
+         SELECT post, false FROM rm_bookmarks WHERE user_id = $1 AND post = ANY($2)",
+    )
+    .bind(user.get())
+    .bind(&ids)
+    .fetch_all(pool)
+    .await?;
+    let mut marks = Marks::default();
+    for (post, reposted) in rows {
+        let post = PostId::from_uuid(post);
+        match reposted {
+            true => marks.reposted.insert(post),
+            false => marks.bookmarked.insert(post),
+        };
+    }
+    Ok(marks)
 }
 
 /// A bookmark's place in its user's bookmarks (issue 46): when it was made, and its post.

@@ -198,18 +198,16 @@ impl FeedReader<'_> {
         };
         let marked = async {
             match viewer {
-                Some(viewer) => {
-                    let reposted = engagement_query::reposted(self.reads, viewer, &ids);
-                    let bookmarked = engagement_query::bookmarked(self.reads, viewer, &ids);
-                    tokio::try_join!(reposted, bookmarked).map(Some)
-                }
+                Some(viewer) => engagement_query::marks(self.reads, viewer, &ids)
+                    .await
+                    .map(Some),
                 None => Ok(None),
             }
         };
         let stats = engagement_query::post_stats(self.reads, &ids);
         let (stats, liked, marked) = tokio::join!(stats, liked, marked);
         let (stats, liked, marked) = (stats?, liked?, marked?);
-        let (reposted, bookmarked) = marked.unzip();
+        let (reposted, bookmarked) = marked.map(|m| (m.reposted, m.bookmarked)).unzip();
         for (i, post) in posts.iter_mut().enumerate() {
             let counts = stats.get(&post.id).copied().unwrap_or_default();
             post.like_count = counts.likes;
