@@ -86,7 +86,8 @@ error_sets! {
         (429, "RATE_LIMITED, with Retry-After"),
         (503, "UNAVAILABLE, with Retry-After"),
     ];
-    /// A like's or an unlike's errors (posts and comments).
+    /// A like's or an unlike's errors (posts and comments), and a bookmark's or an
+    /// unbookmark's (issue 46: the same refusals).
     LikeErrors = [
         (400, ""),
         (401, ""),
@@ -101,16 +102,6 @@ error_sets! {
         (400, ""),
         (401, ""),
         (403, "BLOCKED: a block either way; NOT_REPOSTABLE: a followers-only post, or its author is locked (a repost only)"),
-        (404, "unknown, deleted or malformed id, or a post the caller may not read"),
-        (422, ""),
-        (429, ""),
-        (503, ""),
-    ];
-    /// A bookmark's or an unbookmark's errors (issue 46), judged in this order.
-    BookmarkErrors = [
-        (400, ""),
-        (401, ""),
-        (403, "BLOCKED: a block either way"),
         (404, "unknown, deleted or malformed id, or a post the caller may not read"),
         (422, ""),
         (429, ""),
