@@ -146,7 +146,26 @@ impl From<PostChange> for Changed {
     }
 }
 
+impl From<RelationDecision> for Changed {
+    fn from(decision: RelationDecision) -> Self {
+        Self {
+            changed: decision.changed,
+            position: decision.position,
+        }
+    }
+}
+
 impl Answer for Changed {}
+
+/// How the relation store keeps each of its outcomes under its idempotency key: a dismissed
+/// suggestion's as `{changed, position}` (SPEC), every other command's as
+/// `{changed, relation, position}`.
+pub fn render_relation(decision: &RelationDecision) -> StoredAnswer {
+    match decision.command {
+        relations_domain::RelationCommand::Dismiss { .. } => render::<_, Changed>(decision),
+        _ => render::<_, RelationOutcome>(decision),
+    }
+}
 
 /// The answer to a new comment: `{comment, position}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::jwt::JwtKeys;
-use crate::outcome::{render, AccountChange, PostAnswer, RelationOutcome};
+use crate::outcome::{render, render_relation, AccountChange, PostAnswer};
 use crate::rate_limit::RateLimiter;
 use crate::routes;
 use crate::state::{AppState, ProjectorEntry, Shared};
@@ -140,7 +140,7 @@ impl Application {
                 config.follow_limit,
                 signal.clone(),
                 config.workers(),
-                render::<_, RelationOutcome>,
+                render_relation,
             ),
             posts: PostStore::new(
                 pool.clone(),

@@ -101,6 +101,13 @@ pub enum RelationCommand {
         /// The time of the decision.
         now: DateTime<Utc>,
     },
+    /// The actor never wants the target suggested again (issue 46); for good.
+    Dismiss {
+        /// The user who asks.
+        actor: UserId,
+        /// The user not to suggest.
+        target: UserId,
+    },
 }
 
 impl RelationCommand {
@@ -115,7 +122,8 @@ impl RelationCommand {
             | Self::ApproveRequest { actor, .. }
             | Self::RejectRequest { actor, .. }
             | Self::Mute { actor, .. }
-            | Self::Unmute { actor, .. } => actor,
+            | Self::Unmute { actor, .. }
+            | Self::Dismiss { actor, .. } => actor,
         }
     }
 
@@ -130,7 +138,8 @@ impl RelationCommand {
             | Self::ApproveRequest { target, .. }
             | Self::RejectRequest { target, .. }
             | Self::Mute { target, .. }
-            | Self::Unmute { target, .. } => target,
+            | Self::Unmute { target, .. }
+            | Self::Dismiss { target, .. } => target,
         }
     }
 
@@ -151,6 +160,7 @@ impl RelationCommand {
             Self::RejectRequest { .. } => "reject",
             Self::Mute { .. } => "mute",
             Self::Unmute { .. } => "unmute",
+            Self::Dismiss { .. } => "dismiss",
         }
     }
 }
@@ -271,6 +281,13 @@ pub enum RelationEvent {
         /// Who was muted.
         muted: UserId,
     },
+    /// `user` dismissed `dismissed` from their follow suggestions, for good (issue 46).
+    SuggestionDismissed {
+        /// Who dismissed.
+        user: UserId,
+        /// Whom they never want suggested again.
+        dismissed: UserId,
+    },
     /// `follower`'s preferences for following `followee` are these (issue 44): after a
     /// `Followed` whose preferences are not the defaults (a request's, carried by its
     /// `FollowRequested`, after its approval's `Followed`), or alone when a follow command
@@ -302,6 +319,7 @@ impl RelationEvent {
             Self::FollowRequestRejected { .. } => "FollowRequestRejected",
             Self::FollowRequestWithdrawn { .. } => "FollowRequestWithdrawn",
             Self::FollowPreferencesChanged { .. } => "FollowPreferencesChanged",
+            Self::SuggestionDismissed { .. } => "SuggestionDismissed",
         }
     }
 
@@ -352,6 +370,7 @@ impl RelationEvent {
             Self::FollowPreferencesChanged {
                 follower, followee, ..
             } => (follower, followee),
+            Self::SuggestionDismissed { user, dismissed } => (user, dismissed),
         }
     }
 
@@ -468,6 +487,10 @@ pub struct RelationPair {
     /// The preferences of a follow or a pending request that are not the defaults (issue 44).
     #[serde(default)]
     prefs: Vec<(UserId, UserId, FollowPrefs)>,
+    /// Dismissed suggestions (user, dismissed): at most one per direction, for good (issue
+    /// 46).
+    #[serde(default)]
+    dismissals: Vec<(UserId, UserId)>,
 }
 
 impl RelationPair {
@@ -585,6 +608,12 @@ impl RelationPair {
                 }]
             }
             RelationCommand::Mute { until, now, .. } => self.decide_mute(actor, target, until, now),
+            RelationCommand::Dismiss { .. } if !self.dismissals.contains(&(actor, target)) => {
+                vec![RelationEvent::SuggestionDismissed {
+                    user: actor,
+                    dismissed: target,
+                }]
+            }
             RelationCommand::Unmute { now, .. } if self.muting(actor, target, now) => {
                 vec![RelationEvent::Unmuted {
                     muter: actor,
@@ -597,7 +626,8 @@ impl RelationPair {
             | RelationCommand::RemoveFollower { .. }
             | RelationCommand::ApproveRequest { .. }
             | RelationCommand::RejectRequest { .. }
-            | RelationCommand::Unmute { .. } => vec![],
+            | RelationCommand::Unmute { .. }
+            | RelationCommand::Dismiss { .. } => vec![],
         };
         Ok(events)
     }
@@ -775,6 +805,11 @@ impl RelationPair {
                     }
                 }
             }
+            RelationEvent::SuggestionDismissed { user, dismissed } => {
+                if !self.dismissals.contains(&(user, dismissed)) {
+                    self.dismissals.push((user, dismissed));
+                }
+            }
             RelationEvent::FollowPreferencesChanged { .. } => {}
         }
     }
@@ -803,6 +838,7 @@ impl RelationPair {
             | RelationEvent::Unmuted { .. }
             | RelationEvent::FollowRequested { .. }
             | RelationEvent::FollowPreferencesChanged { .. }
+            | RelationEvent::SuggestionDismissed { .. }
             | RelationEvent::FollowRequestApproved { .. } => return,
         };
         self.prefs.retain(|p| (p.0, p.1) != ended);
@@ -837,7 +873,8 @@ pub fn guarded_users(command: RelationCommand) -> Vec<UserId> {
         RelationCommand::Unblock { .. }
         | RelationCommand::ApproveRequest { .. }
         | RelationCommand::Mute { .. }
-        | RelationCommand::Unmute { .. } => vec![],
+        | RelationCommand::Unmute { .. }
+        | RelationCommand::Dismiss { .. } => vec![],
     }
 }
 
@@ -857,7 +894,8 @@ pub fn following_deltas(events: &[RelationEvent]) -> Vec<(UserId, i32)> {
             | RelationEvent::Unblocked { .. }
             | RelationEvent::Muted { .. }
             | RelationEvent::Unmuted { .. }
-            | RelationEvent::FollowPreferencesChanged { .. } => continue,
+            | RelationEvent::FollowPreferencesChanged { .. }
+            | RelationEvent::SuggestionDismissed { .. } => continue,
         };
         match deltas.iter_mut().find(|(u, _)| *u == user) {
             Some((_, d)) => *d += delta,

@@ -1,6 +1,6 @@
 //! A user's own data, for their archive (`GET /api/v1/me/archive`, issue 25): every follow,
-//! follower, request, block, mute, post, comment, like, repost and bookmark (issue 46) of
-//! theirs as the read models hold it, as JSON lines `{"kind", ..., "at"}`. Read section by
+//! follower, request, block, mute, post, comment, like, repost, bookmark and dismissed
+//! suggestion (issue 46) of theirs as the read models hold it, as JSON lines `{"kind", ..., "at"}`. Read section by
 //! section in keyset pages (newest first, by `(at, tie)`), so a user with 100k followers costs
 //! one page of memory at a time and holds no connection between pages.
 
@@ -90,6 +90,13 @@ const SECTIONS: &[Section] = &[
         at: "since",
         tie: "post::text",
         record: "'kind', 'bookmark', 'post', post, 'at', since",
+    },
+    // Issue 46: every suggestion dismissed.
+    Section {
+        rows: "rm_dismissals WHERE user_id = $1",
+        at: "since",
+        tie: "dismissed",
+        record: "'kind', 'dismissal', 'user', dismissed, 'at', since",
     },
 ];
 

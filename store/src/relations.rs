@@ -26,6 +26,8 @@ pub struct RelationDecision {
     pub relation: Relation,
     /// Where the appended events ended in the log; none when nothing changed.
     pub position: Option<LogPosition>,
+    /// The command decided (its answer's shape depends on it: a dismissal shows no relation).
+    pub command: RelationCommand,
 }
 
 /// Carries out relation commands against the event store.
@@ -164,6 +166,7 @@ impl StoreCommand for GuardedRelationCommand {
                 chrono::Utc::now(),
             ),
             position,
+            command: self.command,
         }
     }
 }

@@ -86,6 +86,16 @@ error_sets! {
         (429, "RATE_LIMITED, with Retry-After"),
         (503, "UNAVAILABLE, with Retry-After"),
     ];
+    /// A dismissed suggestion's errors (issue 46).
+    DismissErrors = [
+        (400, "SELF_RELATION"),
+        (401, ""),
+        (403, "USER_BANNED"),
+        (404, "malformed or erased user id"),
+        (422, "IDEMPOTENCY_KEY_REUSED"),
+        (429, "RATE_LIMITED, with Retry-After"),
+        (503, "UNAVAILABLE, with Retry-After"),
+    ];
     /// A like's or an unlike's errors (posts and comments), and a bookmark's or an
     /// unbookmark's (issue 46: the same refusals).
     LikeErrors = [

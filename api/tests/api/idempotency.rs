@@ -93,7 +93,7 @@ async fn a_malformed_key_is_bad_input() {
 
 /// `actor` sends `method` to `path` (under `/api/v1/`) with `body`, under `key`: the answer
 /// and whether it was replayed.
-async fn keyed(
+pub(crate) async fn keyed(
     app: &TestApp,
     actor: i64,
     method: reqwest::Method,

@@ -47,4 +47,5 @@ mod rules;
 mod shared_log;
 mod storage_faults;
 mod stream;
+mod suggestions;
 mod tools;

@@ -342,6 +342,19 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             ),
             Call::new("get", "/api/v1/comments/nope/replies", S::NOT_FOUND),
         ],
+        ("get", "/api/v1/me/suggestions") => vec![
+            Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
+            Call::new("get", format!("{path}?limit=50"), S::OK).token(t1.clone()),
+            Call::new("get", format!("{path}?limit=51"), S::BAD_REQUEST).token(t1.clone()),
+            Call::new("get", format!("{path}?limit=0"), S::BAD_REQUEST).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
+        ("post", "/api/v1/me/suggestions/{id}/dismiss") => vec![
+            Call::new("post", path.replace("{id}", "4"), S::OK).token(t1.clone()),
+            Call::new("post", path.replace("{id}", "1"), S::BAD_REQUEST).token(t1.clone()),
+            Call::new("post", path.replace("{id}", "nope"), S::NOT_FOUND).token(t1.clone()),
+            Call::new("post", path.replace("{id}", "4"), S::UNAUTHORIZED),
+        ],
         ("get", "/api/v1/me/bookmarks") => vec![
             Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t2.clone()),
             Call::new("get", format!("{path}?limit=1"), S::OK).token(t2.clone()),

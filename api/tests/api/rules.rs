@@ -256,6 +256,8 @@ async fn openapi_describes_every_endpoint() {
         ("post", "/api/v1/posts/{id}/bookmark"),
         ("post", "/api/v1/posts/{id}/unbookmark"),
         ("get", "/api/v1/me/bookmarks"),
+        ("get", "/api/v1/me/suggestions"),
+        ("post", "/api/v1/me/suggestions/{id}/dismiss"),
         ("put", "/api/v1/posts/{id}/quote_policy"),
         ("post", "/api/v1/posts/{id}/detach"),
         ("post", "/api/v1/posts/{id}/comments"),

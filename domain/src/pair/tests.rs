@@ -814,3 +814,45 @@ fn mutes_replace_their_end_and_lapse_by_themselves() {
     let facts = pair.facts(u(1), u(2));
     assert_eq!(facts, Facts::default());
 }
+
+#[test]
+fn a_dismissal_is_kept_once_one_way_and_changes_no_relation() {
+    let dismiss = |actor: i64, target: i64| RelationCommand::Dismiss {
+        actor: u(actor),
+        target: u(target),
+    };
+    let mut pair = RelationPair::default();
+    let mut decided = Vec::new();
+    for command in [dismiss(A, B), dismiss(A, B), dismiss(B, A)] {
+        let events = pair.decide(command, FollowBudget::unlimited()).unwrap();
+        decided.push(events.clone());
+        for event in events {
+            pair.apply(event);
+        }
+    }
+    let dismissed = |user: i64, dismissed: i64| RelationEvent::SuggestionDismissed {
+        user: u(user),
+        dismissed: u(dismissed),
+    };
+    assert_eq!(
+        decided,
+        vec![vec![dismissed(A, B)], vec![], vec![dismissed(B, A)]],
+        "once per direction, and again changes nothing"
+    );
+    assert_eq!(pair.facts(u(A), u(B)), Facts::default());
+    assert_eq!(
+        pair.decide(dismiss(A, A), FollowBudget::unlimited()),
+        Err(RelationError::SelfRelation)
+    );
+    // Across a block too: a dismissal is the dismisser's own business.
+    let mut blocked_pair = RelationPair::default();
+    blocked_pair.apply(blocked(B, A));
+    assert_eq!(
+        blocked_pair.decide(dismiss(A, B), FollowBudget::unlimited()),
+        Ok(vec![dismissed(A, B)])
+    );
+    assert_eq!(guarded_users(dismiss(A, B)), vec![]);
+    assert!(following_deltas(&[dismissed(A, B)]).is_empty());
+    assert_eq!(dismissed(A, B).event_type(), "SuggestionDismissed");
+    assert_eq!(dismissed(A, B).users(), (u(A), u(B)));
+}

@@ -211,13 +211,14 @@ impl<'a> FeedChange<'a> {
                     }
                 }
                 // Requests change no feed (an approval's `Followed` does), nor do blocks (a
-                // block's `Unfollowed` does).
+                // block's `Unfollowed` does), nor dismissed suggestions.
                 RelationEvent::Blocked { .. }
                 | RelationEvent::Unblocked { .. }
                 | RelationEvent::FollowRequested { .. }
                 | RelationEvent::FollowRequestApproved { .. }
                 | RelationEvent::FollowRequestRejected { .. }
-                | RelationEvent::FollowRequestWithdrawn { .. } => return None,
+                | RelationEvent::FollowRequestWithdrawn { .. }
+                | RelationEvent::SuggestionDismissed { .. } => return None,
             },
             LogEvent::Post(post) => Self::of_post(post),
             LogEvent::Account(account) => match *account {

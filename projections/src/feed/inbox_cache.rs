@@ -365,6 +365,7 @@ impl FeedCacheProjector {
                     | RelationEvent::FollowRequestApproved { .. }
                     | RelationEvent::FollowRequestRejected { .. }
                     | RelationEvent::FollowRequestWithdrawn { .. }
+                    | RelationEvent::SuggestionDismissed { .. }
                     // Preferences are read at read time; inboxes keep every repost.
                     | RelationEvent::FollowPreferencesChanged { .. } => return Ok(()),
                 };

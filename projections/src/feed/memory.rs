@@ -451,7 +451,10 @@ impl FeedTables for FeedMemory {
             RelationChange::Unmute(pair) => {
                 self.mutes.remove(&pair);
             }
-            RelationChange::Begin(..) | RelationChange::End(..) | RelationChange::Prefs(..) => {}
+            RelationChange::Begin(..)
+            | RelationChange::End(..)
+            | RelationChange::Prefs(..)
+            | RelationChange::Dismiss(..) => {}
         }
         Ok(())
     }

@@ -57,9 +57,10 @@ impl EdgeChange {
         let (kind, (subject, object), present) = match RelationChange::of(event, at) {
             RelationChange::Begin(kind, pair, _) => (kind, pair, true),
             RelationChange::End(kind, pair) => (kind, pair, false),
-            RelationChange::Mute(..) | RelationChange::Unmute(_) | RelationChange::Prefs(..) => {
-                return None
-            }
+            RelationChange::Mute(..)
+            | RelationChange::Unmute(_)
+            | RelationChange::Prefs(..)
+            | RelationChange::Dismiss(..) => return None,
         };
         Some(Self {
             position,

@@ -382,6 +382,8 @@ impl ChangeReader {
                 author,
                 on: prefs.notify,
             }],
+            // A dismissal is the dismisser's own business: nobody is told.
+            RelationChange::Dismiss(..) => vec![],
         }
     }
 }

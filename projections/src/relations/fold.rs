@@ -96,6 +96,9 @@ pub enum RelationChange {
     /// `from`'s follow (or request) of `to` has these preferences (issue 44); they end with
     /// it.
     Prefs(UserPair, FollowPrefs),
+    /// `from` dismissed `to` from their suggestions at the time, for good (issue 46): kept
+    /// until an erasure of either.
+    Dismiss(UserPair, DateTime<Utc>),
 }
 
 impl RelationChange {
@@ -157,6 +160,9 @@ impl RelationChange {
                     notify,
                 },
             ),
+            RelationEvent::SuggestionDismissed { user, dismissed } => {
+                Self::Dismiss(pair(user, dismissed), at)
+            }
         }
     }
 }
@@ -178,7 +184,8 @@ pub fn approval(event: &RelationEvent) -> Option<UserPair> {
         | RelationEvent::FollowRequestWithdrawn { .. }
         | RelationEvent::Muted { .. }
         | RelationEvent::Unmuted { .. }
-        | RelationEvent::FollowPreferencesChanged { .. } => None,
+        | RelationEvent::FollowPreferencesChanged { .. }
+        | RelationEvent::SuggestionDismissed { .. } => None,
     }
 }
 
@@ -224,6 +231,9 @@ pub trait RelationTables {
     /// that answer none keep nothing. The fold gives the defaults when the follow or the
     /// request ends.
     fn prefs(&mut self, _pair: UserPair, _prefs: FollowPrefs) {}
+    /// Keeps `pair.0`'s dismissal of `pair.1` (since the time) unless it is kept; tables that
+    /// answer none keep nothing.
+    fn dismiss(&mut self, _pair: UserPair, _since: DateTime<Utc>) {}
 }
 
 /// Tables that can list a user's edges: what a fold in memory keeps, so that it can fold an
@@ -231,13 +241,14 @@ pub trait RelationTables {
 pub trait ErasableTables: RelationTables {
     /// Every edge `user` is on, either end, of every kind.
     fn edges_of(&self, user: i64) -> Vec<(EdgeKind, UserPair)>;
-    /// Lifts every mute by or of `user`.
-    fn unmute_all(&mut self, user: i64);
+    /// Lifts every mute by or of `user`, and forgets every dismissal by or of them.
+    fn lift_all(&mut self, user: i64);
 }
 
 /// Folds `user`'s erasure into `tables`: every edge of theirs ends, both ways, each as its own
 /// ending event would, and every mute by or of them is lifted; the follows it ended, for the
-/// counters. Nothing of the user is left, so folding it again changes nothing.
+/// counters. Every dismissal by or of them goes with the mutes. Nothing of the user is left, so
+/// folding it again changes nothing.
 pub fn erase(tables: &mut impl ErasableTables, user: i64) -> Vec<FollowCount> {
     let mut edges = tables.edges_of(user);
     // One order for every reader (follows before others, then by pair), so the counters'
@@ -247,7 +258,7 @@ pub fn erase(tables: &mut impl ErasableTables, user: i64) -> Vec<FollowCount> {
         .into_iter()
         .filter_map(|(kind, pair)| fold(tables, RelationChange::End(kind, pair)))
         .collect();
-    tables.unmute_all(user);
+    tables.lift_all(user);
     ended
 }
 
@@ -278,6 +289,10 @@ pub fn fold(tables: &mut impl RelationTables, change: RelationChange) -> Option<
             tables.prefs(pair, prefs);
             return None;
         }
+        RelationChange::Dismiss(pair, since) => {
+            tables.dismiss(pair, since);
+            return None;
+        }
     };
     Some(FollowCount {
         follower: pair.0,
@@ -298,6 +313,7 @@ mod tests {
     struct Maps {
         edges: HashMap<(EdgeKind, UserPair), DateTime<Utc>>,
         mutes: HashMap<UserPair, (DateTime<Utc>, Option<DateTime<Utc>>)>,
+        dismissals: HashMap<UserPair, DateTime<Utc>>,
     }
 
     impl RelationTables for Maps {
@@ -318,6 +334,9 @@ mod tests {
         fn unmute(&mut self, pair: UserPair) {
             self.mutes.remove(&pair);
         }
+        fn dismiss(&mut self, pair: UserPair, since: DateTime<Utc>) {
+            self.dismissals.entry(pair).or_insert(since);
+        }
     }
 
     impl ErasableTables for Maps {
@@ -325,8 +344,9 @@ mod tests {
             let on = |&&(_, (a, b)): &&(EdgeKind, UserPair)| a == user || b == user;
             self.edges.keys().filter(on).copied().collect()
         }
-        fn unmute_all(&mut self, user: i64) {
+        fn lift_all(&mut self, user: i64) {
             self.mutes.retain(|&(a, b), _| a != user && b != user);
+            self.dismissals.retain(|&(a, b), _| a != user && b != user);
         }
     }
 
@@ -377,9 +397,12 @@ mod tests {
             RelationChange::Mute((1, 4), at(1), None),
             RelationChange::Mute((1, 4), at(2), Some(at(9))),
             RelationChange::End(EdgeKind::Request, (3, 1)),
+            RelationChange::Dismiss((1, 5), at(3)),
+            RelationChange::Dismiss((1, 5), at(4)),
         ] {
             assert_eq!(fold(&mut t, change), None);
         }
+        assert_eq!(t.dismissals[&(1, 5)], at(3), "the first dismissal stands");
         let kinds: BTreeSet<_> = t.edges.keys().map(|k| format!("{k:?}")).collect();
         assert_eq!(kinds.len(), 1, "only the block is left");
         assert_eq!(t.mutes[&(1, 4)], (at(2), Some(at(9))), "a mute replaces");
@@ -398,6 +421,9 @@ mod tests {
             RelationChange::Begin(EdgeKind::Request, (5, 1), at(1)),
             RelationChange::Mute((6, 1), at(1), None),
             RelationChange::Mute((1, 6), at(1), None),
+            RelationChange::Dismiss((1, 7), at(1)),
+            RelationChange::Dismiss((7, 1), at(1)),
+            RelationChange::Dismiss((7, 2), at(1)),
         ] {
             if let Some(count) = fold(&mut t, change) {
                 count.add_to(&mut counts);
@@ -415,6 +441,11 @@ mod tests {
         assert_eq!(counts[&3], (0, 1, 0));
         assert_eq!(t.edges.len(), 1, "only 2 -> 3 is left");
         assert!(t.mutes.is_empty());
+        assert_eq!(
+            t.dismissals.keys().collect::<Vec<_>>(),
+            vec![&(7, 2)],
+            "dismissals by and of the user go, others stay"
+        );
         assert!(
             erase(&mut t, 1).is_empty(),
             "a second erasure changes nothing"

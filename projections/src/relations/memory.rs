@@ -1,9 +1,9 @@
 //! The follow graph in memory (issue 43: each read model owns its memory): projector
 //! `following`'s read model as every service instance's replica ([`crate::replica`]) holds
 //! it, answering relation checks, lists and counts without a database round trip. It is loaded
-//! from `rm_follows`, `rm_blocks`, `rm_follow_requests` and `rm_mutes` at the projector's
-//! checkpoint and then folds every later relation event, and every erasure, with the one
-//! relation fold ([`super::fold`]).
+//! from `rm_follows`, `rm_blocks`, `rm_follow_requests`, `rm_mutes`, `rm_follow_prefs` and
+//! `rm_dismissals` at the projector's checkpoint and then folds every later relation event,
+//! and every erasure, with the one relation fold ([`super::fold`]).
 //!
 //! Memory (issue 48, item 2: at most 40 bytes a follow): each user has a dense [`Slot`], and
 //! an edge names users by slot (4 bytes), not by id (8). A follow is written at both ends with
@@ -28,7 +28,7 @@ use sqlx::{PgConnection, Row};
 use super::fold::{
     self, EdgeKind, ErasableTables, FollowCount, RelationChange, RelationTables, UserPair,
 };
-use super::query::{Counts, ListEntry};
+use super::query::{Counts, ListEntry, Suggestion};
 use super::reads::KeyedList;
 use crate::replica::MemoryModel;
 use crate::runtime::checkpoint;
@@ -142,6 +142,8 @@ pub struct RelationsMemory {
     follows: u64,
     /// The preferences of follows and requests that are not the defaults (issue 44): few.
     prefs: HashMap<(u64, u64), FollowPrefs>,
+    /// Dismissed suggestions `(user, dismissed)` (issue 46), for good.
+    dismissals: HashSet<(u64, u64)>,
     /// Relation events up to here were in the read model (or the snapshot) it was loaded
     /// from.
     #[serde(skip)]
@@ -237,6 +239,7 @@ impl RelationsMemory {
             + table_bytes::<(u64, u64)>(self.blocks.capacity() + self.requests.capacity())
             + table_bytes::<(u64, Vec<(u64, Micros, Option<Micros>)>)>(self.mutes.capacity())
             + table_bytes::<((u64, u64), FollowPrefs)>(self.prefs.capacity())
+            + table_bytes::<(u64, u64)>(self.dismissals.capacity())
     }
 
     /// Block edges.
@@ -391,6 +394,84 @@ impl RelationsMemory {
             .filter(|m| key.is_none_or(|k| (m.0, m.1) < k))
             .take(limit.max(0) as usize)
             .map(|(since, b, until)| (edge((since, b)), until.map(micros)))
+            .collect()
+    }
+
+    /// Up to `limit` users to suggest `user` follow at `now`, by [`super::query::suggestions`]'s
+    /// rule, walked in memory. Issue 26's [`relations_domain::privacy::graph_hidden`] is asked of
+    /// each followee (whom `user` follows) and of each user suggested (whom `user` does not);
+    /// `standing` says whether a user is banned, and their settings. Every follow of each
+    /// followee whose graph is not hidden is counted in a table indexed by slot (a 4-byte
+    /// counter a user, zeroed pages from the allocator: 4 MiB at 1M users), and the best
+    /// `limit` are kept in a bounded heap, the exclusions asked only of those that would enter.
+    pub fn suggestions(
+        &self,
+        user: UserId,
+        limit: usize,
+        now: DateTime<Utc>,
+        standing: impl Fn(u64) -> (bool, relations_domain::privacy::Privacy),
+    ) -> Vec<Suggestion> {
+        use relations_domain::privacy::{graph_hidden, Reader};
+        use std::cmp::Reverse;
+        let Some((me, node)) = self.node(user) else {
+            return vec![];
+        };
+        let mut via: Vec<(u64, Slot)> = (node.following.iter())
+            .map(|f| (self.nodes[f.slot() as usize].id, f.slot()))
+            .filter(|&(id, _)| !graph_hidden(standing(id).1, Reader::Follower))
+            .collect();
+        via.sort_unstable();
+        let mut counts = vec![0u32; self.nodes.len()];
+        let mut touched: Vec<Slot> = Vec::new();
+        for &(_, slot) in &via {
+            for f in &self.nodes[slot as usize].following {
+                let count = &mut counts[f.slot() as usize];
+                if *count == 0 {
+                    touched.push(f.slot());
+                }
+                *count += 1;
+            }
+        }
+        let (id, muted) = (user.get() as u64, self.muter(user, now));
+        let excluded = |slot: Slot, other: u64| {
+            slot == me
+                || node.follows(slot).is_some()
+                || self.requests.contains(&(id, other))
+                || self.blocks.contains(&(id, other))
+                || self.blocks.contains(&(other, id))
+                || muted(other)
+                || self.dismissals.contains(&(id, other))
+                || {
+                    let (banned, privacy) = standing(other);
+                    banned || graph_hidden(privacy, Reader::Other)
+                }
+        };
+        // The kept worst on top: the lowest count, then the highest id.
+        let mut best: std::collections::BinaryHeap<(Reverse<u32>, u64, Slot)> =
+            std::collections::BinaryHeap::with_capacity(limit + 1);
+        for slot in touched {
+            let other = self.nodes[slot as usize].id;
+            let key = (Reverse(counts[slot as usize]), other, slot);
+            let enters = best.len() < limit || best.peek().is_some_and(|worst| key < *worst);
+            if enters && !excluded(slot, other) {
+                best.push(key);
+                if best.len() > limit {
+                    best.pop();
+                }
+            }
+        }
+        let mut best = best.into_vec();
+        best.sort_unstable();
+        best.into_iter()
+            .map(|(Reverse(count), other, slot)| Suggestion {
+                user: self::user(other),
+                count: i64::from(count),
+                followed_by: (via.iter())
+                    .filter(|&&(_, v)| self.nodes[v as usize].follows(slot).is_some())
+                    .take(3)
+                    .map(|&(v, _)| self::user(v))
+                    .collect(),
+            })
             .collect()
     }
 
@@ -704,6 +785,10 @@ impl RelationTables for RelationsMemory {
             false => self.prefs.insert(key, prefs),
         };
     }
+
+    fn dismiss(&mut self, (a, b): UserPair, _: DateTime<Utc>) {
+        self.dismissals.insert((a as u64, b as u64));
+    }
 }
 
 impl ErasableTables for RelationsMemory {
@@ -727,13 +812,14 @@ impl ErasableTables for RelationsMemory {
         edges
     }
 
-    fn unmute_all(&mut self, user: i64) {
+    fn lift_all(&mut self, user: i64) {
         let u = user as u64;
         self.mutes.remove(&u);
         self.mutes.retain(|_, mutes| {
             mutes.retain(|m| m.0 != u);
             !mutes.is_empty()
         });
+        self.dismissals.retain(|&(a, b)| a != u && b != u);
     }
 }
 
@@ -797,6 +883,13 @@ impl MemoryModel for RelationsMemory {
             let (a, b, since) = edge_row(&row)?;
             let until: Option<DateTime<Utc>> = row.try_get(3)?;
             self.change(RelationChange::Mute((a, b), since, until));
+        }
+        drop(rows);
+        let mut rows =
+            sqlx::query("SELECT user_id, dismissed, since FROM rm_dismissals").fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let (a, b, since) = edge_row(&row)?;
+            self.change(RelationChange::Dismiss((a, b), since));
         }
         Ok(())
     }

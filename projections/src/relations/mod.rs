@@ -1,7 +1,8 @@
 //! The relations between users, and projector `following` (its checkpoint name, kept from
 //! before the module held more than follows): who follows whom (`rm_follows`), the follow counters
 //! (`rm_follow_counts`: following, followers, friends), who blocks whom (`rm_blocks`), who
-//! mutes whom (`rm_mutes`) and the pending follow requests (`rm_follow_requests`).
+//! mutes whom (`rm_mutes`), the pending follow requests (`rm_follow_requests`), each follow's
+//! preferences (`rm_follow_prefs`) and the suggestions each user dismissed (`rm_dismissals`).
 //!
 //! Follows and blocks are one projector on purpose: a block's unfollows and the block itself
 //! land in one read-model transaction, so no reader ever sees a follow beside a block (rule 5).
@@ -51,6 +52,7 @@ impl Projector for Relations {
             "rm_mutes",
             "rm_follow_requests",
             "rm_follow_prefs",
+            "rm_dismissals",
         ]
     }
 
@@ -126,6 +128,7 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError
         "DELETE FROM rm_follow_requests WHERE requester = $1 OR target = $1",
         "DELETE FROM rm_mutes WHERE muter = $1 OR muted = $1",
         "DELETE FROM rm_follow_prefs WHERE follower = $1 OR followee = $1",
+        "DELETE FROM rm_dismissals WHERE user_id = $1 OR dismissed = $1",
     ];
     for sql in statements {
         sqlx::query(sql).bind(user).execute(&mut *conn).await?;
@@ -245,6 +248,8 @@ struct BatchTables {
     mutes: Vec<RelationChange>,
     /// The preferences the batch leaves on each pair it sets or ends (issue 44).
     prefs: BTreeMap<UserPair, FollowPrefs>,
+    /// The batch's dismissals, the first of each pair (issue 46).
+    dismissals: BTreeMap<UserPair, DateTime<Utc>>,
 }
 
 impl BatchTables {
@@ -275,6 +280,7 @@ impl BatchTables {
             },
             mutes: Vec::new(),
             prefs: BTreeMap::new(),
+            dismissals: BTreeMap::new(),
         })
     }
 
@@ -291,8 +297,36 @@ impl BatchTables {
         for mute in &self.mutes {
             write_mute(conn, "rm_mutes", mute, true).await?;
         }
+        write_dismissals(conn, &self.dismissals).await?;
         write_prefs(conn, &self.prefs).await
     }
+}
+
+/// Keeps a batch's dismissals; one already kept keeps its time.
+async fn write_dismissals(
+    conn: &mut PgConnection,
+    dismissals: &BTreeMap<UserPair, DateTime<Utc>>,
+) -> Result<(), ProjectionError> {
+    if dismissals.is_empty() {
+        return Ok(());
+    }
+    let (mut a, mut b, mut since) = (vec![], vec![], vec![]);
+    for (&(user, dismissed), &at) in dismissals {
+        a.push(user);
+        b.push(dismissed);
+        since.push(at);
+    }
+    sqlx::query(
+        "INSERT INTO rm_dismissals (user_id, dismissed, since)
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[])
+         ON CONFLICT (user_id, dismissed) DO NOTHING",
+    )
+    .bind(&a)
+    .bind(&b)
+    .bind(&since)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// Writes the preferences a batch leaves: the defaults as no row.
@@ -354,6 +388,10 @@ impl RelationTables for BatchTables {
     fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) {
         self.prefs.insert(pair, prefs);
     }
+
+    fn dismiss(&mut self, pair: UserPair, since: DateTime<Utc>) {
+        self.dismissals.entry(pair).or_insert(since);
+    }
 }
 
 /// Writes a mute change into a mutes table: `rm_mutes` keeps the mute's `since`
@@ -392,7 +430,10 @@ pub(crate) async fn write_mute(
             .execute(&mut *conn)
             .await?;
         }
-        RelationChange::Begin(..) | RelationChange::End(..) | RelationChange::Prefs(..) => {}
+        RelationChange::Begin(..)
+        | RelationChange::End(..)
+        | RelationChange::Prefs(..)
+        | RelationChange::Dismiss(..) => {}
     }
     Ok(())
 }
@@ -442,6 +483,8 @@ struct RelationsBulk {
     counts: BTreeMap<i64, FollowCounts>,
     /// Preferences that are not the defaults.
     prefs: BTreeMap<UserPair, FollowPrefs>,
+    /// (user, dismissed) -> since.
+    dismissals: HashMap<UserPair, DateTime<Utc>>,
 }
 
 impl RelationTables for RelationsBulk {
@@ -474,6 +517,10 @@ impl RelationTables for RelationsBulk {
     fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) {
         keep_prefs(&mut self.prefs, pair, prefs);
     }
+
+    fn dismiss(&mut self, pair: UserPair, since: DateTime<Utc>) {
+        self.dismissals.entry(pair).or_insert(since);
+    }
 }
 
 /// Keeps `prefs` for `pair` in a map of the ones that are not the defaults.
@@ -493,8 +540,9 @@ impl ErasableTables for RelationsBulk {
         self.edges.touching(user, |map| map.keys())
     }
 
-    fn unmute_all(&mut self, user: i64) {
+    fn lift_all(&mut self, user: i64) {
         self.mutes.retain(|&(a, b), _| a != user && b != user);
+        self.dismissals.retain(|&(a, b), _| a != user && b != user);
     }
 }
 
@@ -547,6 +595,8 @@ impl BulkFold for RelationsBulk {
         }
         let target = "rm_follow_prefs (follower, followee, show_reposts, notify)";
         copy_in(conn, target, prefs).await?;
+        let target = "rm_dismissals (user_id, dismissed, since)";
+        copy_edges(conn, target, &self.dismissals).await?;
         // In user order (a BTreeMap); users whose follows all ended have no row.
         let mut rows = String::with_capacity(self.counts.len() * 24);
         for (user, (following, followers, friends)) in self.counts {

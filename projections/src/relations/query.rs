@@ -119,6 +119,73 @@ pub async fn mutes(
         .collect()
 }
 
+/// A user suggested to follow (issue 46): followed by `count` of the users the caller follows
+/// and whose graph the caller may see, `followed_by` naming the lowest-id three of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suggestion {
+    /// The suggested user.
+    pub user: UserId,
+    /// How many of the caller's visible followees follow them.
+    pub count: i64,
+    /// min(count, 3) of those followees, ascending by id.
+    pub followed_by: Vec<UserId>,
+}
+
+/// The rule of suggestions, as SQL ([`super::memory::RelationsMemory::suggestions`] walks the
+/// same in memory): friends of friends over the followees whose graph `$1` may see (issue 26:
+/// `$1` follows them, so only their own `hide_graph` hides it); never `$1`, anyone `$1`
+/// follows, has asked to follow, blocks or is blocked by, mutes at `$3`, or dismissed; never a
+/// user whose graph `$1` may not see (hidden, or locked: `$1` is not their follower), since a
+/// suggestion names some of their followers; never a banned user (SPEC is silent; nobody
+/// expects one suggested). Most first, ties by lower id; `$2` of them.
+pub async fn suggestions(
+    pool: &PgPool,
+    user: UserId,
+    limit: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<Suggestion>, sqlx::Error> {
+    let rows: Vec<(i64, i64, Vec<i64>)> = sqlx::query_as(
+        "WITH via AS (
+             SELECT f.followee AS id FROM rm_follows f
+              WHERE f.follower = $1
+                AND NOT EXISTS (SELECT 1 FROM hidden_graphs h WHERE h.user_id = f.followee)),
+         candidates AS (
+             SELECT x.followee AS id, count(*) AS n,
+                    (array_agg(x.follower ORDER BY x.follower))[1:3] AS followed_by
+               FROM via JOIN rm_follows x ON x.follower = via.id
+              WHERE x.followee <> $1
+              GROUP BY x.followee)
+         SELECT c.id, c.n, c.followed_by FROM candidates c
+          WHERE NOT EXISTS (SELECT 1 FROM rm_follows WHERE follower = $1 AND followee = c.id)
+            AND NOT EXISTS (SELECT 1 FROM rm_follow_requests WHERE requester = $1 AND target = c.id)
+            AND NOT EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = $1 AND blocked = c.id)
+            AND NOT EXISTS (SELECT 1 FROM rm_blocks WHERE blocker = c.id AND blocked = $1)
+            AND NOT EXISTS (SELECT 1 FROM rm_mutes WHERE muter = $1 AND muted = c.id
+                                                    AND (until IS NULL OR until > $3))
+            AND NOT EXISTS (SELECT 1 FROM rm_dismissals WHERE user_id = $1 AND dismissed = c.id)
+            AND NOT EXISTS (SELECT 1 FROM hidden_graphs WHERE user_id = c.id)
+            AND NOT EXISTS (SELECT 1 FROM account_locks WHERE user_id = c.id)
+            AND NOT EXISTS (SELECT 1 FROM feed_banned WHERE author = c.id)
+          ORDER BY c.n DESC, c.id
+          LIMIT $2",
+    )
+    .bind(user.get())
+    .bind(limit)
+    .bind(now)
+    .fetch_all(pool)
+    .await?;
+    let id = |id: i64| UserId::try_from(id).map_err(|e| sqlx::Error::Decode(Box::new(e)));
+    rows.into_iter()
+        .map(|(user, count, by)| {
+            Ok(Suggestion {
+                user: id(user)?,
+                count,
+                followed_by: by.into_iter().map(id).collect::<Result<_, _>>()?,
+            })
+        })
+        .collect()
+}
+
 /// One edge of a list: the other user and since when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListEntry {

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use relations_domain::{Relation, UserId};
 use sqlx::PgPool;
 
-use super::query::{self, Counts, ListEntry};
+use super::query::{self, Counts, ListEntry, Suggestion};
 use relations_domain::privacy::Access;
 
 /// The source a request reads the graph from, chosen once per request (see the API's
@@ -48,6 +48,15 @@ pub trait GraphReads: Send + Sync {
 
     /// `user`'s counters.
     async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error>;
+
+    /// Up to `limit` users to suggest `user` follow, at `now` (issue 46's rule:
+    /// [`query::suggestions`]).
+    async fn suggestions(
+        &self,
+        user: UserId,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Suggestion>, sqlx::Error>;
 
     /// What `viewer` is to each of `users` and their settings, in the order asked, from one
     /// state (issue 26's rules: `crate::privacy`).
@@ -149,6 +158,15 @@ impl GraphReads for PgPool {
 
     async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error> {
         query::counts(self, user).await
+    }
+
+    async fn suggestions(
+        &self,
+        user: UserId,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Suggestion>, sqlx::Error> {
+        query::suggestions(self, user, limit, now).await
     }
 
     async fn access(

@@ -36,6 +36,8 @@ pub(crate) struct RelationFold {
     pub erased: BTreeMap<i64, Vec<i64>>,
     /// Preferences that are not the defaults (issue 44).
     pub prefs: BTreeMap<UserPair, FollowPrefs>,
+    /// (user, dismissed) -> since, in microseconds (issue 46).
+    pub dismissals: BTreeMap<UserPair, i64>,
 }
 
 impl ErasableTables for RelationFold {
@@ -43,8 +45,9 @@ impl ErasableTables for RelationFold {
         self.edges.touching(user, |set| set.iter())
     }
 
-    fn unmute_all(&mut self, user: i64) {
+    fn lift_all(&mut self, user: i64) {
         self.mutes.retain(|&(a, b), _| a != user && b != user);
+        self.dismissals.retain(|&(a, b), _| a != user && b != user);
     }
 }
 
@@ -71,6 +74,12 @@ impl RelationTables for RelationFold {
 
     fn prefs(&mut self, pair: UserPair, prefs: FollowPrefs) {
         super::keep_prefs(&mut self.prefs, pair, prefs);
+    }
+
+    fn dismiss(&mut self, pair: UserPair, since: DateTime<Utc>) {
+        self.dismissals
+            .entry(pair)
+            .or_insert(since.timestamp_micros());
     }
 }
 
@@ -141,6 +150,46 @@ pub(crate) async fn mute_rows(
         .into_iter()
         .map(|(a, b, u)| (a, b, u.map(|t| t.timestamp_micros())))
         .collect())
+}
+
+/// The choices kept per pair: each follow's preferences (issue 44) and each dismissed
+/// suggestion, with its time (issue 46).
+async fn compare_choices(
+    conn: &mut PgConnection,
+    relations: &RelationFold,
+    out: &mut Vec<String>,
+) -> Result<(), ProjectionError> {
+    let prefs: Vec<(i64, i64, bool, bool)> =
+        sqlx::query_as("SELECT follower, followee, show_reposts, notify FROM rm_follow_prefs")
+            .fetch_all(&mut *conn)
+            .await?;
+    let prefs: BTreeSet<_> = prefs.into_iter().collect();
+    let folded = (relations.prefs.iter())
+        .map(|(&(a, b), p)| (a, b, p.show_reposts, p.notify))
+        .collect();
+    diff(
+        "rm_follow_prefs (follower, followee, show_reposts, notify)",
+        &folded,
+        &prefs,
+        out,
+    );
+    let dismissals: Vec<(i64, i64, DateTime<Utc>)> =
+        sqlx::query_as("SELECT user_id, dismissed, since FROM rm_dismissals")
+            .fetch_all(&mut *conn)
+            .await?;
+    let dismissals: BTreeSet<_> = (dismissals.into_iter())
+        .map(|(a, b, since)| (a, b, since.timestamp_micros()))
+        .collect();
+    let folded = (relations.dismissals.iter())
+        .map(|(&(a, b), &since)| (a, b, since))
+        .collect();
+    diff(
+        "rm_dismissals (user, dismissed, since)",
+        &folded,
+        &dismissals,
+        out,
+    );
+    Ok(())
 }
 
 /// Projector `following`'s tables against the fold up to its checkpoint, or the write side's
@@ -217,20 +266,7 @@ impl FollowingCheck {
             &mutes,
             out,
         );
-        let prefs: Vec<(i64, i64, bool, bool)> =
-            sqlx::query_as("SELECT follower, followee, show_reposts, notify FROM rm_follow_prefs")
-                .fetch_all(&mut *conn)
-                .await?;
-        let prefs: BTreeSet<_> = prefs.into_iter().collect();
-        let folded = (relations.prefs.iter())
-            .map(|(&(a, b), p)| (a, b, p.show_reposts, p.notify))
-            .collect();
-        diff(
-            "rm_follow_prefs (follower, followee, show_reposts, notify)",
-            &folded,
-            &prefs,
-            out,
-        );
+        compare_choices(&mut *conn, relations, out).await?;
         let expected = relations.counts();
         diff(
             "rm_follow_counts (user, (following, followers, friends))",

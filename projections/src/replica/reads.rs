@@ -6,7 +6,7 @@ use relations_domain::{Relation, UserId};
 
 use super::live::LiveGraph;
 use super::Replica;
-use crate::relations::query::{Counts, ListEntry};
+use crate::relations::query::{Counts, ListEntry, Suggestion};
 use crate::relations::reads::{GraphReads, KeyedList, OffsetList, OffsetSlice};
 use relations_domain::privacy::Access;
 
@@ -51,6 +51,19 @@ impl GraphReads for LiveGraph {
 
     async fn counts(&self, user: UserId) -> Result<Counts, sqlx::Error> {
         Ok(self.read(|g| g.counts(user)))
+    }
+
+    async fn suggestions(
+        &self,
+        user: UserId,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Suggestion>, sqlx::Error> {
+        Ok(self.read(|g| {
+            let standing = |id: u64| g.accounts().standing(crate::relations::memory::user(id));
+            let limit = limit.max(0) as usize;
+            g.relations().suggestions(user, limit, now, standing)
+        }))
     }
 
     async fn access(

@@ -26,7 +26,7 @@ use crate::relations::memory::RelationsMemory;
 const MAGIC: [u8; 8] = *b"relgraph";
 /// The image's format: raised whenever [`RelationsMemory`]'s fields or its fold change, so
 /// that a snapshot of an older build is loaded from the read model instead.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 /// The file's name in the snapshot directory.
 const FILE: &str = "graph.snapshot";
 /// How soon after an erasure the snapshot is written again.

@@ -1,5 +1,5 @@
-//! `/api/v1/me/*`: the caller's own lists, settings, likes, bookmarks, follows as CSV and
-//! logout, one file each.
+//! `/api/v1/me/*`: the caller's own lists, settings, likes, bookmarks, suggestions, follows as
+//! CSV and logout, one file each.
 
 mod archive;
 mod blocks;
@@ -13,6 +13,7 @@ mod logout;
 mod mutes;
 mod own_list;
 mod settings;
+mod suggestions;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -31,6 +32,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(follower_changes::follower_changes))
         .routes(routes!(liked::liked))
         .routes(routes!(bookmarks::bookmarks))
+        .routes(routes!(suggestions::list::suggestions))
+        .routes(routes!(suggestions::dismiss::dismiss))
         .routes(routes!(logout::logout))
         .routes(routes!(following::export::export))
         .routes(routes!(following::import::import))

@@ -5,6 +5,7 @@ use crate::outcome::RelationOutcome;
 use axum::extract::State;
 use axum::http::StatusCode;
 use relations_domain::{RelationCommand, UserId};
+use relations_store::RelationDecision;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -35,13 +36,14 @@ pub async fn on_target(
     run(state, request, command, &body).await
 }
 
-/// Decides `command` (whose request body was `body`) and answers it.
-pub async fn run(
+/// Decides `command` (whose request body was `body`) and answers it with the view `T` (a
+/// dismissed suggestion shows no relation).
+pub async fn run<T: From<RelationDecision>>(
     state: AppState,
     mut request: CommandRequest,
     command: RelationCommand,
     body: &impl Serialize,
-) -> Answer {
+) -> Result<CommandAnswer<T>, ApiError> {
     if command.pair().is_err() {
         return Err(ApiError::SelfRelation);
     }
