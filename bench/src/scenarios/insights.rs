@@ -1,6 +1,8 @@
-//! (h) What only the log answers: known followers of a user with 100,000 followers, for a
-//! caller who follows 1,000 (against the plain SQL join), and a relation as of a past moment
-//! (against the present-tense status), at 64 clients.
+//! (h) What only the log and the graph in memory answer: known followers of a user with
+//! 100,000 followers, for a caller who follows 1,000 (against the plain SQL join), and a
+//! relation as of a past moment (against the present-tense status), at 64 clients; and
+//! suggestions (issue 46) for callers following 1,000 accounts that each follow 1,000, the
+//! walk in memory against the same rule in SQL, at 16 clients.
 
 use std::time::Duration;
 
@@ -63,7 +65,98 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     ];
     drop(server);
     tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut rows = rows;
+    rows.extend(suggestions(env, scale).await?);
     Ok(rows)
+}
+
+/// Suggestions: `SUGGESTED` callers follow the same `fan` accounts, each of which follows
+/// `fan` users drawn from a pool of 50 times as many; the callers ask for their suggestions
+/// (the default 10) over HTTP, the walk in memory, against the same rule in SQL
+/// (`query::suggestions`), 16 clients each.
+async fn suggestions(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
+    const SUGGESTED: i64 = 16;
+    let fan: i64 = if scale.graph_users < 10_000 {
+        100
+    } else {
+        1_000
+    };
+    let db = "bench_suggestions";
+    let pool = env.fresh_database(db).await?;
+    let shift = scale.base();
+    let (callers, followees, pool_start) = (1, 1_000, 10_000);
+    let mut edges = Vec::with_capacity((SUGGESTED * fan + fan * fan) as usize);
+    for c in 0..SUGGESTED {
+        edges.extend((0..fan).map(|f| (callers + c, followees + f)));
+    }
+    let mut rng = rand::rng();
+    for f in 0..fan {
+        let mut chosen = std::collections::HashSet::new();
+        while chosen.len() < fan as usize {
+            chosen.insert(pool_start + rng.random_range(0..fan * 50));
+        }
+        edges.extend(chosen.into_iter().map(|to| (followees + f, to)));
+    }
+    let edges: Vec<(i64, i64)> = edges
+        .into_iter()
+        .map(|(a, b)| (shift + a, shift + b))
+        .collect();
+    graph::load_follows(&pool, &edges).await?;
+    let names = [relations_projections::relations::NAME];
+    let server = Server::start(env, db, 18091, &[], Some(&names)).await?;
+    graph::caught_up(&pool, &names).await?;
+    server.graph_caught_up(&pool).await?;
+    let over_http = |clients: usize| {
+        let (client, base) = (client(), server.base.clone());
+        let tokens: Vec<String> = (0..SUGGESTED).map(|c| token(shift + callers + c)).collect();
+        closed_loop(clients, scale.run, move |i, n| {
+            let (client, base) = (client.clone(), base.clone());
+            let token = tokens[(i + n as usize) % tokens.len()].clone();
+            async move {
+                client
+                    .get(format!("{base}/api/v1/me/suggestions"))
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            }
+        })
+    };
+    let alone = over_http(1).await;
+    let from_memory = over_http(16).await;
+    let in_sql = {
+        let pool = env.pool(db, 16).await?;
+        closed_loop(16, scale.run, move |i, _| {
+            let pool = pool.clone();
+            let caller = user(shift + callers + (i as i64 % SUGGESTED));
+            async move {
+                relations_projections::relations::query::suggestions(&pool, caller, 10, Utc::now())
+                    .await
+                    .is_ok()
+            }
+        })
+        .await
+    };
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let under_load = Row::new(
+        "h. suggestions, 16 clients",
+        &format!(
+            "callers following {fan} accounts each following {fan}: HTTP (the walk in memory)"
+        ),
+        rate(&from_memory),
+    )
+    .against(
+        format!("the same rule in SQL: {}", rate(&in_sql)),
+        from_memory.per_sec() / in_sql.per_sec(),
+    )
+    .target("p99 < 10 ms", from_memory.ms(0.99) < 10.0);
+    let alone = Row::new(
+        "h. suggestions, 1 client",
+        "the same walk with no queue: its own latency",
+        rate(&alone),
+    );
+    Ok(vec![alone, under_load])
 }
 
 /// Users 2..=followers+1 follow the target; caller c (from `first_caller`) follows 500 of

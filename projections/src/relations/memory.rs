@@ -450,8 +450,14 @@ impl RelationsMemory {
         let mut best: std::collections::BinaryHeap<(Reverse<u32>, u64, Slot)> =
             std::collections::BinaryHeap::with_capacity(limit + 1);
         for slot in touched {
+            let count = counts[slot as usize];
+            // Below the kept worst's count, nothing else need be read (most users walked).
+            let full = best.len() >= limit;
+            if full && best.peek().is_none_or(|worst| count < worst.0 .0) {
+                continue;
+            }
             let other = self.nodes[slot as usize].id;
-            let key = (Reverse(counts[slot as usize]), other, slot);
+            let key = (Reverse(count), other, slot);
             let enters = best.len() < limit || best.peek().is_some_and(|worst| key < *worst);
             if enters && !excluded(slot, other) {
                 best.push(key);
