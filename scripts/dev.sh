@@ -158,6 +158,21 @@ out=$(curl -s -X POST "$base/api/v1/posts/$quoting/bookmark" -H "authorization: 
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/me/bookmarks?min_position=$position" -H "authorization: Bearer $bob"; echo
 echo
+d_id=$((a_id + 3)); e_id=$((a_id + 4))
+dave=$("$bin" token --user "$d_id")
+echo "== demo: dave ($d_id) follows alice and carol, who both follow eve ($e_id): eve is suggested to dave (followed by both); dave dismisses her, for good"
+cmd alice "$alice" follow "$e_id" >/dev/null
+cmd carol "$carol" follow "$e_id" >/dev/null
+cmd dave "$dave" follow "$a_id" >/dev/null
+out=$(cmd dave "$dave" follow "$c_id"); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+printf '\n$ GET dave\x27s suggestions\n'
+curl -s "$base/api/v1/me/suggestions?min_position=$position" -H "authorization: Bearer $dave"; echo
+printf '\n$ dave dismisses eve\n'
+out=$(curl -s -X POST "$base/api/v1/me/suggestions/$e_id/dismiss" -H "authorization: Bearer $dave"); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+curl -s "$base/api/v1/me/suggestions?min_position=$position" -H "authorization: Bearer $dave"; echo
+echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"
 echo "== carol's live feed: curl -N -H 'authorization: Bearer $carol' $base/api/v1/feed/stream"

@@ -84,23 +84,7 @@ async fn suggestions(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let db = "bench_suggestions";
     let pool = env.fresh_database(db).await?;
     let shift = scale.base();
-    let (callers, followees, pool_start) = (1, 1_000, 10_000);
-    let mut edges = Vec::with_capacity((SUGGESTED * fan + fan * fan) as usize);
-    for c in 0..SUGGESTED {
-        edges.extend((0..fan).map(|f| (callers + c, followees + f)));
-    }
-    let mut rng = rand::rng();
-    for f in 0..fan {
-        let mut chosen = std::collections::HashSet::new();
-        while chosen.len() < fan as usize {
-            chosen.insert(pool_start + rng.random_range(0..fan * 50));
-        }
-        edges.extend(chosen.into_iter().map(|to| (followees + f, to)));
-    }
-    let edges: Vec<(i64, i64)> = edges
-        .into_iter()
-        .map(|(a, b)| (shift + a, shift + b))
-        .collect();
+    let (callers, edges) = suggestion_edges(SUGGESTED, fan, shift);
     graph::load_follows(&pool, &edges).await?;
     let names = [relations_projections::relations::NAME];
     let server = Server::start(env, db, 18091, &[], Some(&names)).await?;
@@ -157,6 +141,27 @@ async fn suggestions(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         rate(&alone),
     );
     Ok(vec![alone, under_load])
+}
+
+/// `callers` callers (from 1) follow the same `fan` accounts (from 1,000), each of which
+/// follows `fan` users drawn from a pool of 50 times as many (from 10,000); every id shifted
+/// by `shift`. The first caller's id before the shift, and the edges.
+fn suggestion_edges(callers: i64, fan: i64, shift: i64) -> (i64, Vec<(i64, i64)>) {
+    let (first, followees, pool_start) = (1, 1_000, 10_000);
+    let mut edges = Vec::with_capacity((callers * fan + fan * fan) as usize);
+    for c in 0..callers {
+        edges.extend((0..fan).map(|f| (first + c, followees + f)));
+    }
+    let mut rng = rand::rng();
+    for f in 0..fan {
+        let mut chosen = std::collections::HashSet::new();
+        while chosen.len() < fan as usize {
+            chosen.insert(pool_start + rng.random_range(0..fan * 50));
+        }
+        edges.extend(chosen.into_iter().map(|to| (followees + f, to)));
+    }
+    let edges = edges.into_iter().map(|(a, b)| (shift + a, shift + b));
+    (first, edges.collect())
 }
 
 /// Users 2..=followers+1 follow the target; caller c (from `first_caller`) follows 500 of

@@ -74,7 +74,7 @@ const ENVELOPE: [(&str, Kind); 11] = [
 /// The payload's columns: (column, the `data` field it holds, kind), after the envelope's.
 /// One field, `target`, has two kinds (a user id in follow requests, `"post:{id}"` or
 /// `"comment:{id}"` in likes): it has one column per kind, `target` and `like_target`.
-const PAYLOAD: [(&str, &str, Kind); 30] = [
+const PAYLOAD: [(&str, &str, Kind); 31] = [
     ("follower", "follower", Kind::Int),
     ("followee", "followee", Kind::Int),
     ("cause", "cause", Kind::Text),
@@ -105,6 +105,7 @@ const PAYLOAD: [(&str, &str, Kind); 30] = [
     ("quote_of", "quote_of", Kind::Text),
     ("quote_author", "quote_author", Kind::Int),
     ("quote_policy", "quote_policy", Kind::Text),
+    ("dismissed", "dismissed", Kind::Int),
 ];
 
 /// The table's schema: every column nullable but the sortable pair and the envelope's own.
@@ -298,6 +299,14 @@ mod tests {
             "post:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
         );
         assert!(like_target.is_null(0));
+        // Issue 46: a dismissed suggestion has a column of its own.
+        let dismissal = event(
+            "SuggestionDismissed",
+            serde_json::json!({"user": 3, "dismissed": 9}),
+        );
+        let alone = super::batch(&[&dismissal]).unwrap();
+        let dismissed = alone.column(index("dismissed")).as_primitive::<Int64Type>();
+        assert_eq!(dismissed.value(0), 9);
     }
 
     #[test]
