@@ -192,7 +192,8 @@ fn closed_anyway(door: &Door, caller: Caller) -> Option<&'static str> {
             | "POST /api/v1/relation/unmute"
             | "POST /api/v1/relation/remove_follower"
             | "POST /api/v1/relation/follow_requests/approve"
-            | "POST /api/v1/relation/follow_requests/reject",
+            | "POST /api/v1/relation/follow_requests/reject"
+            | "POST /api/v1/me/suggestions/{id}/dismiss",
         ) => Some("no relation with oneself (400)"),
         (_, "POST /api/v1/posts/{id}/detach") => Some("the post quotes nothing of the caller's"),
         (Caller::Owner, "POST /api/v1/posts/{id}/unrepost" | "POST /api/v1/posts/{id}/repost")
@@ -339,7 +340,9 @@ fn doors_on(doc: &Value, world: &World, public: bool) -> Vec<Door> {
 fn path_value(template: &str, world: &World, public: bool) -> String {
     if template.starts_with("/api/v1/admin/users/") {
         VICTIM.to_string()
-    } else if template.starts_with("/api/v1/users/") {
+    } else if template.starts_with("/api/v1/users/")
+        || template.starts_with("/api/v1/me/suggestions/")
+    {
         OWNER.to_string()
     } else if template.starts_with("/api/v1/posts/") {
         match public {
