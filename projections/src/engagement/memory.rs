@@ -38,10 +38,10 @@ pub struct CommentRow {
 pub struct EngagementMemory {
     /// `rm_likes`: (target, user).
     pub likes: BTreeSet<(LikeTarget, i64)>,
-    /// `rm_reposts`: (post, user).
-    pub reposts: BTreeSet<(Uuid, i64)>,
-    /// `rm_bookmarks`: (post, user).
-    pub bookmarks: BTreeSet<(Uuid, i64)>,
+    /// `rm_reposts`: (post, user) -> since, in microseconds.
+    pub reposts: BTreeMap<(Uuid, i64), i64>,
+    /// `rm_bookmarks`: (post, user) -> since, in microseconds.
+    pub bookmarks: BTreeMap<(Uuid, i64), i64>,
     /// `rm_quotes`: quoting post -> (quoted post, author).
     pub quotes: BTreeMap<Uuid, (Uuid, i64)>,
     /// `rm_post_stats`.
@@ -204,17 +204,19 @@ impl EngagementTables for EngagementMemory {
 
 /// Puts (`mark.on`) or takes (`mark.post`, `mark.user`) out of `marks`; whether it came or
 /// went.
-fn mark(marks: &mut BTreeSet<(Uuid, i64)>, mark: &PostMark) -> bool {
+fn mark(marks: &mut BTreeMap<(Uuid, i64), i64>, mark: &PostMark) -> bool {
     let pair = (mark.post, mark.user);
     match mark.on {
-        true => marks.insert(pair),
-        false => marks.remove(&pair),
+        // A mark that stands keeps its time, as the table's row does.
+        true if marks.contains_key(&pair) => false,
+        true => marks.insert(pair, mark.at.timestamp_micros()).is_none(),
+        false => marks.remove(&pair).is_some(),
     }
 }
 
 /// Takes every mark of `user` out of `marks`; the posts they marked.
-fn unmark_all(marks: &mut BTreeSet<(Uuid, i64)>, user: i64) -> Vec<Uuid> {
-    let mine: Vec<_> = marks.iter().filter(|m| m.1 == user).copied().collect();
+fn unmark_all(marks: &mut BTreeMap<(Uuid, i64), i64>, user: i64) -> Vec<Uuid> {
+    let mine: Vec<_> = marks.keys().filter(|m| m.1 == user).copied().collect();
     for pair in &mine {
         marks.remove(pair);
     }

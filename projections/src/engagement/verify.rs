@@ -99,7 +99,7 @@ impl EngagementCheck {
     /// reply.
     fn recounted(&self) -> (BTreeSet<StatsRow>, BTreeSet<Row>) {
         let mut stats: BTreeMap<uuid::Uuid, PostCounts> = BTreeMap::new();
-        for (post, _) in &self.tables.reposts {
+        for (post, _) in self.tables.reposts.keys() {
             stats.entry(*post).or_default().reposts += 1;
         }
         for (quoted, _) in self.tables.quotes.values() {
@@ -192,7 +192,15 @@ impl Check for EngagementCheck {
             ("rm_bookmarks", &self.tables.bookmarks),
         ] {
             let actual = marks(conn, table).await?;
-            diff(&format!("{table} (post, user)"), folded, &actual, out);
+            let folded = (folded.iter())
+                .map(|(&(post, user), &since)| (post, user, since))
+                .collect();
+            diff(
+                &format!("{table} (post, user, since)"),
+                &folded,
+                &actual,
+                out,
+            );
         }
         let quotes: BTreeMap<uuid::Uuid, (uuid::Uuid, i64)> =
             sqlx::query_as("SELECT post, quote_of, author FROM rm_quotes")
@@ -224,14 +232,19 @@ impl Check for EngagementCheck {
     }
 }
 
-/// Every `(post, user_id)` of `table`, a table of marks (`rm_reposts`, `rm_bookmarks`).
+/// Every `(post, user_id, since µs)` of `table`, a table of marks (`rm_reposts`,
+/// `rm_bookmarks`).
 async fn marks(
     conn: &mut PgConnection,
     table: &str,
-) -> Result<BTreeSet<(uuid::Uuid, i64)>, sqlx::Error> {
-    let sql = format!("SELECT post, user_id FROM {table}");
-    let rows: Vec<(uuid::Uuid, i64)> = sqlx::query_as(&sql).fetch_all(&mut *conn).await?;
-    Ok(rows.into_iter().collect())
+) -> Result<BTreeSet<(uuid::Uuid, i64, i64)>, sqlx::Error> {
+    let sql = format!("SELECT post, user_id, since FROM {table}");
+    let rows: Vec<(uuid::Uuid, i64, chrono::DateTime<chrono::Utc>)> =
+        sqlx::query_as(&sql).fetch_all(&mut *conn).await?;
+    let rows = rows.into_iter();
+    Ok(rows
+        .map(|(p, u, since)| (p, u, since.timestamp_micros()))
+        .collect())
 }
 
 /// Every row of `rm_comments`, as [`Row`]s.
