@@ -290,6 +290,25 @@ async fn a_dismissal_is_kept_in_the_log_answered_as_it_was_and_goes_with_erasure
         .collect();
     assert_eq!(kept, BTreeSet::from([10, 11]));
 
+    // A rebuild from the log keeps them (the bulk fold), with their times.
+    let kept_rows = |app: &TestApp| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_as::<_, (i64, i64, chrono::DateTime<chrono::Utc>)>(
+                "SELECT user_id, dismissed, since FROM rm_dismissals ORDER BY 1, 2",
+            )
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let before = kept_rows(&app).await;
+    assert_eq!(before.len(), 2, "{before:?}");
+    crate::helpers::relations(&app, &["rebuild", "following"]);
+    assert_eq!(kept_rows(&app).await, before);
+    assert_eq!(suggested(&app, 1, 10).await, vec![]);
+    assert_verified(&app).await;
+
     // An erasure of the dismissed user takes the row; of the dismisser, all of theirs.
     let rows = |app: &TestApp| {
         let pool = app.pool.clone();
