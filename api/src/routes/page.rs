@@ -18,11 +18,16 @@ use crate::extract::ApiQuery;
 
 /// `limit`: default 20, 1 to 100.
 pub fn limit(limit: Option<i64>) -> Result<i64, ApiError> {
+    limit_within(limit, 20, 100)
+}
+
+/// `limit`: `default` when absent, else 1 to `max`.
+pub fn limit_within(limit: Option<i64>, default: i64, max: i64) -> Result<i64, ApiError> {
     match limit {
-        None => Ok(20),
-        Some(n) if (1..=100).contains(&n) => Ok(n),
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
         Some(n) => Err(ApiError::InvalidInput(format!(
-            "limit must be 1 to 100, got {n}"
+            "limit must be 1 to {max}, got {n}"
         ))),
     }
 }

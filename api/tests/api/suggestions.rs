@@ -315,14 +315,12 @@ async fn a_dismissal_is_kept_in_the_log_answered_as_it_was_and_goes_with_erasure
 
     // An erasure of the dismissed user takes the row; of the dismisser, all of theirs.
     let rows = |app: &TestApp| {
-        let pool = app.pool.clone();
+        let rows = kept_rows(app);
         async move {
-            sqlx::query_as::<_, (i64, i64)>(
-                "SELECT user_id, dismissed FROM rm_dismissals ORDER BY 1, 2",
-            )
-            .fetch_all(&pool)
-            .await
-            .unwrap()
+            rows.await
+                .into_iter()
+                .map(|(a, b, _)| (a, b))
+                .collect::<Vec<_>>()
         }
     };
     let (status, body) = app.erase_me(10).await;

@@ -12,6 +12,7 @@ use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::contract::BearerQueryErrors;
+use crate::routes::page::limit_within;
 use crate::routes::query::graph_source;
 use crate::state::AppState;
 
@@ -57,15 +58,7 @@ pub async fn suggestions(
     actor: Actor,
     ApiQuery(query): ApiQuery<SuggestionsQuery>,
 ) -> Result<Json<SuggestionList>, ApiError> {
-    let limit = match query.limit {
-        None => 10,
-        Some(n) if (1..=50).contains(&n) => n,
-        Some(n) => {
-            return Err(ApiError::InvalidInput(format!(
-                "limit must be 1 to 50, got {n}"
-            )))
-        }
-    };
+    let limit = limit_within(query.limit, 10, 50)?;
     let source = graph_source(&state, query.min_position).await?;
     let found = source.suggestions(actor.user, limit, Utc::now()).await?;
     Ok(Json(SuggestionList {
