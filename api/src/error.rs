@@ -6,7 +6,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use relations_domain::{
-    BookmarkError, LikeError, PostError, RelationError, RepostError, ThreadError,
+    BookmarkError, LikeError, ListError, PostError, RelationError, RepostError, ThreadError,
 };
 use relations_projections::ProjectionError;
 use relations_store::StoreError;
@@ -254,6 +254,20 @@ impl From<StoreError> for ApiError {
                 code: "BLOCKED",
                 message: BookmarkError::Blocked.to_string(),
             },
+            StoreError::ListRejected(rejection) => {
+                let message = rejection.to_string();
+                match rejection {
+                    ListError::NotFound => ApiError::NotFound,
+                    ListError::LimitReached => ApiError::Conflict {
+                        code: "LIST_LIMIT_REACHED",
+                        message,
+                    },
+                    ListError::NotFollowing => ApiError::Conflict {
+                        code: "NOT_FOLLOWING",
+                        message,
+                    },
+                }
+            }
             // A command naming an erased user names nobody.
             StoreError::Erased => ApiError::NotFound,
             StoreError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,

@@ -9,8 +9,8 @@ use axum::http::StatusCode;
 use relations_domain::Relation;
 use relations_projections::views::{CommentView, PostView, QuoteView};
 use relations_store::{
-    AccountOutcome, BookmarkChange, Deletion, LikeChange, LogPosition, NewComment, PinChange,
-    PostChange, PostOutcome, Publication, RelationDecision, RepostChange, StoredAnswer,
+    AccountOutcome, BookmarkChange, Deletion, LikeChange, ListChange, LogPosition, NewComment,
+    PinChange, PostChange, PostOutcome, Publication, RelationDecision, RepostChange, StoredAnswer,
     ThreadOutcome,
 };
 use serde::Serialize;
@@ -398,4 +398,102 @@ pub struct Settings {
     /// Where the last event of the change sits in the log; null when nothing changed.
     #[schema(value_type = Option<String>)]
     pub position: Option<LogPosition>,
+}
+
+/// A list as the API shows it (issue 46): `{id, title, exclusive, members, created_at}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ListView {
+    /// Its id.
+    #[schema(value_type = String)]
+    pub id: relations_domain::ListId,
+    /// Its title.
+    pub title: String,
+    /// Whether its members leave the owner's home feed.
+    pub exclusive: bool,
+    /// How many members it has.
+    pub members: i64,
+    /// When it was made.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The answer to a list's creation or change: `{list, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ListAnswer {
+    /// The list as the command left it.
+    pub list: ListView,
+    /// Where the event sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+/// The answer to a members call: `{changed, position}`, `changed` the number of members
+/// added or removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct MembersChanged {
+    /// How many members were added or removed.
+    pub changed: usize,
+    /// Where the event sits in the log; null when nothing changed.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+/// What a list command answers (serialised as the answer itself).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ListOutcome {
+    /// A creation (201).
+    Made(ListAnswer),
+    /// A change.
+    Changed(ListAnswer),
+    /// A deletion: `{position}`.
+    Deleted {
+        /// Where the deletion sits in the log.
+        position: Option<LogPosition>,
+    },
+    /// A members call.
+    Members(MembersChanged),
+}
+
+impl From<ListChange> for ListOutcome {
+    fn from(change: ListChange) -> Self {
+        let ListChange {
+            command,
+            list,
+            state,
+            members,
+            changed,
+            position,
+        } = change;
+        match (command, state) {
+            ("add_list_members" | "remove_list_members", _) => {
+                Self::Members(MembersChanged { changed, position })
+            }
+            (verb, Some(state)) => {
+                let answer = ListAnswer {
+                    list: ListView {
+                        id: list,
+                        title: state.title,
+                        exclusive: state.exclusive,
+                        members,
+                        created_at: state.created_at,
+                    },
+                    position,
+                };
+                match verb {
+                    "create_list" => Self::Made(answer),
+                    _ => Self::Changed(answer),
+                }
+            }
+            (_, None) => Self::Deleted { position },
+        }
+    }
+}
+
+impl Answer for ListOutcome {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Made(_) => StatusCode::CREATED,
+            Self::Changed(_) | Self::Deleted { .. } | Self::Members(_) => StatusCode::OK,
+        }
+    }
 }

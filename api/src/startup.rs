@@ -12,7 +12,7 @@ use relations_projections::runtime::LogWatch;
 use relations_projections::{Projector, Runner, SharedLog, Wakeup};
 use relations_store::db;
 use relations_store::{
-    AccountStore, CommitSignal, EngagementStore, PostStore, RelationStore, SettingsStore,
+    AccountStore, CommitSignal, EngagementStore, ListStore, PostStore, RelationStore, SettingsStore,
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -97,6 +97,12 @@ async fn databases(
     Ok((pool, read_pool, keys))
 }
 
+/// The list commands' store (issue 46).
+fn list_store(pool: &sqlx::PgPool, signal: &CommitSignal, config: &Config) -> ListStore {
+    let render = crate::outcome::render::<_, crate::outcome::ListOutcome>;
+    ListStore::new(pool.clone(), signal.clone(), config.workers(), render)
+}
+
 impl Application {
     /// Connects to PostgreSQL, applies migrations, and binds the listen address (port 0 picks a
     /// free port).
@@ -114,8 +120,8 @@ impl Application {
         let caches = Caches::new(redis.clone(), config.feed.settings());
         let projectors = relations_projections::all(config.feed.settings(), &keys, Some(&caches));
         let (runners, relay) = read_side(&config, &pool, &projectors)?;
-        let relay_configured = config.kafka.kafka_brokers.is_some();
-        let projectors = projector_entries(&projectors, &runners, relay_configured, &relay);
+        let relayed = config.kafka.kafka_brokers.is_some();
+        let projectors = projector_entries(&projectors, &runners, relayed, &relay);
         let state = AppState::new(Shared {
             projectors: Arc::new(projectors),
             graph: LiveGraph::holding_posts(config.feed_memory(), keys.clone())
@@ -135,6 +141,7 @@ impl Application {
                 config.workers(),
                 crate::outcome::engagement_renders(),
             ),
+            lists: list_store(&pool, &signal, &config),
             relations: RelationStore::new(
                 pool.clone(),
                 config.follow_limit,

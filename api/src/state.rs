@@ -8,7 +8,9 @@ use relations_projections::feed::inbox_cache::InboxCache;
 use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::replica::live::LiveGraph;
 use relations_projections::runtime::{Health, LogWatch};
-use relations_store::{AccountStore, EngagementStore, PostStore, RelationStore, SettingsStore};
+use relations_store::{
+    AccountStore, EngagementStore, ListStore, PostStore, RelationStore, SettingsStore,
+};
 use sqlx::PgPool;
 
 use crate::config::Config;
@@ -88,6 +90,8 @@ pub struct Shared {
     pub likes: LikeCache,
     /// The write path: comments and likes.
     pub engagement: EngagementStore,
+    /// The write path: lists (issue 46).
+    pub lists: ListStore,
     /// The live feed stream's connected readers.
     pub hub: relations_projections::feed::stream::FeedHub,
     /// Each user's open live streams on this instance, bounded.

@@ -7,6 +7,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use crate::account::{Account, AccountCommand, AccountError, AccountEvent};
 use crate::bookmark::{Bookmark, BookmarkCommand, BookmarkError, BookmarkEvent, BookmarkServices};
 use crate::like::{Like, LikeCommand, LikeError, LikeEvent, LikeServices};
+use crate::lists::{ListCommand, ListError, ListEvent, ListServices, UserLists};
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
 use crate::post::{Post, PostCommand, PostError, PostEvent, QuoteJudged};
 use crate::repost::{Repost, RepostCommand, RepostError, RepostEvent, RepostServices};
@@ -23,7 +24,7 @@ macro_rules! aggregate {
     };
     ($aggregate:ident, $command:ident, $event:ident, $error:ident, $services:ident) => {
         aggregate!(@impl $aggregate, $command, $event, $error, $services,
-            |state, command, services| state.decide(command, *services));
+            |state, command, services| state.decide(command, services.clone()));
     };
     (@impl $aggregate:ident, $command:ident, $event:ident, $error:ident, $services:ty,
         |$state:ident, $cmd:ident, $svc:ident| $decide:expr) => {
@@ -95,3 +96,4 @@ aggregate!(
     BookmarkError,
     BookmarkServices
 );
+aggregate!(UserLists, ListCommand, ListEvent, ListError, ListServices);

@@ -3,8 +3,8 @@
 //! handled. Only the store's decoder looks at a stream's type or an event's name as text.
 
 use crate::{
-    Account, AccountEvent, Bookmark, BookmarkEvent, Like, LikeEvent, Post, PostEvent,
-    RelationEvent, RelationPair, Repost, RepostEvent, Thread, ThreadEvent, UserId,
+    Account, AccountEvent, Bookmark, BookmarkEvent, Like, LikeEvent, ListEvent, Post, PostEvent,
+    RelationEvent, RelationPair, Repost, RepostEvent, Thread, ThreadEvent, UserId, UserLists,
 };
 
 /// An event of any stream of the log.
@@ -24,6 +24,8 @@ pub enum LogEvent {
     Bookmark(BookmarkEvent),
     /// Of an account's stream (tokens, bans, settings, erasure).
     Account(AccountEvent),
+    /// Of an owner's lists stream (issue 46).
+    Lists(ListEvent),
 }
 
 /// A stream type the log does not hold, or a payload that does not decode as its type.
@@ -58,6 +60,7 @@ impl LogEvent {
             Repost::TYPE => Self::Repost(serde_json::from_str(payload)?),
             Bookmark::TYPE => Self::Bookmark(serde_json::from_str(payload)?),
             Account::TYPE => Self::Account(serde_json::from_str(payload)?),
+            UserLists::TYPE => Self::Lists(serde_json::from_str(payload)?),
             other => return Err(DecodeError::StreamType(other.to_owned())),
         };
         match event.event_type() == event_type {
@@ -79,6 +82,7 @@ impl LogEvent {
             Self::Repost(_) => Repost::TYPE,
             Self::Bookmark(_) => Bookmark::TYPE,
             Self::Account(_) => Account::TYPE,
+            Self::Lists(_) => UserLists::TYPE,
         }
     }
 
@@ -92,6 +96,7 @@ impl LogEvent {
             Self::Repost(e) => e.event_type(),
             Self::Bookmark(e) => e.event_type(),
             Self::Account(e) => e.event_type(),
+            Self::Lists(e) => e.event_type(),
         }
     }
 
@@ -114,7 +119,8 @@ impl LogEvent {
             | Self::Thread(_)
             | Self::Like(_)
             | Self::Repost(_)
-            | Self::Bookmark(_) => None,
+            | Self::Bookmark(_)
+            | Self::Lists(_) => None,
         }
     }
 
@@ -161,7 +167,8 @@ impl LogEvent {
             | Self::Like(_)
             | Self::Repost(_)
             | Self::Bookmark(_)
-            | Self::Account(_) => None,
+            | Self::Account(_)
+            | Self::Lists(_) => None,
         }
     }
 

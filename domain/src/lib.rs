@@ -10,6 +10,7 @@ pub mod bookmark;
 pub mod event;
 pub mod ids;
 pub mod like;
+pub mod lists;
 pub mod pair;
 pub mod post;
 pub mod privacy;
@@ -26,6 +27,10 @@ pub use bookmark::{Bookmark, BookmarkCommand, BookmarkError, BookmarkEvent, Book
 pub use event::{DecodeError, LogEvent};
 pub use ids::{PairId, SelfRelation, UserId, UserIdError};
 pub use like::{BadLikeTarget, Like, LikeCommand, LikeError, LikeEvent, LikeServices, LikeTarget};
+pub use lists::{
+    BadListId, BadListTitle, ListCommand, ListError, ListEvent, ListId, ListServices, ListState,
+    ListTitle, UserLists,
+};
 pub use pair::{
     following_deltas, guarded_users, FollowBudget, RelationCommand, RelationError, RelationEvent,
     RelationPair, RequestEndCause, UnfollowCause,

@@ -46,7 +46,8 @@ impl MemoryModel for Accounts {
                 | LogEvent::Thread(_)
                 | LogEvent::Like(_)
                 | LogEvent::Repost(_)
-                | LogEvent::Bookmark(_) => {}
+                | LogEvent::Bookmark(_)
+                | LogEvent::Lists(_) => {}
             }
         }
         self.loaded = replay;
@@ -62,7 +63,8 @@ impl MemoryModel for Accounts {
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
-            | LogEvent::Bookmark(_) => {}
+            | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_) => {}
         }
     }
 }

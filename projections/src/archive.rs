@@ -1,6 +1,6 @@
 //! A user's own data, for their archive (`GET /api/v1/me/archive`, issue 25): every follow,
-//! follower, request, block, mute, post, comment, like, repost, bookmark and dismissed
-//! suggestion (issue 46) of theirs as the read models hold it, as JSON lines `{"kind", ..., "at"}`. Read section by
+//! follower, request, block, mute, post, comment, like, repost, bookmark, dismissed
+//! suggestion and list with its members (issue 46) of theirs as the read models hold it, as JSON lines `{"kind", ..., "at"}`. Read section by
 //! section in keyset pages (newest first, by `(at, tie)`), so a user with 100k followers costs
 //! one page of memory at a time and holds no connection between pages.
 
@@ -97,6 +97,18 @@ const SECTIONS: &[Section] = &[
         at: "since",
         tie: "dismissed",
         record: "'kind', 'dismissal', 'user', dismissed, 'at', since",
+    },
+    // Issue 46: every list, with its members.
+    Section {
+        rows: "rm_lists l WHERE l.owner = $1",
+        at: "l.created_at",
+        tie: "l.list_id::text",
+        record: "'kind', 'list', 'id', l.list_id, 'title', l.title, 'exclusive', l.exclusive,
+                 'at', l.created_at,
+                 'members', (SELECT COALESCE(json_agg(json_build_object('user', m.member,
+                                                                       'since', m.since)
+                                                     ORDER BY m.since, m.member), '[]')
+                               FROM rm_list_members m WHERE m.list_id = l.list_id)",
     },
 ];
 

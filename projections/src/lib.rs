@@ -28,6 +28,7 @@ pub mod engagement;
 pub mod error;
 pub mod feed;
 pub mod history;
+pub mod lists;
 pub mod notifications;
 pub mod privacy;
 pub mod redis;
@@ -82,6 +83,7 @@ pub fn all(
         Arc::new(history::History),
         Arc::new(engagement::Engagement { keys: keys.clone() }),
         Arc::new(notifications::Notifications),
+        Arc::new(lists::Lists),
     ];
     if let Some(caches) = caches {
         projectors.push(Arc::new(feed::inbox_cache::FeedCacheProjector::new(
@@ -121,6 +123,9 @@ pub async fn verify(
     }
     if scope.covers(engagement::NAME) {
         checks.push(Box::<engagement::verify::EngagementCheck>::default());
+    }
+    if scope.covers(lists::NAME) {
+        checks.push(Box::<lists::verify::ListsCheck>::default());
     }
     if scope.covers(notifications::NAME) {
         checks.push(Box::<notifications::verify::NotificationsCheck>::default());

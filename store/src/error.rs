@@ -1,7 +1,7 @@
 //! What can go wrong when a command meets the store.
 
 use relations_domain::{
-    BookmarkError, LikeError, PostError, RelationError, RepostError, ThreadError,
+    BookmarkError, LikeError, ListError, PostError, RelationError, RepostError, ThreadError,
 };
 
 /// Why a command was not carried out.
@@ -25,6 +25,9 @@ pub enum StoreError {
     /// The domain refused a bookmark or unbookmark; nothing was appended.
     #[error(transparent)]
     BookmarkRejected(#[from] BookmarkError),
+    /// The domain refused a list command; nothing was appended.
+    #[error(transparent)]
+    ListRejected(#[from] ListError),
     /// A user the command names is erased (issue 25): nothing is decided about them again.
     #[error("the user is erased")]
     Erased,

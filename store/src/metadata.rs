@@ -27,7 +27,7 @@ impl EventMetadata {
 
 /// Now, to the microsecond: what PostgreSQL keeps, so every read model shows the instant a
 /// command stamps on its event.
-pub(crate) fn now() -> chrono::DateTime<chrono::Utc> {
+pub fn now() -> chrono::DateTime<chrono::Utc> {
     let now = chrono::Utc::now();
     chrono::DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
 }

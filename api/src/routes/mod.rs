@@ -12,6 +12,7 @@ mod comments;
 mod contract;
 mod feed;
 mod liking;
+mod lists;
 pub(crate) mod live;
 mod me;
 mod notifications;
@@ -48,6 +49,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(comments::router())
         .merge(feed::router())
         .merge(me::router())
+        .merge(lists::router())
         .merge(notifications::router())
         .merge(admin::router())
         .merge(ops::router())

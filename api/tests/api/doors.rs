@@ -86,6 +86,8 @@ struct World {
     public_comment: String,
     public_secret: String,
     position: String,
+    /// A list of the owner's, with `AUTHOR` in it (issue 46).
+    list: String,
 }
 
 /// One documented operation, with what it is called with.
@@ -116,8 +118,9 @@ impl Door {
     /// erasing oneself.
     fn rank(&self) -> u8 {
         match (self.method.as_str(), self.template.as_str()) {
-            ("delete", "/api/v1/me") => 3,
-            ("post", "/api/v1/me/logout") => 2,
+            ("delete", "/api/v1/me") => 4,
+            ("post", "/api/v1/me/logout") => 3,
+            ("delete", "/api/v1/lists/{id}") => 2,
             ("delete", _)
             | ("post", "/api/v1/admin/users/{id}/erase" | "/api/v1/relation/block") => 1,
             _ => 0,
@@ -154,6 +157,9 @@ fn forbidden(door: &Door, caller: Caller) -> Option<&'static str> {
     }
     if path == "/api/v1/relation/status" || path == "/api/v1/relation/batch" {
         return Some("a relation naming the owner is HIDDEN to all but the pair");
+    }
+    if path.starts_with("/api/v1/lists/") {
+        return Some("a list is its owner's alone: anyone else's is 404");
     }
     if door.on_content() && !door.public {
         return Some("a post for followers does not exist for others, nor do its comments");
@@ -216,6 +222,12 @@ async fn world(app: &TestApp) -> World {
     let (public_post, public_comment) = post_and_comment(app, AUTHOR, public).await;
     app.settings(OWNER, json!({ "locked": true, "hide_graph": true }))
         .await;
+    app.command("follow", OWNER, AUTHOR).await;
+    let (status, made) = app
+        .post_as(OWNER, "/api/v1/lists", json!({ "title": "doors" }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let list = made["list"]["id"].as_str().unwrap().to_owned();
     app.command("block", OWNER, BLOCKED).await;
     app.command("block", AUTHOR, BLOCKED).await;
     let admin = |path: String, body: Value| async move {
@@ -245,6 +257,7 @@ async fn world(app: &TestApp) -> World {
         public_comment,
         public_secret,
         position,
+        list,
     }
 }
 
@@ -344,6 +357,8 @@ fn path_value(template: &str, world: &World, public: bool) -> String {
         || template.starts_with("/api/v1/me/suggestions/")
     {
         OWNER.to_string()
+    } else if template.starts_with("/api/v1/lists/") {
+        world.list.clone()
     } else if template.starts_with("/api/v1/posts/") {
         match public {
             true => world.public_post.clone(),
@@ -384,6 +399,8 @@ fn body_for(doc: &Value, kind: &str, schema: &Value, world: &World) -> (&'static
         let value = match name {
             "target" => json!(OWNER),
             "content" => json!("knock knock"),
+            "title" => json!("door"),
+            "users" => json!([AUTHOR]),
             "up_to" if property["type"] == "integer" => json!(0),
             "up_to" => json!(world.position),
             _ if property["enum"].is_array() => property["enum"][0].clone(),

@@ -847,6 +847,7 @@ async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
         reader: user(10),
         recommended: &[],
         now: chrono::Utc::now(),
+        list: None,
     };
     let (memory, _) = graph
         .with(|g| g.feed_page(ask, None, 10))

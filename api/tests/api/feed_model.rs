@@ -320,6 +320,7 @@ fn memory_first_page(graph: &LiveGraph, reader: i64) -> Option<Vec<String>> {
         reader: user(reader),
         recommended: &recommended,
         now: chrono::Utc::now(),
+        list: None,
     };
     let (page, _) = graph
         .with(|g| g.feed_page(ask, None, PAGE as i64))

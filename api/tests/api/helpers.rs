@@ -593,3 +593,15 @@ pub async fn replica_reached(graph: &relations_projections::replica::live::LiveG
     }
     panic!("the replica never reached {at}");
 }
+
+/// The newest position in the log (a test that reads after its last write waits for it).
+pub async fn head(app: &TestApp) -> String {
+    let (tx, gp): (i64, i64) = sqlx::query_as(
+        "SELECT transaction_id::text::bigint, global_position FROM events
+          ORDER BY transaction_id DESC, global_position DESC LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    format!("{tx}.{gp}")
+}

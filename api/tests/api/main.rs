@@ -26,6 +26,7 @@ mod idempotency;
 mod insights;
 mod instances;
 mod kafka;
+mod lists;
 mod notifications;
 mod notifications_model;
 mod openapi;

@@ -64,6 +64,10 @@ struct World {
     doomed_comment: String,
     /// User 2's post quoting `post` (issue 44).
     quote: String,
+    /// A list of user 1's with user 2 in it (issue 46), left alone.
+    list: String,
+    /// Another, deleted by a call.
+    doomed_list: String,
 }
 
 async fn arrange(app: &TestApp) -> World {
@@ -98,8 +102,22 @@ async fn arrange(app: &TestApp) -> World {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{quoting}");
     let quote = quoting["post"]["id"].as_str().unwrap().to_owned();
+    let mut lists = Vec::new();
+    for title in ["kept", "doomed"] {
+        let (status, made) = app
+            .post_as(1, "/api/v1/lists", json!({ "title": title }))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{made}");
+        lists.push(made["list"]["id"].as_str().unwrap().to_owned());
+    }
+    let (doomed_list, list) = (lists.pop().unwrap(), lists.pop().unwrap());
+    let path = format!("/api/v1/lists/{list}/members");
+    let (status, body) = app.post_as(1, &path, json!({ "users": [2] })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     let (_, at) = app.publish(1, "last").await;
     World {
+        list,
+        doomed_list,
         at,
         post,
         doomed,
@@ -341,6 +359,83 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
                 S::BAD_REQUEST,
             ),
             Call::new("get", "/api/v1/comments/nope/replies", S::NOT_FOUND),
+        ],
+        ("get", "/api/v1/lists") => vec![
+            Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
+        ("post", "/api/v1/lists") => vec![
+            Call::new("post", path, S::CREATED)
+                .token(t1.clone())
+                .body(json!({ "title": "new", "exclusive": true })),
+            Call::new("post", path, S::BAD_REQUEST)
+                .token(t1.clone())
+                .body(json!({ "title": "" })),
+            Call::new("post", path, S::UNAUTHORIZED).body(json!({ "title": "x" })),
+        ],
+        ("patch", "/api/v1/lists/{id}") => vec![
+            Call::new("patch", path.replace("{id}", &w.list), S::OK)
+                .token(t1.clone())
+                .body(json!({ "title": "renamed" })),
+            Call::new("patch", path.replace("{id}", &w.list), S::BAD_REQUEST)
+                .token(t1.clone())
+                .body(json!({ "title": "" })),
+            Call::new("patch", path.replace("{id}", &w.list), S::NOT_FOUND)
+                .token(t2.clone())
+                .body(json!({ "title": "theirs" })),
+        ],
+        ("delete", "/api/v1/lists/{id}") => vec![
+            Call::new("delete", path.replace("{id}", &w.doomed_list), S::OK).token(t1.clone()),
+            Call::new("delete", path.replace("{id}", "nope"), S::NOT_FOUND).token(t1.clone()),
+        ],
+        ("get", "/api/v1/lists/{id}/members") => vec![
+            Call::new(
+                "get",
+                format!("{}?min_position={at}", path.replace("{id}", &w.list)),
+                S::OK,
+            )
+            .token(t1.clone()),
+            Call::new(
+                "get",
+                format!("{}?cursor=x", path.replace("{id}", &w.list)),
+                S::BAD_REQUEST,
+            )
+            .token(t1.clone()),
+            Call::new("get", path.replace("{id}", "nope"), S::NOT_FOUND).token(t1.clone()),
+        ],
+        ("post", "/api/v1/lists/{id}/members") => vec![
+            Call::new("post", path.replace("{id}", &w.list), S::OK)
+                .token(t1.clone())
+                .body(json!({ "users": [2] })),
+            Call::new("post", path.replace("{id}", &w.list), S::CONFLICT)
+                .token(t1.clone())
+                .body(json!({ "users": [5] })),
+            Call::new("post", path.replace("{id}", &w.list), S::BAD_REQUEST)
+                .token(t1.clone())
+                .body(json!({ "users": [] })),
+        ],
+        ("delete", "/api/v1/lists/{id}/members") => vec![
+            Call::new("delete", path.replace("{id}", &w.list), S::OK)
+                .token(t1.clone())
+                .body(json!({ "users": [5] })),
+            Call::new("delete", path.replace("{id}", "nope"), S::NOT_FOUND)
+                .token(t1.clone())
+                .body(json!({ "users": [5] })),
+        ],
+        ("get", "/api/v1/lists/{id}/feed") => vec![
+            Call::new(
+                "get",
+                format!("{}?min_position={at}", path.replace("{id}", &w.list)),
+                S::OK,
+            )
+            .token(t1.clone()),
+            Call::new(
+                "get",
+                format!("{}?size=0", path.replace("{id}", &w.list)),
+                S::BAD_REQUEST,
+            )
+            .token(t1.clone()),
+            Call::new("get", path.replace("{id}", "nope"), S::NOT_FOUND).token(t1.clone()),
         ],
         ("get", "/api/v1/me/suggestions") => vec![
             Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),

@@ -458,6 +458,7 @@ async fn the_first_page_from_memory_counts_quotes_and_keeps_policies_and_detachi
         reader: crate::helpers::user(9),
         recommended: &[],
         now: chrono::Utc::now(),
+        list: None,
     };
     let (page, _) = graph
         .with(|g| g.feed_page(ask, None, 10))

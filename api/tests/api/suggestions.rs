@@ -16,7 +16,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    assert_verified, check_property, code, projector_reached, read, spawn_app, user, TestApp,
+    assert_verified, check_property, code, head, projector_reached, read, spawn_app, user, TestApp,
 };
 
 /// `(user, count, followed_by)`: one suggestion as the tests state it.
@@ -37,18 +37,6 @@ async fn relation(app: &TestApp, verb: &str, actor: i64, target: i64) -> Option<
 async fn dismiss(app: &TestApp, actor: i64, target: &str) -> (StatusCode, Value) {
     let path = format!("/api/v1/me/suggestions/{target}/dismiss");
     app.post_as(actor, &path, json!({})).await
-}
-
-/// The newest position in the log (every test here reads after its last write).
-async fn head(app: &TestApp) -> String {
-    let (tx, gp): (i64, i64) = sqlx::query_as(
-        "SELECT transaction_id::text::bigint, global_position FROM events
-          ORDER BY transaction_id DESC, global_position DESC LIMIT 1",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    format!("{tx}.{gp}")
 }
 
 /// `user`'s suggestions (`limit`), from the replica over HTTP and from PostgreSQL's read

@@ -193,7 +193,8 @@ impl<'a> EngagementChange<'a> {
                 | PostEvent::QuotePolicyChanged { .. },
             )
             | LogEvent::Relation(_)
-            | LogEvent::Account(_) => return None,
+            | LogEvent::Account(_)
+            | LogEvent::Lists(_) => return None,
         })
     }
 

@@ -309,6 +309,7 @@ impl Projector for LikeCacheProjector {
             | LogEvent::Thread(_)
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_)
             | LogEvent::Account(_) => return Ok(()),
         };
         let LikeTarget::Post(post) = target else {

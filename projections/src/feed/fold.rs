@@ -246,7 +246,10 @@ impl<'a> FeedChange<'a> {
                 reposter: user.get(),
             },
             // Likes, comments and bookmarks are shown from projector `engagement`'s tables.
-            LogEvent::Thread(_) | LogEvent::Like(_) | LogEvent::Bookmark(_) => return None,
+            LogEvent::Thread(_)
+            | LogEvent::Like(_)
+            | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_) => return None,
         })
     }
 }

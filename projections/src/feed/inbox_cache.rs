@@ -413,7 +413,8 @@ impl FeedCacheProjector {
             LogEvent::Repost(RepostEvent::Unreposted { .. })
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
-            | LogEvent::Bookmark(_) => {}
+            | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_) => {}
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use crate::views::{PostView, QuoteView};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use relations_domain::{PostId, UserId, Visibility};
+use relations_domain::{ListId, PostId, UserId, Visibility};
 use sqlx::{PgPool, Row};
 
 use crate::error::ProjectionError;
@@ -375,6 +375,13 @@ enum Sources {
         /// The inbox's watermark in PostgreSQL. A cached inbox may know an older one (its
         /// projector lags), and raising a watermark is always safe, so pages use the higher.
         watermark: i64,
+        /// The members of the reader's exclusive lists (issue 46): left out.
+        excluded: Vec<i64>,
+    },
+    /// A list of the reader's (issue 46): its members, each followed.
+    List {
+        /// The list's members.
+        members: Vec<i64>,
     },
     /// The reader follows nobody: the recommended authors they have no block with.
     Recommended {
@@ -391,7 +398,19 @@ async fn sources(
     reader: UserId,
     recommended: &[UserId],
     first: (i64, i64),
+    list: Option<ListId>,
 ) -> Result<(Sources, i64, Vec<i64>), ProjectionError> {
+    if let Some(list) = list {
+        let (head, members): (i64, Vec<i64>) = sqlx::query_as(
+            "SELECT (SELECT COALESCE(max(seq), 0) FROM rm_posts),
+                    ARRAY(SELECT member FROM rm_list_members WHERE list_id = $1 AND owner = $2)",
+        )
+        .bind(list.uuid())
+        .bind(reader.get())
+        .fetch_one(pool)
+        .await?;
+        return Ok((Sources::List { members }, head, Vec::new()));
+    }
     let row = sqlx::query(
         "WITH pulled AS (SELECT f.followee AS author FROM feed_follows f
                            JOIN feed_authors a ON a.author = f.followee AND a.pulled
@@ -404,7 +423,10 @@ async fn sources(
                                            WHERE author = pulled.author AND NOT deleted AND seq < $2
                                            ORDER BY seq DESC LIMIT $3) AS p
                        ORDER BY p.seq DESC LIMIT $3) AS first_pull,
-                COALESCE((SELECT watermark FROM feed_readers WHERE reader = $1), 0) AS watermark",
+                COALESCE((SELECT watermark FROM feed_readers WHERE reader = $1), 0) AS watermark,
+                ARRAY(SELECT m.member FROM rm_list_members m
+                        JOIN rm_lists l ON l.list_id = m.list_id AND l.exclusive
+                       WHERE m.owner = $1) AS excluded",
     )
     .bind(reader.get())
     .bind(first.0)
@@ -415,6 +437,7 @@ async fn sources(
         Sources::Following {
             pulled: row.try_get("pulled")?,
             watermark: row.try_get("watermark")?,
+            excluded: row.try_get("excluded")?,
         }
     } else {
         Sources::Recommended {
@@ -493,15 +516,28 @@ async fn hydrate(
     sources: &Sources,
     max_time: Option<DateTime<Utc>>,
 ) -> Result<Vec<(i64, PostView)>, ProjectionError> {
-    let visible = match sources {
-        Sources::Following { .. } => "EXISTS (SELECT 1 FROM feed_follows
+    const FOLLOWED: &str = "EXISTS (SELECT 1 FROM feed_follows
                    WHERE follower = $2 AND followee = p.author
-                     AND (p.repost_of IS NULL OR show_reposts))"
-            .to_owned(),
+                     AND (p.repost_of IS NULL OR show_reposts))";
+    // The items' and reposters' scope (issue 46): the home feed leaves out the members of the
+    // reader's exclusive lists, a list's feed keeps its members only.
+    let (visible, scope, scoped): (String, &str, &[i64]) = match sources {
+        Sources::Following { excluded, .. } => (
+            format!("{FOLLOWED} AND p.author <> ALL($4)"),
+            "r.author <> ALL($4)",
+            excluded,
+        ),
+        Sources::List { members } => (
+            format!("{FOLLOWED} AND p.author = ANY($4)"),
+            "r.author = ANY($4)",
+            members,
+        ),
         // Reposts are not recommended.
-        Sources::Recommended { .. } => {
-            format!("p.repost_of IS NULL AND NOT {}", blocked("$2", "p.author"))
-        }
+        Sources::Recommended { .. } => (
+            format!("p.repost_of IS NULL AND NOT {}", blocked("$2", "p.author")),
+            "true",
+            &[],
+        ),
     };
     let sql = format!(
         "SELECT p.seq, {ITEM_COLUMNS}, v.reposters, v.newest
@@ -512,6 +548,7 @@ async fn hydrate(
                           JOIN feed_follows f
                             ON f.follower = $2 AND f.followee = r.author AND f.show_reposts
                          WHERE r.repost_of = {ITEM_POST} AND NOT r.deleted AND {shown_reposter}
+                           AND {scope}
                          ORDER BY r.seq DESC LIMIT 3) AS r) AS v
           WHERE p.seq = ANY($1) AND {ITEM_LIVE}
             AND ($3::timestamptz IS NULL OR p.created_at <= $3)
@@ -528,6 +565,7 @@ async fn hydrate(
         .bind(seqs)
         .bind(reader.get())
         .bind(max_time)
+        .bind(scoped)
         .fetch_all(pool)
         .await?;
     let mut shown = Vec::with_capacity(rows.len());
@@ -563,10 +601,12 @@ pub async fn feed(
     recommended: &[UserId],
     start: PageStart,
     size: i64,
+    list: Option<ListId>,
 ) -> Result<(SeqPage, i64), ProjectionError> {
     let mut bound = start_bound(pool, start).await?;
     let want = |found: usize| (size + 1 - found as i64).max(10);
-    let (sources, head, first_pull) = sources(pool, reader, recommended, (bound, want(0))).await?;
+    let first = (bound, want(0));
+    let (sources, head, first_pull) = sources(pool, reader, recommended, first, list).await?;
     let mut first_pull = Some(first_pull);
     let mut found: Vec<(i64, PostView)> = Vec::new();
     loop {
@@ -574,7 +614,9 @@ pub async fn feed(
         let mut candidates = BTreeSet::new();
         let mut exhausted = true;
         match &sources {
-            Sources::Following { pulled, watermark } => {
+            Sources::Following {
+                pulled, watermark, ..
+            } => {
                 let (pushed, cached) = inbox
                     .entries(
                         pool,
@@ -600,8 +642,8 @@ pub async fn feed(
                 candidates.extend(pushed);
                 candidates.extend(pulled);
             }
-            Sources::Recommended { authors } => {
-                let pulled = pull(pool, authors, bound, want).await?;
+            Sources::Recommended { authors: pulled } | Sources::List { members: pulled } => {
+                let pulled = pull(pool, pulled, bound, want).await?;
                 exhausted &= pulled.len() < want as usize;
                 candidates.extend(pulled);
             }
@@ -647,11 +689,11 @@ pub async fn new_count(
     recommended: &[UserId],
     mark: i64,
 ) -> Result<i64, ProjectionError> {
-    let (sources, ..) = sources(pool, reader, recommended, (0, 0)).await?;
+    let (sources, ..) = sources(pool, reader, recommended, (0, 0), None).await?;
     // Each post counted once, by its author and visibility, when one of its appearances (see
     // [`hydrate`]) is newer than the mark.
     let groups: Vec<(i64, String, i64)> = match &sources {
-        Sources::Following { .. } => {
+        Sources::Following { excluded, .. } => {
             let sql = format!(
                 "SELECT COALESCE(o.author, p.author), COALESCE(o.visibility, p.visibility),
                         count(DISTINCT {ITEM_POST})
@@ -659,7 +701,7 @@ pub async fn new_count(
                    JOIN rm_posts p ON p.author = f.followee AND NOT p.deleted AND p.seq > $2
                                   AND (p.repost_of IS NULL OR f.show_reposts)
                    LEFT JOIN rm_posts o ON o.post_id = p.repost_of
-                  WHERE f.follower = $1 AND {ITEM_LIVE} AND {shown_via}
+                  WHERE f.follower = $1 AND f.followee <> ALL($3) AND {ITEM_LIVE} AND {shown_via}
                     AND (p.repost_of IS NULL OR ({shown_author} AND NOT {blocked}))
                   GROUP BY 1, 2",
                 shown_via = shown_to("$1", "p.author"),
@@ -669,9 +711,12 @@ pub async fn new_count(
             sqlx::query_as(&sql)
                 .bind(reader.get())
                 .bind(mark)
+                .bind(excluded)
                 .fetch_all(pool)
                 .await?
         }
+        // Never asked: `sources` was asked for the home feed (a list has no read mark).
+        Sources::List { .. } => Vec::new(),
         Sources::Recommended { authors } => {
             let sql = format!(
                 "SELECT p.author, p.visibility, count(*) FROM rm_posts p

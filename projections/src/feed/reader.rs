@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::Utc;
 use relations_domain::privacy as privacy_rule;
-use relations_domain::{PostId, UserId};
+use relations_domain::{ListId, PostId, UserId};
 use relations_store::LogPosition;
 use sqlx::PgPool;
 
@@ -47,19 +47,22 @@ pub struct FeedReader<'a> {
 }
 
 impl FeedReader<'_> {
-    /// A page of `reader`'s feed (the recommended authors' posts when they follow nobody),
-    /// each post with its engagement; and the newest seq, the read mark a first page sets.
+    /// A page of `reader`'s feed (the recommended authors' posts when they follow nobody), or
+    /// of their `list`'s (issue 46; the caller checked it is theirs), each post with its
+    /// engagement; and the newest seq, the read mark a first page of the home feed sets.
     pub async fn page(
         &self,
         reader: UserId,
         recommended: &[UserId],
         start: PageStart,
         size: i64,
+        list: Option<ListId>,
     ) -> Result<(SeqPage, i64), ProjectionError> {
         let ask = FeedAsk {
             reader,
             recommended,
             now: Utc::now(),
+            list,
         };
         if let Some(mut answer) = self.held_page(ask, start, size) {
             metrics::counter!("relations_feed_pages_total", "source" => "memory").increment(1);
@@ -74,11 +77,35 @@ impl FeedReader<'_> {
             None => &cached,
         };
         let filter = self.filter(reader);
-        let read = query::feed(self.reads, inbox, &filter, reader, recommended, start, size);
+        let read = query::feed(
+            self.reads,
+            inbox,
+            &filter,
+            reader,
+            recommended,
+            start,
+            size,
+            list,
+        );
         let (mut page, head) = read.await?;
         self.engage(&mut page.items, Some(reader)).await?;
         self.quotes(&mut page.items, Some(reader)).await?;
         Ok((page, head))
+    }
+
+    /// Whether `list` is `owner`'s and live (issue 46): asked of the replica when it reflects
+    /// `min_position`, else of projector `lists`' tables.
+    pub async fn owns_list(&self, owner: UserId, list: ListId) -> Result<bool, ProjectionError> {
+        let in_memory = self.replica.with(|replica| {
+            let behind = self.min_position.is_some_and(|at| replica.position() < at);
+            (!behind).then(|| replica.lists().get(owner, list).is_some())
+        });
+        match in_memory.flatten() {
+            Some(owned) => Ok(owned),
+            None => Ok(crate::lists::query::list(self.reads, owner, list)
+                .await?
+                .is_some()),
+        }
     }
 
     /// How many posts of `reader`'s feed are newer than their read mark (`pending`: a mark
@@ -94,6 +121,7 @@ impl FeedReader<'_> {
             reader,
             recommended,
             now: Utc::now(),
+            list: None,
         };
         let in_memory = self.replica.with(|replica| {
             let behind = self.min_position.is_some_and(|at| replica.position() < at);

@@ -288,6 +288,10 @@ impl FeedHub {
         }
         let facts = graph.relations().facts(reader, author);
         if facts.following {
+            // A member of one of the reader's exclusive lists is read there (issue 46).
+            if graph.lists().excludes(reader, author) {
+                return false;
+            }
             let privacy = graph.privacy(author);
             return privacy::may_read(visibility, privacy, privacy::Reader::Follower);
         }
@@ -315,7 +319,8 @@ impl FeedHub {
             && !accounts.erased(reposter)
             && !relations.muting(reader, reposter, now)
             && relations.facts(reader, reposter).following
-            && relations.prefs(reader, reposter).show_reposts;
+            && relations.prefs(reader, reposter).show_reposts
+            && !graph.lists().excludes(reader, reposter);
         reposter_shown && graph.shows_reposted(reader, post.author, post.visibility, now)
     }
 
@@ -426,6 +431,7 @@ impl FeedHub {
                 | LogEvent::Thread(_)
                 | LogEvent::Like(_)
                 | LogEvent::Bookmark(_)
+                | LogEvent::Lists(_)
                 | LogEvent::Account(_) => continue,
             };
             newest = newest.max(event.position);
@@ -570,7 +576,8 @@ impl FeedHub {
                 | LogEvent::Thread(_)
                 | LogEvent::Like(_)
                 | LogEvent::Repost(_)
-                | LogEvent::Bookmark(_) => None,
+                | LogEvent::Bookmark(_)
+                | LogEvent::Lists(_) => None,
             })
             .collect();
         users.sort_unstable();

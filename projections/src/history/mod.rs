@@ -92,6 +92,7 @@ impl EdgeChange {
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_)
             | LogEvent::Account(_) => None,
         })
     }

@@ -272,6 +272,8 @@ impl ChangeReader {
             LogEvent::Repost(reposted) => vec![repost(*reposted, position, at)],
             // Bookmarks are private (issue 46): nobody is notified of one.
             LogEvent::Bookmark(_) => vec![],
+            // Lists are private (issue 46): nobody is notified of being listed.
+            LogEvent::Lists(_) => vec![],
             LogEvent::Thread(threaded) => thread(threaded, position, at),
             // A deletion takes every notification about the post: a quote's among them.
             LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {

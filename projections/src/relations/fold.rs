@@ -111,6 +111,7 @@ impl RelationChange {
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_)
             | LogEvent::Account(_) => None,
         }
     }

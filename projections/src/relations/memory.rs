@@ -935,7 +935,8 @@ impl MemoryModel for RelationsMemory {
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
-            | LogEvent::Bookmark(_) => {}
+            | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_) => {}
         }
     }
 }

@@ -100,7 +100,8 @@ impl RelationFold {
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
-            | LogEvent::Bookmark(_) => return Ok(()),
+            | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_) => return Ok(()),
         };
         match *account {
             AccountEvent::AccountLocked { user } => self.locked.insert(user.get()),

@@ -33,6 +33,7 @@ use relations_store::LogPosition;
 use crate::accounts::Accounts;
 use crate::feed::held::timelines::{Caps, Timelines};
 use crate::feed::held::HeldPosts;
+use crate::lists::memory::ListsMemory;
 use crate::relations::memory::RelationsMemory;
 use crate::relations::query::Counts;
 pub use model::MemoryModel;
@@ -54,6 +55,10 @@ macro_rules! each_model {
             let $model = &mut $replica.posts;
             $body
         }
+        {
+            let $model = &mut $replica.lists;
+            $body
+        }
     }};
 }
 pub(crate) use each_model;
@@ -64,6 +69,7 @@ pub struct Replica {
     relations: RelationsMemory,
     accounts: Accounts,
     posts: HeldPosts,
+    lists: ListsMemory,
     position: LogPosition,
 }
 
@@ -85,6 +91,11 @@ impl Replica {
     /// check's table.
     pub fn accounts(&self) -> &Accounts {
         &self.accounts
+    }
+
+    /// Every live list and its members (issue 46).
+    pub fn lists(&self) -> &ListsMemory {
+        &self.lists
     }
 
     /// Every author's recent posts.

@@ -116,6 +116,17 @@ pub(crate) trait StoreCommand: Send + Sync + 'static {
     fn services(&self, guard: &Self::Guard) -> <Self::Aggregate as Aggregate>::Services;
     /// The outcome, from the aggregate as the decision left it and where its events ended.
     fn outcome(&self, aggregate: &Self::Aggregate, position: Option<LogPosition>) -> Self::Outcome;
+    /// The outcome, also from the decision's events and the guard as the group left it
+    /// (before it writes): by default [`StoreCommand::outcome`].
+    fn outcome_after(
+        &self,
+        aggregate: &Self::Aggregate,
+        _events: &[Event<Self::Aggregate>],
+        _guard: &Self::Guard,
+        position: Option<LogPosition>,
+    ) -> Self::Outcome {
+        self.outcome(aggregate, position)
+    }
 }
 
 /// A command's result as the executor delivers it.

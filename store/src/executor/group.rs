@@ -104,9 +104,19 @@ where
         let Some(positions) = self.append(conn, &decisions).await? else {
             return Ok(None);
         };
+        let outcomes: Vec<(usize, C::Outcome)> = decisions
+            .into_iter()
+            .zip(positions)
+            .map(|(decision, position)| {
+                let command = &self.commands[decision.index].command;
+                let outcome =
+                    command.outcome_after(&decision.after, &decision.events, &guard, position);
+                (decision.index, outcome)
+            })
+            .collect();
         guard.write(conn).await?;
         faults::point(faults::BEFORE_ANSWERS_STORED).await?;
-        self.answer(conn, decisions, positions).await?;
+        self.answer(conn, outcomes).await?;
         let replies = self
             .replies
             .into_iter()
@@ -222,18 +232,16 @@ where
         append::append_decided(conn, self.keys, &decided).await
     }
 
-    /// Answers each decision, records the answers under their keys, and gives back the keys of
+    /// Answers each decision with its outcome, records the answers under their keys, and gives back the keys of
     /// refused commands (only successful answers are stored).
     async fn answer(
         &mut self,
         conn: &mut PgConnection,
-        decisions: Vec<Decision<C>>,
-        positions: Vec<Option<LogPosition>>,
+        outcomes: Vec<(usize, C::Outcome)>,
     ) -> Result<(), StoreError> {
         let mut records = Vec::new();
-        for (decision, position) in decisions.into_iter().zip(positions) {
-            let pending = &self.commands[decision.index];
-            let outcome = pending.command.outcome(&decision.after, position);
+        for (index, outcome) in outcomes {
+            let pending = &self.commands[index];
             if let Some(idem) = &pending.idempotency {
                 records.push(Record {
                     actor: pending.command.actor(),
@@ -241,7 +249,7 @@ where
                     answer: (self.render)(&outcome),
                 });
             }
-            self.replies[decision.index] = Some(Ok(Executed::Fresh(outcome)));
+            self.replies[index] = Some(Ok(Executed::Fresh(outcome)));
         }
         idempotency::record(conn, &records).await?;
         let refused: Vec<Claim> = self

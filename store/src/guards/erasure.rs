@@ -80,6 +80,9 @@ async fn erase(conn: &mut PgConnection, users: &[UserId]) -> Result<(), StoreErr
         "DELETE FROM account_locks WHERE user_id = ANY($1)",
         "DELETE FROM hidden_graphs WHERE user_id = ANY($1)",
         "DELETE FROM follow_guard WHERE user_id = ANY($1)",
+        // Their lists' members and their memberships of others' lists (issue 46).
+        "DELETE FROM list_member_edges WHERE owner = ANY($1)",
+        "DELETE FROM list_member_edges WHERE member = ANY($1)",
     ];
     for sql in statements {
         sqlx::query(sql).bind(&users).execute(&mut *conn).await?;

@@ -6,4 +6,5 @@
 
 pub(crate) mod erasure;
 pub(crate) mod follows;
+pub(crate) mod lists;
 pub(crate) mod pairs;

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
+    BooleanBuilder, Int64Builder, ListBuilder, StringBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -27,6 +27,8 @@ enum Kind {
     Time,
     /// true or false.
     Bool,
+    /// A list of 64-bit integers (a list's members).
+    Ints,
 }
 
 impl Kind {
@@ -36,6 +38,7 @@ impl Kind {
             Kind::Text => DataType::Utf8,
             Kind::Time => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
             Kind::Bool => DataType::Boolean,
+            Kind::Ints => DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true))),
         }
     }
 
@@ -46,6 +49,9 @@ impl Kind {
             Kind::Text => value.is_string(),
             Kind::Time => micros(value).is_some(),
             Kind::Bool => value.is_boolean(),
+            Kind::Ints => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_i64)),
         }
     }
 }
@@ -74,7 +80,7 @@ const ENVELOPE: [(&str, Kind); 11] = [
 /// The payload's columns: (column, the `data` field it holds, kind), after the envelope's.
 /// One field, `target`, has two kinds (a user id in follow requests, `"post:{id}"` or
 /// `"comment:{id}"` in likes): it has one column per kind, `target` and `like_target`.
-const PAYLOAD: [(&str, &str, Kind); 31] = [
+const PAYLOAD: [(&str, &str, Kind); 36] = [
     ("follower", "follower", Kind::Int),
     ("followee", "followee", Kind::Int),
     ("cause", "cause", Kind::Text),
@@ -106,6 +112,11 @@ const PAYLOAD: [(&str, &str, Kind); 31] = [
     ("quote_author", "quote_author", Kind::Int),
     ("quote_policy", "quote_policy", Kind::Text),
     ("dismissed", "dismissed", Kind::Int),
+    ("owner", "owner", Kind::Int),
+    ("list", "list", Kind::Text),
+    ("title", "title", Kind::Text),
+    ("exclusive", "exclusive", Kind::Bool),
+    ("members", "members", Kind::Ints),
 ];
 
 /// The table's schema: every column nullable but the sortable pair and the envelope's own.
@@ -180,6 +191,16 @@ fn column<'v>(kind: Kind, values: impl Iterator<Item = Option<&'v Value>>) -> Ar
         Kind::Bool => {
             let mut b = BooleanBuilder::new();
             values.for_each(|v| b.append_option(v.and_then(Value::as_bool)));
+            Arc::new(b.finish())
+        }
+        Kind::Ints => {
+            let mut b = ListBuilder::new(Int64Builder::new());
+            values.for_each(|v| {
+                b.append_option(
+                    v.and_then(Value::as_array)
+                        .map(|items| items.iter().map(Value::as_i64)),
+                )
+            });
             Arc::new(b.finish())
         }
     }

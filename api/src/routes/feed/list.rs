@@ -25,7 +25,9 @@ pub async fn feed(
     let (size, start) = (p.size()?, p.start()?);
     let recommended = state.config.recommended();
     let feed = feed_reader(&state, p.min_position).await?;
-    let (page, head) = feed.page(actor.user, &recommended, start, size).await?;
+    let (page, head) = feed
+        .page(actor.user, &recommended, start, size, None)
+        .await?;
     if p.is_first() {
         state.read_marks.mark(actor.user, head);
     }

@@ -236,6 +236,7 @@ impl MemoryModel for HeldPosts {
             LogEvent::Post(_) | LogEvent::Repost(_) => at > self.posts_loaded,
             LogEvent::Like(_)
             | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_)
             | LogEvent::Thread(_)
             | LogEvent::Account(_)
             | LogEvent::Relation(_) => false,
@@ -267,6 +268,7 @@ impl MemoryModel for HeldPosts {
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
+            | LogEvent::Lists(_)
             | LogEvent::Thread(_)
             | LogEvent::Account(_)
             | LogEvent::Relation(_) => {}

@@ -15,7 +15,7 @@ use foldhash::HashSet;
 
 use chrono::{DateTime, Utc};
 use relations_domain::privacy::{self, Access, Privacy, Reader};
-use relations_domain::{PostId, UserId, Visibility};
+use relations_domain::{ListId, PostId, UserId, Visibility};
 
 use super::timelines::{HeldPost, Timeline};
 use crate::feed::query::SeqPage;
@@ -30,6 +30,9 @@ pub struct FeedAsk<'a> {
     pub recommended: &'a [UserId],
     /// The moment of reading (mutes end in time).
     pub now: DateTime<Utc>,
+    /// A list of the reader's whose feed is read (issue 46); the home feed when `None`, which
+    /// leaves out the members of the reader's exclusive lists.
+    pub list: Option<ListId>,
 }
 
 /// How a source's posts are judged.
@@ -112,6 +115,14 @@ impl Replica {
                 keeps_reposts,
             })
         };
+        if let Some(list) = ask.list {
+            // A list's members, each followed (a membership ends with its follow).
+            let members = self.lists().get(reader, list).map(|l| l.members.keys());
+            let members = members.into_iter().flatten();
+            let sources = members.filter_map(|&member| source(member as u64, Judge::followed));
+            return Some(sources.collect());
+        }
+        let excluded = self.lists().excluded(reader);
         let followed = relations.followees(reader);
         let sources = if followed.len() == 0 {
             ask.recommended
@@ -124,6 +135,7 @@ impl Replica {
                 .collect()
         } else {
             followed
+                .filter(|author| !excluded.contains(author))
                 .filter_map(|author| source(author, Judge::followed))
                 .collect()
         };
@@ -360,6 +372,7 @@ mod tests {
             reader: u(reader),
             recommended,
             now: now(),
+            list: None,
         }
     }
 
