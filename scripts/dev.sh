@@ -173,6 +173,18 @@ out=$(curl -s -X POST "$base/api/v1/me/suggestions/$e_id/dismiss" -H "authorizat
 position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 curl -s "$base/api/v1/me/suggestions?min_position=$position" -H "authorization: Bearer $dave"; echo
 echo
+echo "== demo: dave makes an exclusive list of alice: her posts move from his home feed to the list's feed"
+out=$(curl -s -X POST "$base/api/v1/lists" -H "authorization: Bearer $dave" \
+  -H 'content-type: application/json' -d '{"title": "alice only", "exclusive": true}'); echo "$out"
+list=$(echo "$out" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+out=$(curl -s -X POST "$base/api/v1/lists/$list/members" -H "authorization: Bearer $dave" \
+  -H 'content-type: application/json' -d "{\"users\": [$a_id]}"); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+printf '\n$ GET the list\x27s feed (alice\x27s posts)\n'
+curl -s "$base/api/v1/lists/$list/feed?size=2&min_position=$position" -H "authorization: Bearer $dave"; echo
+printf '\n$ GET dave\x27s home feed (carol\x27s posts only)\n'
+curl -s "$base/api/v1/feed?size=2&min_position=$position" -H "authorization: Bearer $dave"; echo
+echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"
 echo "== carol's live feed: curl -N -H 'authorization: Bearer $carol' $base/api/v1/feed/stream"
