@@ -86,6 +86,19 @@ error_sets! {
         (429, "RATE_LIMITED, with Retry-After"),
         (503, "UNAVAILABLE, with Retry-After"),
     ];
+    /// A list command's errors (issue 46).
+    ListCommandErrors = [
+        (400, "INVALID_INPUT: a bad title, no user or more than 100"),
+        (401, ""),
+        (403, "USER_BANNED"),
+        (404, "not a list of the caller's, or an erased user named"),
+        (409, "LIST_LIMIT_REACHED, NOT_FOLLOWING"),
+        (413, ""),
+        (415, ""),
+        (422, "IDEMPOTENCY_KEY_REUSED"),
+        (429, "RATE_LIMITED, with Retry-After"),
+        (503, "UNAVAILABLE, with Retry-After"),
+    ];
     /// A dismissed suggestion's errors (issue 46).
     DismissErrors = [
         (400, "SELF_RELATION"),

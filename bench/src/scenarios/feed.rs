@@ -177,9 +177,9 @@ pub(super) async fn feed_pages(
             .map(token)
             .collect(),
     );
-    let (client, url) = (client(), server.base.clone());
+    let (client, url, readers) = (client(), server.base.clone(), tokens.clone());
     let stats = closed_loop(16, scale.run, move |c, i| {
-        let (client, url, tokens) = (client.clone(), url.clone(), tokens.clone());
+        let (client, url, tokens) = (client.clone(), url.clone(), readers.clone());
         async move {
             client
                 .get(format!("{url}/api/v1/feed"))
@@ -191,12 +191,81 @@ pub(super) async fn feed_pages(
     })
     .await;
     let mut rows = vec![memory_share(&server, "e. feed pages answered from memory", mode).await];
+    if memory && !reposted {
+        rows.push(list_pages(&server, scale, &tokens, &stats).await?);
+    }
     if memory {
         rows.extend(memory_rows(&server).await?);
     } else if mode.starts_with("hybrid") {
         rows.push(inbox_bytes(&env.redis_url, &db).await?);
     }
     Ok((stats, rows))
+}
+
+/// Members of each reader's list: the first 50 of the 1,000 authors they follow.
+const LIST_MEMBERS: i64 = 50;
+
+/// The list feed's first page (issue 46): each reader makes a list of 50 of the authors they
+/// follow, then its first page is read at 16 clients on the same server, against the home
+/// page measured just before (`home`).
+async fn list_pages(
+    server: &Server,
+    scale: Scale,
+    tokens: &Arc<Vec<String>>,
+    home: &Stats,
+) -> anyhow::Result<Row> {
+    let (client, url) = (client(), server.base.clone());
+    let members: Vec<i64> = (0..LIST_MEMBERS)
+        .map(|a| scale.base() + 100_000 + a)
+        .collect();
+    let mut lists = Vec::new();
+    for token in tokens.iter() {
+        let made: serde_json::Value = client
+            .post(format!("{url}/api/v1/lists"))
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "title": "bench" }))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let list = made["list"]["id"].as_str().unwrap_or_default().to_owned();
+        client
+            .post(format!("{url}/api/v1/lists/{list}/members"))
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "users": members }))
+            .send()
+            .await?
+            .error_for_status()?;
+        lists.push((token.clone(), list));
+    }
+    // Every list folded into the replica before the clock starts.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lists = Arc::new(lists);
+    let stats = closed_loop(16, scale.run, move |c, i| {
+        let (client, url, lists) = (client.clone(), url.clone(), lists.clone());
+        async move {
+            let (token, list) = &lists[(c + i as usize) % lists.len()];
+            client
+                .get(format!("{url}/api/v1/lists/{list}/feed"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    })
+    .await;
+    let ratio = stats.per_sec() / home.per_sec();
+    Ok(Row::new(
+        "e. list feed first page, 50 members, 16 clients",
+        "from memory, lists of 50 of the reader's 1,000 followed authors",
+        rate(&stats),
+    )
+    .against(format!("the home feed's first page: {}", rate(home)), ratio)
+    .target(
+        "p99 < 5 ms, >= 0.8x the home page",
+        stats.ms(0.99) < 5.0 && ratio >= 0.8,
+    ))
 }
 
 /// What the server holds in memory: bytes per held post and per like of a held post.

@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::run::run;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::ApiError;
 use crate::extract::{ApiJson, PathId};
 use crate::outcome::{ListAnswer, ListOutcome};
 use crate::routes::command::{CommandAnswer, CommandRequest};
+use crate::routes::contract::ListCommandErrors;
 use crate::state::AppState;
 
 /// `POST /api/v1/lists` body.
@@ -41,12 +42,7 @@ fn title(text: &str) -> Result<ListTitle, ApiError> {
 /// Makes a list: `201 {list, position}`. At most 100 lists a user.
 #[utoipa::path(post, path = "/api/v1/lists", tag = "commands",
     request_body = NewList, params(CommandRequest), security(("bearer" = [])),
-    responses((status = 201, body = ListAnswer),
-              (status = 400, body = ErrorBody, description = "INVALID_INPUT: a bad title"),
-              (status = 401, body = ErrorBody),
-              (status = 409, body = ErrorBody, description = "LIST_LIMIT_REACHED"),
-              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
-              (status = 422, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 201, body = ListAnswer), ListCommandErrors))]
 pub async fn create_list(
     State(state): State<AppState>,
     request: CommandRequest,
@@ -68,12 +64,7 @@ pub async fn create_list(
     request_body = ListChanges,
     params(("id" = String, Path, description = "The list"), CommandRequest),
     security(("bearer" = [])),
-    responses((status = 200, body = ListAnswer),
-              (status = 400, body = ErrorBody, description = "INVALID_INPUT: a bad title"),
-              (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody, description = "not a list of the caller's"),
-              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
-              (status = 422, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = ListAnswer), ListCommandErrors))]
 pub async fn update_list(
     State(state): State<AppState>,
     request: CommandRequest,
@@ -93,10 +84,7 @@ pub async fn update_list(
 #[utoipa::path(delete, path = "/api/v1/lists/{id}", tag = "commands",
     params(("id" = String, Path, description = "The list"), CommandRequest),
     security(("bearer" = [])),
-    responses((status = 200, body = crate::outcome::Deleted),
-              (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody, description = "not a list of the caller's"),
-              (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = crate::outcome::Deleted), ListCommandErrors))]
 pub async fn delete_list(
     State(state): State<AppState>,
     request: CommandRequest,

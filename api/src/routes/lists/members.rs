@@ -14,6 +14,7 @@ use crate::extract::{ApiJson, PathId};
 use crate::outcome::{ListOutcome, MembersChanged};
 use crate::routes::command::{CommandAnswer, CommandRequest};
 use crate::routes::contract::BearerQueryErrors;
+use crate::routes::contract::ListCommandErrors;
 use crate::routes::page::{Page, SinceKey};
 use crate::routes::query::{cursor_page, graph_source, wait_for_essential, CursorPage};
 use crate::state::AppState;
@@ -64,13 +65,7 @@ async fn change(
     request_body = Members,
     params(("id" = String, Path, description = "The list"), CommandRequest),
     security(("bearer" = [])),
-    responses((status = 200, body = MembersChanged),
-              (status = 400, body = ErrorBody, description = "INVALID_INPUT: no user, or more than 100"),
-              (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody, description = "not a list of the caller's, or an erased user"),
-              (status = 409, body = ErrorBody, description = "NOT_FOLLOWING"),
-              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
-              (status = 422, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = MembersChanged), ListCommandErrors))]
 pub async fn add_list_members(
     State(state): State<AppState>,
     request: CommandRequest,
@@ -85,12 +80,7 @@ pub async fn add_list_members(
     request_body = Members,
     params(("id" = String, Path, description = "The list"), CommandRequest),
     security(("bearer" = [])),
-    responses((status = 200, body = MembersChanged),
-              (status = 400, body = ErrorBody, description = "INVALID_INPUT: no user, or more than 100"),
-              (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody, description = "not a list of the caller's, or an erased user"),
-              (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
-              (status = 422, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = MembersChanged), ListCommandErrors))]
 pub async fn remove_list_members(
     State(state): State<AppState>,
     request: CommandRequest,
