@@ -64,14 +64,15 @@ impl fmt::Display for ListId {
     }
 }
 
-/// A list's title: 1 to 100 characters, not all blank.
+/// A list's title: 1 to 100 characters (SPEC's rule), none of them NUL (PostgreSQL's `text`
+/// holds none).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ListTitle(String);
 
 /// Why a text is not a list's title.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a list's title is 1 to 100 characters, not all blank")]
+#[error("a list's title is 1 to 100 characters, none of them NUL")]
 pub struct BadListTitle;
 
 impl ListTitle {
@@ -81,7 +82,7 @@ impl ListTitle {
     /// `text` as a title.
     pub fn parse(text: &str) -> Result<Self, BadListTitle> {
         let chars = text.chars().count();
-        if chars == 0 || chars > Self::MAX_CHARS || text.trim().is_empty() {
+        if chars == 0 || chars > Self::MAX_CHARS || text.contains('\0') {
             return Err(BadListTitle);
         }
         Ok(Self(text.to_owned()))
@@ -569,7 +570,11 @@ mod tests {
                 exclusive: true
             }])
         );
-        assert!(ListTitle::parse("").is_err() && ListTitle::parse("   ").is_err());
+        assert!(ListTitle::parse("").is_err() && ListTitle::parse("a\0").is_err());
+        assert!(
+            ListTitle::parse("   ").is_ok(),
+            "SPEC asks 1 to 100 characters, nothing more"
+        );
         assert!(ListTitle::parse(&"é".repeat(100)).is_ok());
         assert!(ListTitle::parse(&"é".repeat(101)).is_err());
     }

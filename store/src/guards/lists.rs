@@ -67,8 +67,10 @@ fn users(ids: Vec<i64>) -> Result<Vec<UserId>, StoreError> {
 impl Guard<ListEvent> for ListGuard {
     type Ask = ListAsk;
 
-    /// Reads each list's named users' follows and memberships, and its size: one statement a
-    /// list (a group holds few list commands; the owner's lock is held already).
+    /// Reads each ask's named users' follows and memberships, and its list's size: one
+    /// statement an ask (a group holds few list commands; the owner's lock is held already).
+    /// Two commands on one list in a group share its entry: each named user's facts are
+    /// facts of the list, whoever asked, so the entries merge.
     async fn lock(conn: &mut PgConnection, asks: Vec<ListAsk>) -> Result<Self, StoreError> {
         let mut guard = Self::default();
         for ask in asks {
@@ -84,12 +86,15 @@ impl Guard<ListEvent> for ListGuard {
             .bind(ids(&ask.named))
             .fetch_one(&mut *conn)
             .await?;
-            let seen = Seen {
-                follows: users(follows)?,
-                members: users(members)?,
-                count,
-            };
-            guard.lists.insert(ask.list, seen);
+            let seen = guard.lists.entry(ask.list).or_default();
+            for (known, found) in [(&mut seen.follows, follows), (&mut seen.members, members)] {
+                for user in users(found)? {
+                    if !known.contains(&user) {
+                        known.push(user);
+                    }
+                }
+            }
+            seen.count = count;
         }
         Ok(guard)
     }

@@ -18,7 +18,8 @@ use crate::state::AppState;
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewList {
-    /// 1 to 100 characters, not all blank.
+    /// 1 to 100 characters, no NUL.
+    #[schema(min_length = 1, max_length = 100, pattern = r"^[^\x00]*$")]
     pub title: String,
     /// Whether its members leave the caller's home feed (default false).
     #[serde(default)]
@@ -29,7 +30,8 @@ pub struct NewList {
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListChanges {
-    /// A new title.
+    /// A new title: 1 to 100 characters, no NUL.
+    #[schema(min_length = 1, max_length = 100, pattern = r"^[^\x00]*$")]
     pub title: Option<String>,
     /// Whether its members leave the caller's home feed.
     pub exclusive: Option<bool>,

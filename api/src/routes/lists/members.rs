@@ -24,14 +24,19 @@ use crate::state::AppState;
 #[serde(deny_unknown_fields)]
 pub struct Members {
     /// Whom (repeats count once).
-    #[schema(value_type = Vec<i64>)]
-    pub users: Vec<UserId>,
+    #[schema(value_type = Vec<UserId>, min_items = 1, max_items = 100)]
+    pub users: Vec<Named>,
 }
+
+/// A user id in a body, as every body takes one (`2.0` is 2).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Named(#[serde(deserialize_with = "relations_domain::ids::integral_user")] UserId);
 
 impl Members {
     /// The users named, each once, in order; 400 when none or more than 100.
     fn named(&self) -> Result<Vec<UserId>, ApiError> {
-        let mut users = self.users.clone();
+        let mut users: Vec<UserId> = self.users.iter().map(|n| n.0).collect();
         users.sort_unstable();
         users.dedup();
         if users.is_empty() || self.users.len() > MAX_NAMED {
