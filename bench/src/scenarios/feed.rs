@@ -167,6 +167,9 @@ pub(super) async fn feed_pages(
             relations_projections::feed::NAME,
             relations_projections::feed::inbox_cache::NAME,
             relations_projections::engagement::NAME,
+            // The replica's lists (issue 46) load from this projector: a server whose lists
+            // still fold the world's log would measure that beside the pages.
+            relations_projections::lists::NAME,
         ],
     )
     .await?;
