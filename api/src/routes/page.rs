@@ -150,6 +150,15 @@ impl<'de, K: CursorKey> Deserialize<'de> for Cursor<K> {
     }
 }
 
+/// The parameters of a query that takes `min_position` alone.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MinPosition {
+    /// Read-your-writes: a command answer's `position`.
+    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
+    pub min_position: Option<LogPosition>,
+}
+
 /// One page of a cursor-paged list: `limit`, `cursor` (after which key), `min_position`.
 #[derive(Debug)]
 pub struct Page<K> {

@@ -2,14 +2,14 @@
 
 use axum::extract::State;
 use axum::Json;
-use relations_store::LogPosition;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::contract::BearerQueryErrors;
+use crate::routes::page::MinPosition;
 use crate::routes::query::feed_reader;
 use crate::state::AppState;
 
@@ -20,23 +20,14 @@ pub struct NewCount {
     pub count: i64,
 }
 
-/// `new_count` parameters.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct NewCountParams {
-    /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
-    min_position: Option<LogPosition>,
-}
-
 /// How many feed posts are newer than the caller's read mark: `{count}`.
 #[utoipa::path(get, path = "/api/v1/feed/new_count", tag = "queries", security(("bearer" = [])),
-    params(NewCountParams),
+    params(MinPosition),
     responses((status = 200, body = NewCount), BearerQueryErrors))]
 pub async fn new_count(
     State(state): State<AppState>,
     actor: Actor,
-    ApiQuery(p): ApiQuery<NewCountParams>,
+    ApiQuery(p): ApiQuery<MinPosition>,
 ) -> Result<Json<NewCount>, ApiError> {
     let recommended = state.config.recommended();
     let pending = state.read_marks.pending(actor.user);

@@ -3,26 +3,17 @@
 use axum::extract::State;
 use axum::Json;
 use relations_projections::lists::query;
-use relations_store::LogPosition;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::outcome::ListView;
 use crate::routes::contract::BearerQueryErrors;
+use crate::routes::page::MinPosition;
 use crate::routes::query::wait_for_essential;
 use crate::state::AppState;
-
-/// `min_position` alone.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct MinPosition {
-    /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
-    pub min_position: Option<LogPosition>,
-}
 
 /// The caller's lists: `{items}`.
 #[derive(Debug, Serialize, ToSchema)]

@@ -3,14 +3,14 @@
 use axum::extract::State;
 use axum::Json;
 use relations_projections::notifications::query as notify_read;
-use relations_store::LogPosition;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::auth::Actor;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::contract::BearerQueryErrors;
+use crate::routes::page::MinPosition;
 use crate::routes::query::wait_for_projectors;
 use crate::state::AppState;
 
@@ -23,26 +23,17 @@ pub struct UnreadCount {
     pub count: i64,
 }
 
-/// `unread_count` parameters.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct UnreadParams {
-    /// Read-your-writes: a command answer's `position`.
-    #[param(value_type = Option<String>, pattern = r"^[0-9]{1,18}\.[0-9]{1,18}$")]
-    min_position: Option<LogPosition>,
-}
-
 /// How many of the caller's notification groups have something newer than their read
 /// marker: `{count}` (exact; the groups the list leaves out, about a post the caller may not
 /// read now, are not counted).
 #[utoipa::path(get, path = "/api/v1/notifications/unread_count", tag = "queries",
     security(("bearer" = [])),
-    params(UnreadParams),
+    params(MinPosition),
     responses((status = 200, body = UnreadCount), BearerQueryErrors))]
 pub async fn unread_count(
     State(state): State<AppState>,
     actor: Actor,
-    ApiQuery(p): ApiQuery<UnreadParams>,
+    ApiQuery(p): ApiQuery<MinPosition>,
 ) -> Result<Json<UnreadCount>, ApiError> {
     let pool = wait_for_projectors(
         &state,
