@@ -134,7 +134,8 @@ enum Statement {
     Delete(ListId),
     Add(ListId, i64, i64, DateTime<Utc>),
     Remove(ListId, i64),
-    End(i64, i64),
+    /// Follows that ended, `(owner, member)`: a run of them, one statement.
+    End(Vec<i64>, Vec<i64>),
     Erase(i64),
 }
 
@@ -176,11 +177,12 @@ impl Statement {
                     .bind(list.uuid())
                     .bind(member)
             }
-            Self::End(owner, member) => {
-                sqlx::query("DELETE FROM rm_list_members WHERE owner = $1 AND member = $2")
-                    .bind(owner)
-                    .bind(member)
-            }
+            Self::End(owners, members) => sqlx::query(
+                "DELETE FROM rm_list_members m USING unnest($1::bigint[], $2::bigint[]) AS e(o, u)
+                  WHERE m.owner = e.o AND m.member = e.u",
+            )
+            .bind(owners)
+            .bind(members),
             Self::Erase(user) => sqlx::query(
                 "WITH m AS (DELETE FROM rm_list_members WHERE owner = $1 OR member = $1)
                  DELETE FROM rm_lists WHERE owner = $1",
@@ -226,7 +228,13 @@ impl ListTables for Statements {
         self.0.push(Statement::Remove(list, member));
     }
     fn end(&mut self, owner: i64, member: i64) {
-        self.0.push(Statement::End(owner, member));
+        // A batch's unfollows, most of its list statements, go in one statement a run.
+        if let Some(Statement::End(owners, members)) = self.0.last_mut() {
+            owners.push(owner);
+            members.push(member);
+        } else {
+            self.0.push(Statement::End(vec![owner], vec![member]));
+        }
     }
     fn erase(&mut self, user: i64) {
         self.0.push(Statement::Erase(user));
