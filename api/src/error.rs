@@ -228,6 +228,10 @@ impl From<StoreError> for ApiError {
                         code: "NOT_ALLOWED",
                         message,
                     },
+                    ThreadError::CommentsRestricted => ApiError::Forbidden {
+                        code: "COMMENTS_RESTRICTED",
+                        message,
+                    },
                 }
             }
             StoreError::LikeRejected(LikeError::Blocked) => ApiError::Forbidden {

@@ -60,6 +60,7 @@ impl From<Publication> for Published {
                 reposted_by: None,
                 bookmarked: Some(false),
                 quote_policy: publication.quote_policy,
+                comment_policy: publication.comment_policy,
                 quote_count: 0,
                 // The handler shows the quoted post as the author may see it (and a replay,
                 // as they may see it then): `routes::posts::publish`.

@@ -156,6 +156,7 @@ impl LogEvent {
             Self::Post(
                 PostEvent::PostDeleted { .. }
                 | PostEvent::QuotePolicyChanged { .. }
+                | PostEvent::CommentPolicyChanged { .. }
                 | PostEvent::QuoteDetached { .. },
             )
             | Self::Thread(

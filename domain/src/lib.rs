@@ -36,8 +36,9 @@ pub use pair::{
     RelationPair, RequestEndCause, UnfollowCause,
 };
 pub use post::{
-    BadPostId, BadQuotePolicy, BadVisibility, Post, PostCommand, PostContent, PostContentError,
-    PostError, PostEvent, PostId, QuoteJudged, QuoteOf, QuotePolicy, Visibility,
+    BadCommentPolicy, BadPostId, BadQuotePolicy, BadVisibility, CommentPolicy, Post, PostCommand,
+    PostContent, PostContentError, PostError, PostEvent, PostId, QuoteJudged, QuoteOf, QuotePolicy,
+    Visibility,
 };
 pub use privacy::{Privacy, Reader};
 pub use relation::{Facts, FollowPrefs, PrefsChange, Relation, RelationState};

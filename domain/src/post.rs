@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::UserId;
 
+mod comment;
 mod quote;
+pub use comment::{BadCommentPolicy, CommentPolicy};
 pub use quote::{BadQuotePolicy, QuoteJudged, QuotePolicy};
 
 /// The post a post quotes, and its author (issue 44).
@@ -190,6 +192,8 @@ pub enum PostCommand {
         quote_of: Option<QuoteOf>,
         /// Who may quote it.
         quote_policy: QuotePolicy,
+        /// Who may comment on it (issue 47).
+        comment_policy: CommentPolicy,
     },
     /// Change who may quote the post (its author only).
     SetQuotePolicy {
@@ -199,6 +203,15 @@ pub enum PostCommand {
         actor: UserId,
         /// The new policy.
         quote_policy: QuotePolicy,
+    },
+    /// Change who may comment on the post (its author only; issue 47).
+    SetCommentPolicy {
+        /// The post.
+        post_id: PostId,
+        /// The user who asks.
+        actor: UserId,
+        /// The new policy.
+        comment_policy: CommentPolicy,
     },
     /// Detach the post's quote (issue 44): only the quoted post's author may.
     Detach {
@@ -222,6 +235,7 @@ impl PostCommand {
         match self {
             Self::Publish { .. } => "publish_post",
             Self::SetQuotePolicy { .. } => "set_quote_policy",
+            Self::SetCommentPolicy { .. } => "set_comment_policy",
             Self::Detach { .. } => "detach_quote",
             Self::Delete { .. } => "delete_post",
         }
@@ -232,6 +246,7 @@ impl PostCommand {
         match self {
             Self::Publish { post_id, .. }
             | Self::SetQuotePolicy { post_id, .. }
+            | Self::SetCommentPolicy { post_id, .. }
             | Self::Detach { post_id, .. }
             | Self::Delete { post_id, .. } => *post_id,
         }
@@ -242,6 +257,7 @@ impl PostCommand {
         match self {
             Self::Publish { author, .. } => *author,
             Self::SetQuotePolicy { actor, .. }
+            | Self::SetCommentPolicy { actor, .. }
             | Self::Detach { actor, .. }
             | Self::Delete { actor, .. } => *actor,
         }
@@ -276,6 +292,10 @@ pub enum PostEvent {
         /// Who may quote it (issue 44); absent when `anyone`, as in every event before it.
         #[serde(default, skip_serializing_if = "QuotePolicy::is_anyone")]
         quote_policy: QuotePolicy,
+        /// Who may comment on it (issue 47); absent when `everyone`, as in every event before
+        /// it.
+        #[serde(default, skip_serializing_if = "CommentPolicy::is_everyone")]
+        comment_policy: CommentPolicy,
     },
     /// The author changed who may quote the post (issue 44); quotes made before stay.
     QuotePolicyChanged {
@@ -285,6 +305,15 @@ pub enum PostEvent {
         author: UserId,
         /// The new policy.
         quote_policy: QuotePolicy,
+    },
+    /// The author changed who may comment on the post (issue 47); comments made before stay.
+    CommentPolicyChanged {
+        /// The post.
+        post_id: PostId,
+        /// Its author.
+        author: UserId,
+        /// The new policy.
+        comment_policy: CommentPolicy,
     },
     /// The quoted post's author detached the post's quote (issue 44): it shows the quote as
     /// `detached` from now on, and no longer counts among the quoted post's quotes.
@@ -313,6 +342,7 @@ impl PostEvent {
         match self {
             Self::PostPublished { .. } => "PostPublished",
             Self::QuotePolicyChanged { .. } => "QuotePolicyChanged",
+            Self::CommentPolicyChanged { .. } => "CommentPolicyChanged",
             Self::QuoteDetached { .. } => "QuoteDetached",
             Self::PostDeleted { .. } => "PostDeleted",
         }
@@ -338,6 +368,7 @@ impl PostEvent {
             } => Some(QuoteOf { post, author }),
             Self::PostPublished { .. }
             | Self::QuotePolicyChanged { .. }
+            | Self::CommentPolicyChanged { .. }
             | Self::PostDeleted { .. } => None,
         }
     }
@@ -385,6 +416,9 @@ pub enum Post {
         /// Who may quote it.
         #[serde(default)]
         quote_policy: QuotePolicy,
+        /// Who may comment on it (issue 47).
+        #[serde(default)]
+        comment_policy: CommentPolicy,
         /// The post it quotes, while its quote is not detached.
         #[serde(default)]
         quote_of: Option<QuoteOf>,
@@ -421,6 +455,7 @@ impl Post {
                     created_at,
                     quote_of,
                     quote_policy,
+                    comment_policy,
                 },
             ) => {
                 if quote_of.is_some() {
@@ -435,6 +470,7 @@ impl Post {
                     quote_of: quote_of.map(|q| q.post),
                     quote_author: quote_of.map(|q| q.author),
                     quote_policy,
+                    comment_policy,
                 }])
             }
             (_, PostCommand::Publish { .. }) => Err(PostError::AlreadyExists),
@@ -450,6 +486,31 @@ impl Post {
             }
             (Post::Live { .. }, command @ PostCommand::SetQuotePolicy { .. }) => {
                 Ok(self.set_quote_policy(command)?.into_iter().collect())
+            }
+            (
+                Post::Live {
+                    author,
+                    comment_policy: now,
+                    ..
+                },
+                PostCommand::SetCommentPolicy {
+                    post_id,
+                    actor,
+                    comment_policy,
+                },
+            ) => {
+                if *author != actor {
+                    return Err(PostError::NotAuthor);
+                }
+                let changed = PostEvent::CommentPolicyChanged {
+                    post_id,
+                    author: *author,
+                    comment_policy,
+                };
+                Ok((*now != comment_policy)
+                    .then_some(changed)
+                    .into_iter()
+                    .collect())
             }
             (Post::Live { .. }, PostCommand::Detach { post_id, actor }) => {
                 Ok(self.detach(post_id, actor)?.into_iter().collect())
@@ -520,12 +581,14 @@ impl Post {
                 author,
                 visibility,
                 quote_policy,
+                comment_policy,
                 ..
             } => {
                 *self = Post::Live {
                     author,
                     visibility,
                     quote_policy,
+                    comment_policy,
                     quote_of: quote,
                     detached_by: None,
                 }
@@ -535,6 +598,14 @@ impl Post {
             } => {
                 if let Post::Live { quote_policy, .. } = self {
                     *quote_policy = new;
+                }
+            }
+            PostEvent::CommentPolicyChanged {
+                comment_policy: new,
+                ..
+            } => {
+                if let Post::Live { comment_policy, .. } = self {
+                    *comment_policy = new;
                 }
             }
             PostEvent::QuoteDetached { quote_author, .. } => {

@@ -333,6 +333,9 @@ pub enum ThreadError {
     /// Only the comment's author or the post's may delete it; only the post's may pin.
     #[error("only the comment's author or the post's author may do this")]
     NotAllowed,
+    /// The post's comment policy (issue 47) does not let the actor comment or reply.
+    #[error("the post's author limits who may comment on it")]
+    CommentsRestricted,
 }
 
 /// What a thread decision needs beyond the thread.
@@ -343,6 +346,8 @@ pub struct ThreadServices {
     /// Whether the actor may not read the post ([`crate::privacy::may_read`]): to them it
     /// does not exist.
     pub unreadable: bool,
+    /// Whether the post's comment policy, as it stands, keeps the actor out (issue 47).
+    pub restricted: bool,
 }
 
 /// One comment as the thread knows it.
@@ -400,6 +405,32 @@ impl Thread {
         })
     }
 
+    /// A new comment (replying to `parent`, numbered, by its author as the caller found it),
+    /// judged in SPEC's order: not found (the post unreadable, or the parent not live by that
+    /// author), blocked, then restricted by the post's comment policy (issue 47).
+    fn judge_add(
+        &self,
+        parent: Option<(u32, Option<UserId>)>,
+        services: ThreadServices,
+    ) -> Result<(), ThreadError> {
+        if services.unreadable {
+            return Err(ThreadError::NotFound);
+        }
+        if let Some((parent, parent_author)) = parent {
+            let replied = self.live(parent)?;
+            if Some(replied.author) != parent_author {
+                return Err(ThreadError::NotFound);
+            }
+        }
+        if services.blocked {
+            return Err(ThreadError::Blocked);
+        }
+        if services.restricted {
+            return Err(ThreadError::CommentsRestricted);
+        }
+        Ok(())
+    }
+
     /// Decides a command: the events it appends (none when nothing changes), or why it is
     /// refused.
     pub fn decide(
@@ -417,18 +448,7 @@ impl Thread {
                 content,
                 created_at,
             } => {
-                if services.unreadable {
-                    return Err(ThreadError::NotFound);
-                }
-                if let Some(parent) = parent {
-                    let replied = self.live(parent)?;
-                    if Some(replied.author) != parent_author {
-                        return Err(ThreadError::NotFound);
-                    }
-                }
-                if services.blocked {
-                    return Err(ThreadError::Blocked);
-                }
+                self.judge_add(parent.map(|n| (n, parent_author)), services)?;
                 vec![ThreadEvent::CommentAdded {
                     post_id,
                     comment: self.comments.len() as u32 + 1,
@@ -555,13 +575,24 @@ mod tests {
         assert_eq!(run(&mut t, add(3, Some(9))), Err(ThreadError::NotFound));
         let blocked = ThreadServices {
             blocked: true,
-            unreadable: false,
+            restricted: true,
+            ..ThreadServices::default()
         };
         assert_eq!(t.decide(add(4, None), blocked), Err(ThreadError::Blocked));
+        // Issue 47: a comment or a reply the post's policy keeps out.
+        let restricted = ThreadServices {
+            restricted: true,
+            ..ThreadServices::default()
+        };
+        for parent in [None, Some(1)] {
+            let refused = t.decide(add(4, parent), restricted);
+            assert_eq!(refused, Err(ThreadError::CommentsRestricted));
+        }
         // Issue 26: a post the actor may not read does not exist for them.
         let unreadable = ThreadServices {
             blocked: true,
             unreadable: true,
+            restricted: true,
         };
         assert_eq!(
             t.decide(add(4, Some(1)), unreadable),

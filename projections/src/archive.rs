@@ -63,7 +63,8 @@ const SECTIONS: &[Section] = &[
         at: "created_at",
         tie: "seq",
         record: "'kind', 'post', 'id', post_id, 'content', content, 'at', created_at,
-                 'quote_of', quote_of, 'quote_policy', quote_policy",
+                 'quote_of', quote_of, 'quote_policy', quote_policy,
+                 'comment_policy', comment_policy",
     },
     Section {
         rows: "rm_comments WHERE author = $1 AND NOT deleted",

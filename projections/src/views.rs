@@ -3,7 +3,7 @@
 //! answer shows one as it was just written.
 
 use chrono::{DateTime, Utc};
-use relations_domain::{CommentId, PostId, QuotePolicy, UserId, Visibility};
+use relations_domain::{CommentId, CommentPolicy, PostId, QuotePolicy, UserId, Visibility};
 use serde::Serialize;
 
 /// A post as a reader sees it (SPEC.md's `Post`).
@@ -42,6 +42,8 @@ pub struct PostView {
     pub reposted_by: Option<Vec<UserId>>,
     /// Who may quote it (issue 44).
     pub quote_policy: QuotePolicy,
+    /// Who besides its author may comment on it or reply under it (issue 47).
+    pub comment_policy: CommentPolicy,
     /// Live quotes of it that are not detached (projector `engagement`).
     pub quote_count: i64,
     /// The post it quotes, as this reader may see it at the moment of reading: null when it

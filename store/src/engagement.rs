@@ -321,6 +321,7 @@ impl StoreCommand for ThreadCommandOf {
         ThreadServices {
             blocked: guard.blocked(actor, self.command.interacts_with()),
             unreadable: self.adds() && guard.unreadable(actor, self.post),
+            restricted: self.adds() && guard.comments_restricted(actor, self.post),
         }
     }
 

@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use relations_domain::{
-    Post, PostCommand, PostContent, PostId, QuoteJudged, QuoteOf, QuotePolicy, UserId, Visibility,
+    CommentPolicy, Post, PostCommand, PostContent, PostId, QuoteJudged, QuoteOf, QuotePolicy,
+    UserId, Visibility,
 };
 use sqlx::PgPool;
 
@@ -31,6 +32,8 @@ pub struct Publication {
     pub quote_of: Option<QuoteOf>,
     /// Who may quote it.
     pub quote_policy: QuotePolicy,
+    /// Who may comment on it (issue 47).
+    pub comment_policy: CommentPolicy,
     /// When it was written (to the microsecond, as PostgreSQL keeps it).
     pub created_at: DateTime<Utc>,
     /// Where its event sits in the log.
@@ -46,6 +49,8 @@ pub struct PostOptions {
     pub quote_of: Option<PostAccess>,
     /// Who may quote it.
     pub quote_policy: QuotePolicy,
+    /// Who may comment on it (issue 47).
+    pub comment_policy: CommentPolicy,
 }
 
 /// A change to a post that may change nothing (a quote policy set, a quote detached).
@@ -126,6 +131,7 @@ impl PostStore {
                 author: q.author,
             }),
             quote_policy: options.quote_policy,
+            comment_policy: options.comment_policy,
         };
         let mut command = PostCommandOf::new(command);
         command.quoted = options.quote_of;
@@ -140,7 +146,7 @@ impl PostStore {
     }
 
     /// Sets who may quote `post_id` (its author only), or detaches its quote (the quoted
-    /// post's author only): `command` is a `SetQuotePolicy` or a `Detach`.
+    /// post's author only): `command` is a `SetQuotePolicy`, a `SetCommentPolicy` or a `Detach`.
     #[tracing::instrument(name = "command.execute", skip_all, fields(
         command = command.name(), user.id = %command.actor(), post.id = %command.post_id()
     ))]
@@ -274,6 +280,7 @@ impl StoreCommand for PostCommandOf {
                 created_at,
                 quote_of,
                 quote_policy,
+                comment_policy,
             } => PostOutcome::Published(Publication {
                 post: *post_id,
                 author: *author,
@@ -281,13 +288,14 @@ impl StoreCommand for PostCommandOf {
                 visibility: *visibility,
                 quote_of: *quote_of,
                 quote_policy: *quote_policy,
+                comment_policy: *comment_policy,
                 created_at: *created_at,
                 position,
             }),
             PostCommand::Delete { .. } => PostOutcome::Deleted(Deletion { position }),
-            PostCommand::SetQuotePolicy { .. } | PostCommand::Detach { .. } => {
-                PostOutcome::Changed(change)
-            }
+            PostCommand::SetQuotePolicy { .. }
+            | PostCommand::SetCommentPolicy { .. }
+            | PostCommand::Detach { .. } => PostOutcome::Changed(change),
         }
     }
 }

@@ -72,13 +72,17 @@ async fn judge(
     (post, seen): (Post, usize),
     judged: Judged,
 ) -> Result<PostAccess, ApiError> {
-    let (author, visibility, quote_policy) = match post {
+    let (author, visibility, quote_policy, comment_policy) = match post {
         Post::Live {
             author,
             visibility,
             quote_policy,
+            comment_policy,
             ..
-        } => (live_user(state, author).await?, visibility, quote_policy),
+        } => {
+            let author = live_user(state, author).await?;
+            (author, visibility, quote_policy, comment_policy)
+        }
         Post::Unpublished | Post::Deleted { .. } => return Err(ApiError::NotFound),
     };
     let min_position = match judged {
@@ -100,6 +104,7 @@ async fn judge(
             author,
             visibility,
             quote_policy,
+            comment_policy,
             seen,
         }),
         false => Err(ApiError::NotFound),

@@ -170,6 +170,7 @@ fn forbidden(door: &Door, caller: Caller) -> Option<&'static str> {
     let authors_only = [
         "DELETE /api/v1/posts/{id}",
         "PUT /api/v1/posts/{id}/quote_policy",
+        "PUT /api/v1/posts/{id}/comment_policy",
         "DELETE /api/v1/comments/{id}",
         "POST /api/v1/comments/{id}/pin",
         "POST /api/v1/comments/{id}/unpin",

@@ -31,7 +31,7 @@ async fn post_as(app: &TestApp, user: i64, path: String) -> (StatusCode, Value) 
 }
 
 /// Comments on `post` as `user` (a reply to `parent`).
-async fn comment(
+pub async fn comment(
     app: &TestApp,
     user: i64,
     post: &str,

@@ -312,6 +312,22 @@ pub(crate) fn replica(app: &TestApp, shutdown: &tokio_util::sync::CancellationTo
     graph
 }
 
+/// `reader`'s first home page (of `size`) as `graph` answers it from memory, no round trip.
+pub(crate) fn home_from_memory(
+    graph: &LiveGraph,
+    reader: i64,
+    size: i64,
+) -> Vec<relations_projections::views::PostView> {
+    let ask = FeedAsk {
+        reader: user(reader),
+        recommended: &[],
+        now: chrono::Utc::now(),
+        list: None,
+    };
+    let page = graph.with(|g| g.feed_page(ask, None, size)).flatten();
+    page.expect("a first page from memory").0.items
+}
+
 /// `reader`'s first page as the replica answers it, items as [`pages`] renders them; `None`
 /// when memory cannot answer it.
 fn memory_first_page(graph: &LiveGraph, reader: i64) -> Option<Vec<String>> {

@@ -41,6 +41,7 @@ mod queries;
 mod quotes;
 mod rate_limit;
 mod replica;
+mod reply_controls;
 mod reposts;
 mod reposts_in_feeds;
 mod requests;

@@ -600,6 +600,22 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             Call::new("put", path.replace("{id}", &w.post), S::UNAUTHORIZED)
                 .body(json!({ "quote_policy": "nobody" })),
         ],
+        ("put", "/api/v1/posts/{id}/comment_policy") => vec![
+            Call::new("put", path.replace("{id}", &w.post), S::OK)
+                .token(t1.clone())
+                .body(json!({ "comment_policy": "everyone" })),
+            Call::new("put", path.replace("{id}", &w.post), S::FORBIDDEN)
+                .token(t2.clone())
+                .body(json!({ "comment_policy": "nobody" })),
+            Call::new("put", path.replace("{id}", &w.post), S::BAD_REQUEST)
+                .token(t1.clone())
+                .body(json!({ "comment_policy": "anyone" })),
+            Call::new("put", path.replace("{id}", "nope"), S::NOT_FOUND)
+                .token(t1.clone())
+                .body(json!({ "comment_policy": "nobody" })),
+            Call::new("put", path.replace("{id}", &w.post), S::UNAUTHORIZED)
+                .body(json!({ "comment_policy": "nobody" })),
+        ],
         ("post", "/api/v1/posts/{id}/detach") => vec![
             Call::new("post", path.replace("{id}", &w.quote), S::FORBIDDEN).token(t2.clone()),
             Call::new("post", path.replace("{id}", &w.quote), S::OK).token(t1.clone()),

@@ -438,7 +438,6 @@ async fn a_quote_never_passes_a_policy_change() {
 
 #[tokio::test]
 async fn the_first_page_from_memory_counts_quotes_and_keeps_policies_and_detaching() {
-    use relations_projections::feed::held::page::FeedAsk;
     use relations_projections::views::{QuoteState, QuoteView};
     let app = spawn_app().await;
     let shutdown = tokio_util::sync::CancellationToken::new();
@@ -454,17 +453,8 @@ async fn the_first_page_from_memory_counts_quotes_and_keeps_policies_and_detachi
     let (status, body) = detach(&app, 1, &first).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     crate::helpers::replica_reached(&graph, body["position"].as_str().unwrap()).await;
-    let ask = FeedAsk {
-        reader: crate::helpers::user(9),
-        recommended: &[],
-        now: chrono::Utc::now(),
-        list: None,
-    };
-    let (page, _) = graph
-        .with(|g| g.feed_page(ask, None, 10))
-        .flatten()
-        .expect("a page from memory");
-    let by_id = |id: &str| page.items.iter().find(|p| p.id.to_string() == id).unwrap();
+    let page = crate::feed_model::home_from_memory(&graph, 9, 10);
+    let by_id = |id: &str| page.iter().find(|p| p.id.to_string() == id).unwrap();
     let quoted = by_id(&post);
     assert_eq!(quoted.quote_count, 1);
     assert_eq!(quoted.quote_policy.as_str(), "followers");

@@ -267,6 +267,7 @@ async fn openapi_describes_every_endpoint() {
         ("delete", "/api/v1/lists/{id}/members"),
         ("get", "/api/v1/lists/{id}/feed"),
         ("put", "/api/v1/posts/{id}/quote_policy"),
+        ("put", "/api/v1/posts/{id}/comment_policy"),
         ("post", "/api/v1/posts/{id}/detach"),
         ("post", "/api/v1/posts/{id}/comments"),
         ("get", "/api/v1/posts/{id}/comments"),

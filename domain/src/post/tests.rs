@@ -28,6 +28,7 @@ fn published(author: i64) -> PostEvent {
         quote_of: None,
         quote_author: None,
         quote_policy: QuotePolicy::Anyone,
+        comment_policy: CommentPolicy::Everyone,
     }
 }
 
@@ -48,6 +49,7 @@ fn publish(author: i64) -> PostCommand {
         created_at: at(),
         quote_of: None,
         quote_policy: QuotePolicy::Anyone,
+        comment_policy: CommentPolicy::Everyone,
     }
 }
 
@@ -185,6 +187,7 @@ fn visibility_is_in_the_event_and_defaults_to_public_for_old_events() {
             author: u(1),
             visibility: Visibility::Public,
             quote_policy: QuotePolicy::Anyone,
+            comment_policy: CommentPolicy::Everyone,
             quote_of: None,
             detached_by: None,
         }
@@ -339,4 +342,59 @@ fn a_quote_is_in_the_event_and_old_events_read_as_quoting_nothing() {
     assert!(plain["PostPublished"].get("quote_author").is_none());
     let back: PostEvent = serde_json::from_value(plain).unwrap();
     assert_eq!(back, published(1));
+}
+
+#[test]
+fn only_the_author_changes_who_may_comment_and_old_events_let_everyone() {
+    let old = serde_json::json!({"PostPublished": {
+        "post_id": id().to_string(), "author": 1, "content": "hello",
+        "created_at": "2023-11-14T22:13:20Z"}});
+    let post = given(vec![serde_json::from_value(old).unwrap()]);
+    assert!(matches!(
+        post,
+        Post::Live {
+            comment_policy: CommentPolicy::Everyone,
+            ..
+        }
+    ));
+    let set = |actor, comment_policy| PostCommand::SetCommentPolicy {
+        post_id: id(),
+        actor: u(actor),
+        comment_policy,
+    };
+    let none = QuoteJudged::default();
+    let refused = post.decide(set(2, CommentPolicy::Nobody), none);
+    assert_eq!(refused, Err(PostError::NotAuthor));
+    let same = post.decide(set(1, CommentPolicy::Everyone), none);
+    assert_eq!(same, Ok(vec![]));
+    let changed = post.decide(set(1, CommentPolicy::Followers), none).unwrap();
+    let json = serde_json::to_value(&changed[0]).unwrap();
+    assert_eq!(json["CommentPolicyChanged"]["comment_policy"], "followers");
+    let post = given(vec![published(1), changed[0].clone()]);
+    assert!(matches!(
+        post,
+        Post::Live {
+            comment_policy: CommentPolicy::Followers,
+            ..
+        }
+    ));
+    // Published with a policy: in the event, and the default left out.
+    let mut command = publish(1);
+    if let PostCommand::Publish { comment_policy, .. } = &mut command {
+        *comment_policy = CommentPolicy::Following;
+    }
+    let events = Post::default().decide(command, none).unwrap();
+    let json = serde_json::to_value(&events[0]).unwrap();
+    assert_eq!(json["PostPublished"]["comment_policy"], "following");
+    let plain = serde_json::to_value(published(1)).unwrap();
+    assert!(plain["PostPublished"].get("comment_policy").is_none());
+    let gone = given(vec![
+        published(1),
+        PostEvent::PostDeleted {
+            post_id: id(),
+            author: u(1),
+        },
+    ]);
+    let refused = gone.decide(set(1, CommentPolicy::Nobody), none);
+    assert_eq!(refused, Err(PostError::NotFound));
 }

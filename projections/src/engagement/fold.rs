@@ -190,7 +190,8 @@ impl<'a> EngagementChange<'a> {
             // Erasures are above; nothing else is engagement.
             LogEvent::Post(
                 PostEvent::PostPublished { quote_of: None, .. }
-                | PostEvent::QuotePolicyChanged { .. },
+                | PostEvent::QuotePolicyChanged { .. }
+                | PostEvent::CommentPolicyChanged { .. },
             )
             | LogEvent::Relation(_)
             | LogEvent::Account(_)

@@ -66,7 +66,7 @@ async fn write_posts_and_follows(
         let content = post.content.as_deref().map(copy_text);
         writeln!(
             rows,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             post.id,
             at + 1,
             post.author,
@@ -78,13 +78,14 @@ async fn write_posts_and_follows(
             or_null(post.quote_of),
             post.quote_policy,
             post.quote_detached,
+            post.comment_policy,
         )
         .expect("a String");
     }
     copy_in(
         conn,
         "rm_posts (post_id, seq, author, content, created_at, deleted, visibility, repost_of,
-                   quote_of, quote_policy, quote_detached)",
+                   quote_of, quote_policy, quote_detached, comment_policy)",
         rows,
     )
     .await?;

@@ -30,7 +30,8 @@ use std::future::Future;
 use chrono::{DateTime, Utc};
 use futures::FutureExt as _;
 use relations_domain::{
-    AccountEvent, LogEvent, PostEvent, QuotePolicy, RelationEvent, RepostEvent, Visibility,
+    AccountEvent, CommentPolicy, LogEvent, PostEvent, QuotePolicy, RelationEvent, RepostEvent,
+    Visibility,
 };
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
@@ -59,17 +60,30 @@ pub struct NewPost<'a> {
     pub quote_of: Option<uuid::Uuid>,
     /// Who may quote it.
     pub quote_policy: QuotePolicy,
+    /// Who may comment on it (issue 47).
+    pub comment_policy: CommentPolicy,
 }
 
-/// A change to a post's quoting (issue 44): what a post shows of it.
+/// What a post's author (or the quoted post's) changed of it after publishing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QuoteChange {
+pub enum Setting {
+    /// Who may quote it (issue 44).
+    Quotes(QuotePolicy),
+    /// Who may comment on it (issue 47).
+    Comments(CommentPolicy),
+    /// Its quote was detached by the quoted post's author (issue 44).
+    Detached,
+}
+
+/// A change to a post's settings: what a post shows of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingChange {
     /// The post.
     pub post: uuid::Uuid,
     /// Its author.
     pub author: i64,
-    /// Who may quote it now, or (`None`) its quote was detached by the quoted post's author.
-    pub policy: Option<QuotePolicy>,
+    /// What changed.
+    pub setting: Setting,
 }
 
 /// A repost as made: an item of the reposter's in the feed (issue 44).
@@ -136,8 +150,8 @@ pub enum FeedChange<'a> {
     /// Whether a follow keeps the followee's reposts (issue 44's `show_reposts`; the feed
     /// reads no other preference).
     ShowReposts(UserPair, bool),
-    /// A post's quote policy changed, or its quote was detached.
-    Quote(QuoteChange),
+    /// A post's quote or comment policy changed, or its quote was detached.
+    Setting(SettingChange),
 }
 
 impl<'a> FeedChange<'a> {
@@ -157,6 +171,7 @@ impl<'a> FeedChange<'a> {
                 visibility,
                 quote_of,
                 quote_policy,
+                comment_policy,
                 ..
             } => Self::Published(NewPost {
                 id: post_id.uuid(),
@@ -166,28 +181,39 @@ impl<'a> FeedChange<'a> {
                 visibility: *visibility,
                 quote_of: quote_of.map(|q| q.uuid()),
                 quote_policy: *quote_policy,
+                comment_policy: *comment_policy,
             }),
             PostEvent::QuotePolicyChanged {
                 post_id,
                 author,
                 quote_policy,
-            } => Self::Quote(QuoteChange {
-                post: post_id.uuid(),
-                author: author.get(),
-                policy: Some(*quote_policy),
-            }),
+            } => Self::setting(*post_id, *author, Setting::Quotes(*quote_policy)),
+            PostEvent::CommentPolicyChanged {
+                post_id,
+                author,
+                comment_policy,
+            } => Self::setting(*post_id, *author, Setting::Comments(*comment_policy)),
             PostEvent::QuoteDetached {
                 post_id, author, ..
-            } => Self::Quote(QuoteChange {
-                post: post_id.uuid(),
-                author: author.get(),
-                policy: None,
-            }),
+            } => Self::setting(*post_id, *author, Setting::Detached),
             PostEvent::PostDeleted { post_id, author } => Self::Deleted {
                 post: post_id.uuid(),
                 author: author.get(),
             },
         }
+    }
+
+    /// `author`'s `post` changed `setting`.
+    fn setting(
+        post: relations_domain::PostId,
+        author: relations_domain::UserId,
+        setting: Setting,
+    ) -> Self {
+        Self::Setting(SettingChange {
+            post: post.uuid(),
+            author: author.get(),
+            setting,
+        })
     }
 
     /// What `event`, decided at `occurred_at`, changes of the feed, if anything.
@@ -270,8 +296,8 @@ pub trait PostTables {
     async fn unrepost(&mut self, post: uuid::Uuid, reposter: i64) -> Folded<Option<i64>>;
     /// Deletes the live reposts of `of`; each one's `(seq, reposter)`.
     async fn delete_reposts(&mut self, of: RepostsOf) -> Folded<Vec<(i64, i64)>>;
-    /// Keeps a change to a post's quoting (a post not kept changes nothing).
-    async fn quote(&mut self, change: QuoteChange) -> Folded<()>;
+    /// Keeps a change to a post's settings (a post not kept changes nothing).
+    async fn setting(&mut self, change: SettingChange) -> Folded<()>;
 
     /// Numbers `posts` in order, as [`PostTables::publish`] one after the other; their seqs.
     async fn publish_all(&mut self, posts: &[NewPost<'_>]) -> Folded<Vec<i64>> {
@@ -359,7 +385,7 @@ pub async fn fold_posts<T: PostTables>(tables: &mut T, change: &FeedChange<'_>) 
         FeedChange::Unreposted { post, reposter } => {
             tables.unrepost(*post, *reposter).await?;
         }
-        FeedChange::Quote(change) => tables.quote(*change).await?,
+        FeedChange::Setting(change) => tables.setting(*change).await?,
         FeedChange::Followed(_)
         | FeedChange::Unfollowed(_)
         | FeedChange::Banned(..)
@@ -424,7 +450,7 @@ pub async fn fold<T: FeedTables>(
         FeedChange::Erased(user) => erase(tables, at, user).await?,
         FeedChange::Mute(change) => tables.mute(change).await?,
         FeedChange::ShowReposts(pair, on) => tables.show_reposts(pair, on).await?,
-        FeedChange::Quote(change) => tables.quote(change).await?,
+        FeedChange::Setting(change) => tables.setting(change).await?,
     }
     Ok(())
 }

@@ -383,7 +383,9 @@ impl FeedCacheProjector {
                     }
                 }
                 // Inboxes hold seqs; a post's quoting is read with its row.
-                PostEvent::QuotePolicyChanged { .. } | PostEvent::QuoteDetached { .. } => {}
+                PostEvent::QuotePolicyChanged { .. }
+                | PostEvent::CommentPolicyChanged { .. }
+                | PostEvent::QuoteDetached { .. } => {}
             },
             // The erased user's own inbox goes. Other readers' cached entries of their posts
             // are only seqs: every read resolves them against `rm_posts`, where the posts are

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use relations_store::LogPosition;
 
 use super::fold::{
-    Author, FeedTables, Folded, NewPost, NewRepost, PostTables, QuoteChange, RepostsOf,
+    Author, FeedTables, Folded, NewPost, NewRepost, PostTables, RepostsOf, Setting, SettingChange,
 };
 use super::Settings;
 use crate::relations::fold::{RelationChange, UserPair};
@@ -28,6 +28,8 @@ pub(super) struct PostRow {
     pub(super) quote_of: Option<uuid::Uuid>,
     pub(super) quote_policy: &'static str,
     pub(super) quote_detached: bool,
+    /// Who may comment on it (issue 47).
+    pub(super) comment_policy: &'static str,
 }
 
 /// One row of `feed_authors`.
@@ -223,6 +225,7 @@ impl PostTables for FeedMemory {
             quote_of: post.quote_of,
             quote_policy: post.quote_policy.as_str(),
             quote_detached: false,
+            comment_policy: post.comment_policy.as_str(),
         });
         self.timelines.entry(post.author).or_default().push(seq);
         Ok(seq)
@@ -267,6 +270,7 @@ impl PostTables for FeedMemory {
             quote_of: None,
             quote_policy: relations_domain::QuotePolicy::Anyone.as_str(),
             quote_detached: false,
+            comment_policy: relations_domain::CommentPolicy::Everyone.as_str(),
         });
         if !live {
             return Ok(None);
@@ -313,12 +317,13 @@ impl PostTables for FeedMemory {
         Ok(gone)
     }
 
-    async fn quote(&mut self, change: QuoteChange) -> Folded<()> {
+    async fn setting(&mut self, change: SettingChange) -> Folded<()> {
         if let Some(&seq) = self.seq_of.get(&change.post) {
             let row = &mut self.posts[(seq - 1) as usize];
-            match change.policy {
-                Some(policy) => row.quote_policy = policy.as_str(),
-                None => row.quote_detached = true,
+            match change.setting {
+                Setting::Quotes(policy) => row.quote_policy = policy.as_str(),
+                Setting::Comments(policy) => row.comment_policy = policy.as_str(),
+                Setting::Detached => row.quote_detached = true,
             }
         }
         Ok(())

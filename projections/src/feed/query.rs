@@ -142,7 +142,8 @@ fn visibility(stored: &str) -> Result<Visibility, sqlx::Error> {
 
 /// The columns [`post`] reads.
 pub(crate) const POST_COLUMNS: &str =
-    "seq, post_id, author, content, created_at, visibility, quote_of, quote_policy, quote_detached";
+    "seq, post_id, author, content, created_at, visibility, quote_of, quote_policy, quote_detached,
+     comment_policy";
 
 /// A post row of `rm_posts` and its seq.
 pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), ProjectionError> {
@@ -166,10 +167,8 @@ pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), Proje
             reposted: None,
             bookmarked: None,
             reposted_by: None,
-            quote_policy: row
-                .try_get::<&str, _>("quote_policy")?
-                .parse()
-                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+            quote_policy: parsed(row, "quote_policy")?,
+            comment_policy: parsed(row, "comment_policy")?,
             quote_count: 0,
             quote: QuoteView::pending(
                 row.try_get::<Option<uuid::Uuid>, _>("quote_of")?
@@ -178,6 +177,15 @@ pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), Proje
             ),
         },
     ))
+}
+
+/// Column `name` of `row`, a text parsed (a policy's name).
+fn parsed<T: std::str::FromStr>(row: &sqlx::postgres::PgRow, name: &str) -> Result<T, sqlx::Error>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let text: &str = row.try_get(name)?;
+    text.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
 /// The exclusive seq bound a page starts below.
@@ -320,6 +328,7 @@ const ITEM_COLUMNS: &str = "COALESCE(o.post_id, p.post_id) AS post_id,
         COALESCE(o.quote_of, p.quote_of) AS quote_of,
         COALESCE(o.quote_policy, p.quote_policy) AS quote_policy,
         COALESCE(o.quote_detached, p.quote_detached) AS quote_detached,
+        COALESCE(o.comment_policy, p.comment_policy) AS comment_policy,
         p.repost_of IS NOT NULL AS repost, p.author AS via";
 
 /// A feed item (issue 44): a post, or a repost of one, under the item's seq.

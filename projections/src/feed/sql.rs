@@ -9,7 +9,7 @@ use sqlx::query::QueryScalar;
 use sqlx::{PgConnection, Postgres};
 
 use super::fold::{
-    Author, FeedTables, Folded, NewPost, NewRepost, PostTables, QuoteChange, RepostsOf,
+    Author, FeedTables, Folded, NewPost, NewRepost, PostTables, RepostsOf, Setting, SettingChange,
 };
 use super::Settings;
 use crate::relations::fold::{RelationChange, UserPair};
@@ -95,13 +95,14 @@ impl PostTables for SqlTables<'_> {
         let visibilities: Vec<&str> = posts.iter().map(|p| p.visibility.as_str()).collect();
         let quotes: Vec<Option<uuid::Uuid>> = posts.iter().map(|p| p.quote_of).collect();
         let policies: Vec<&str> = posts.iter().map(|p| p.quote_policy.as_str()).collect();
+        let comments: Vec<&str> = posts.iter().map(|p| p.comment_policy.as_str()).collect();
         Ok(sqlx::query_scalar(
             "INSERT INTO rm_posts (post_id, seq, author, content, created_at, visibility,
-                                   quote_of, quote_policy)
-             SELECT id, m.top + n, a, c, t, v, q, qp
+                                   quote_of, quote_policy, comment_policy)
+             SELECT id, m.top + n, a, c, t, v, q, qp, cp
                FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[],
-                           $6::uuid[], $7::text[])
-                    WITH ORDINALITY AS x(id, a, c, t, v, q, qp, n),
+                           $6::uuid[], $7::text[], $8::text[])
+                    WITH ORDINALITY AS x(id, a, c, t, v, q, qp, cp, n),
                     (SELECT COALESCE(max(seq), 0) AS top FROM rm_posts) AS m
               ORDER BY n
              RETURNING seq",
@@ -113,6 +114,7 @@ impl PostTables for SqlTables<'_> {
         .bind(&visibilities)
         .bind(&quotes)
         .bind(&policies)
+        .bind(&comments)
         .fetch_all(&mut *self.conn)
         .await?)
     }
@@ -183,13 +185,22 @@ impl PostTables for SqlTables<'_> {
         Ok(query.fetch_all(&mut *self.conn).await?)
     }
 
-    async fn quote(&mut self, change: QuoteChange) -> Folded<()> {
-        let query = match change.policy {
-            Some(policy) => sqlx::query("UPDATE rm_posts SET quote_policy = $2 WHERE post_id = $1")
-                .bind(change.post)
-                .bind(policy.as_str()),
-            None => sqlx::query("UPDATE rm_posts SET quote_detached = true WHERE post_id = $1")
-                .bind(change.post),
+    async fn setting(&mut self, change: SettingChange) -> Folded<()> {
+        let query = match change.setting {
+            Setting::Quotes(policy) => {
+                sqlx::query("UPDATE rm_posts SET quote_policy = $2 WHERE post_id = $1")
+                    .bind(change.post)
+                    .bind(policy.as_str())
+            }
+            Setting::Comments(policy) => {
+                sqlx::query("UPDATE rm_posts SET comment_policy = $2 WHERE post_id = $1")
+                    .bind(change.post)
+                    .bind(policy.as_str())
+            }
+            Setting::Detached => {
+                sqlx::query("UPDATE rm_posts SET quote_detached = true WHERE post_id = $1")
+                    .bind(change.post)
+            }
         };
         query.execute(&mut *self.conn).await?;
         Ok(())

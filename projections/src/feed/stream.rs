@@ -363,6 +363,7 @@ impl FeedHub {
                 visibility,
                 quote_of,
                 quote_policy,
+                comment_policy,
                 ..
             } => self
                 .in_feed(graph, reader, *author, *visibility, now)
@@ -381,6 +382,7 @@ impl FeedHub {
                         bookmarked: None,
                         reposted_by: Some(Vec::new()),
                         quote_policy: *quote_policy,
+                        comment_policy: *comment_policy,
                         quote_count: 0,
                         quote: QuoteView::pending(*quote_of, false),
                     };
@@ -392,7 +394,9 @@ impl FeedHub {
                 related.then_some(StreamItem::Deleted(position, *post_id))
             }
             // A policy change or a detach shows on the next page, not as a stream item.
-            PostEvent::QuotePolicyChanged { .. } | PostEvent::QuoteDetached { .. } => None,
+            PostEvent::QuotePolicyChanged { .. }
+            | PostEvent::CommentPolicyChanged { .. }
+            | PostEvent::QuoteDetached { .. } => None,
         }
     }
 

@@ -136,6 +136,7 @@ fn history(ops: &[Op]) -> (Vec<Change<'static>>, Model) {
                     // Every third post quotes the one before (issue 44).
                     quote_of: (seq % 3 == 0).then(|| post_id(seq - 1)),
                     quote_policy: Default::default(),
+                    comment_policy: Default::default(),
                 })
             }
             Op::Delete(n) => {

@@ -62,17 +62,17 @@ impl FeedCheck {
         posts.filter_map(|p| Some((p.id, p.repost_of?))).collect()
     }
 
-    /// Posts that quote (or whose quote policy is not `anyone`): (post, (quote_of, policy,
-    /// detached)) (issue 44).
+    /// Posts that quote, or whose quote or comment policy is not the default: (post,
+    /// (quote_of, quote policy, detached, comment policy)) (issues 44, 47).
     fn quotes(&self) -> BTreeSet<QuoteRow> {
         let posts = self.tables.posts.iter();
         posts
-            .filter(|p| p.quote_of.is_some() || p.quote_policy != "anyone")
+            .filter(|p| {
+                p.quote_of.is_some() || p.quote_policy != "anyone" || p.comment_policy != "everyone"
+            })
             .map(|p| {
-                (
-                    p.id,
-                    (p.quote_of, p.quote_policy.to_owned(), p.quote_detached),
-                )
+                let policies = (p.quote_policy.to_owned(), p.comment_policy.to_owned());
+                (p.id, (p.quote_of, policies, p.quote_detached))
             })
             .collect()
     }
@@ -114,8 +114,25 @@ impl Check for FeedCheck {
     }
 }
 
-/// A compared post's quoting: (post, (quote_of, quote_policy, quote_detached)).
-type QuoteRow = (uuid::Uuid, (Option<uuid::Uuid>, String, bool));
+/// A compared post's settings: (post, (quote_of, (quote_policy, comment_policy),
+/// quote_detached)).
+type QuoteRow = (uuid::Uuid, (Option<uuid::Uuid>, (String, String), bool));
+
+/// `rm_posts`' posts that quote, or whose quote or comment policy is not the default.
+async fn quote_rows(conn: &mut sqlx::PgConnection) -> Result<BTreeSet<QuoteRow>, sqlx::Error> {
+    sqlx::query(
+        "SELECT post_id, quote_of, quote_policy, comment_policy, quote_detached FROM rm_posts
+          WHERE quote_of IS NOT NULL OR quote_policy <> 'anyone' OR comment_policy <> 'everyone'",
+    )
+    .fetch_all(conn)
+    .await?
+    .iter()
+    .map(|r| {
+        let policies = (r.try_get(2)?, r.try_get(3)?);
+        Ok((r.try_get(0)?, (r.try_get(1)?, policies, r.try_get(4)?)))
+    })
+    .collect()
+}
 
 /// Projector `feed`'s rows, as read in the snapshot.
 struct FeedRows {
@@ -191,17 +208,8 @@ impl FeedRows {
             "SELECT follower, followee FROM feed_follows WHERE NOT show_reposts",
         )
         .await?;
-        let quotes = sqlx::query(
-            "SELECT post_id, quote_of, quote_policy, quote_detached FROM rm_posts
-              WHERE quote_of IS NOT NULL OR quote_policy <> 'anyone'",
-        )
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))))
-        .collect::<Result<_, sqlx::Error>>()?;
         Ok(Self {
-            quotes,
+            quotes: quote_rows(&mut *conn).await?,
             hiding_reposts,
             reposts,
             not_public,
@@ -256,7 +264,7 @@ impl FeedRows {
             out,
         );
         diff(
-            "rm_posts (post_id, (quote_of, quote_policy, quote_detached)) quoting or not anyone's",
+            "rm_posts (post_id, (quote_of, (quote_policy, comment_policy), quote_detached)) quoting or of a policy not the default",
             &fold.quotes(),
             &self.quotes,
             out,

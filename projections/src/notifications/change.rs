@@ -304,7 +304,9 @@ impl ChangeReader {
                 actor: author.get(),
                 cause: quote_cause(*post_id),
             }],
-            LogEvent::Post(PostEvent::QuotePolicyChanged { .. }) => vec![],
+            LogEvent::Post(
+                PostEvent::QuotePolicyChanged { .. } | PostEvent::CommentPolicyChanged { .. },
+            ) => vec![],
             // An erasure is handled above; no other account event notifies anybody.
             LogEvent::Account(_) => vec![],
         })

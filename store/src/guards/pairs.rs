@@ -24,8 +24,8 @@ use std::collections::{HashMap, HashSet};
 
 use relations_domain::privacy::{may_read, Privacy, Reader};
 use relations_domain::{
-    CommentId, PairId, Post, PostEvent, PostId, QuotePolicy, RelationPair, Thread, ThreadEvent,
-    UserId, Visibility,
+    CommentId, CommentPolicy, PairId, Post, PostEvent, PostId, QuotePolicy, RelationPair, Thread,
+    ThreadEvent, UserId, Visibility,
 };
 use sqlx::PgConnection;
 
@@ -45,6 +45,8 @@ pub struct PostAccess {
     pub visibility: Visibility,
     /// Who may quote it, as found (the guard brings it up to date).
     pub quote_policy: QuotePolicy,
+    /// Who may comment on it, as found (the guard brings it up to date).
+    pub comment_policy: CommentPolicy,
     /// The version of the post's stream it was found live at.
     pub seen: usize,
 }
@@ -58,6 +60,7 @@ impl PostAccess {
                 author: self.author,
                 visibility: self.visibility,
                 quote_policy: self.quote_policy,
+                comment_policy: self.comment_policy,
                 quote_of: None,
                 detached_by: None,
             },
@@ -143,6 +146,23 @@ impl PairGuard {
         })
     }
 
+    /// Whether `post`'s comment policy, as it stands under lock, keeps `actor` from
+    /// commenting or replying (issue 47): the post's stream and the pair of `actor` and the
+    /// author are both read under lock in the comment's transaction, so neither a policy
+    /// change nor an unfollow passes it.
+    pub fn comments_restricted(&self, actor: UserId, post: PostAccess) -> bool {
+        let policy = match self.posts.get(&post.post) {
+            Some(Post::Live { comment_policy, .. }) => *comment_policy,
+            _ => return true,
+        };
+        let own = actor == post.author;
+        let (follows, followed) = (
+            self.follows(actor, post.author),
+            self.follows(post.author, actor),
+        );
+        !policy.allows(own, follows, followed)
+    }
+
     /// Whether `post`'s quote policy, as it stands under lock, keeps `actor` from quoting it
     /// (issue 44).
     pub fn not_quotable(&self, actor: UserId, post: PostAccess) -> bool {
@@ -160,6 +180,7 @@ impl PairGuard {
         let post = match event {
             PostEvent::PostPublished { post_id, .. }
             | PostEvent::QuotePolicyChanged { post_id, .. }
+            | PostEvent::CommentPolicyChanged { post_id, .. }
             | PostEvent::QuoteDetached { post_id, .. }
             | PostEvent::PostDeleted { post_id, .. } => post_id,
         };

@@ -42,7 +42,7 @@ pub struct CommentBody {
                   ("delete_comment" = (operation_id = "delete_comment", parameters(("id" = "$response.body#/comment/id")))))),
               (status = 400, body = ErrorBody),
               (status = 401, body = ErrorBody),
-              (status = 403, body = ErrorBody, description = "BLOCKED: a block with the post's author, or with the author of the comment replied to"),
+              (status = 403, body = ErrorBody, description = "BLOCKED: a block with the post's author, or with the author of the comment replied to; COMMENTS_RESTRICTED: the post's comment_policy keeps the caller out (issue 47)"),
               (status = 404, body = ErrorBody, description = "unknown post, or a parent that is not a live comment of it"),
               (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
               (status = 422, body = ErrorBody), (status = 429, body = ErrorBody),

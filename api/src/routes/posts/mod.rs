@@ -1,6 +1,6 @@
 //! `/api/v1/posts[/{id}/*]`: publishing and deleting posts (rule 8), their likes and their
-//! comments (seed 002), their reposts and quotes (issue 44), bookmarks (issue 46), one file
-//! each.
+//! comments (seed 002), their reposts and quotes (issue 44), bookmarks (issue 46), reply controls (issue
+//! 47), one file each.
 
 mod bookmark;
 mod comment;
@@ -9,8 +9,8 @@ mod delete;
 mod detach;
 mod like;
 mod likes;
+mod policy;
 mod publish;
-mod quote_policy;
 mod repost;
 mod reposts;
 mod unbookmark;
@@ -35,7 +35,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(reposts::reposters))
         .routes(routes!(bookmark::bookmark_post))
         .routes(routes!(unbookmark::unbookmark_post))
-        .routes(routes!(quote_policy::set_quote_policy))
+        .routes(routes!(policy::set_quote_policy))
+        .routes(routes!(policy::set_comment_policy))
         .routes(routes!(detach::detach))
         .routes(routes!(comment::comment, comments::comments))
 }

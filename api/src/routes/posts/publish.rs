@@ -3,7 +3,7 @@
 use crate::outcome::Published;
 use axum::extract::State;
 use axum::http::StatusCode;
-use relations_domain::{PostContent, PostId, QuotePolicy, UserId, Visibility};
+use relations_domain::{CommentPolicy, PostContent, PostId, QuotePolicy, UserId, Visibility};
 use relations_projections::views::QuoteView;
 use relations_store::{Executed, PostOptions};
 use serde::{Deserialize, Serialize};
@@ -34,6 +34,10 @@ pub struct PublishBody {
     /// Who may quote it: `anyone` (the default), `followers` or `nobody`.
     #[serde(default)]
     pub quote_policy: QuotePolicy,
+    /// Who besides the author may comment or reply (issue 47): `everyone` (the default),
+    /// `followers`, `following` or `nobody`.
+    #[serde(default)]
+    pub comment_policy: CommentPolicy,
 }
 
 /// Publishes a post: `201 {post, position}`. A quote is judged in this order: a quoted post
@@ -53,9 +57,10 @@ pub struct PublishBody {
                   ("likers" = (operation_id = "likers", parameters(("id" = "$response.body#/post/id")))),
                   ("reposters" = (operation_id = "reposters", parameters(("id" = "$response.body#/post/id")))),
                   ("set_quote_policy" = (operation_id = "set_quote_policy", parameters(("id" = "$response.body#/post/id")))),
+                  ("set_comment_policy" = (operation_id = "set_comment_policy", parameters(("id" = "$response.body#/post/id")))),
                   ("remove" = (operation_id = "remove", parameters(("id" = "$response.body#/post/id")))),
                   ("timeline" = (operation_id = "timeline", parameters(("id" = "$response.body#/post/author")))))),
-              (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters, an unknown visibility or quote policy, or a malformed quote_of"),
+              (status = 400, body = ErrorBody, description = "INVALID_INPUT: content not 1 to 2000 characters, an unknown visibility, quote or comment policy, or a malformed quote_of"),
               (status = 401, body = ErrorBody),
               (status = 403, body = ErrorBody, description = "USER_BANNED; of a quote, BLOCKED or NOT_QUOTABLE"),
               (status = 404, body = ErrorBody, description = "the quoted post is unknown, deleted, or not readable by the author"),
@@ -78,6 +83,7 @@ pub async fn publish(
                 visibility: body.visibility,
                 quote_of,
                 quote_policy: body.quote_policy,
+                comment_policy: body.comment_policy,
             };
             state
                 .posts

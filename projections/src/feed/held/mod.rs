@@ -12,8 +12,8 @@ use relations_store::LogPosition;
 use sqlx::{PgConnection, Row};
 
 use super::fold::{
-    fold_posts, in_memory, FeedChange, Folded, NewPost, NewRepost, PostTables, QuoteChange,
-    RepostsOf,
+    fold_posts, in_memory, FeedChange, Folded, NewPost, NewRepost, PostTables, RepostsOf,
+    SettingChange,
 };
 use crate::engagement::fold::{
     self as engagement, EngagementChange, EngagementTables, Like, NewComment, PostMark,
@@ -21,7 +21,7 @@ use crate::engagement::fold::{
 use crate::engagement::held::Engagement;
 use crate::replica::MemoryModel;
 use crate::runtime::checkpoint;
-use timelines::{Caps, HeldPost, Quoting, Timelines};
+use timelines::{Caps, Controls, HeldPost, Timelines};
 
 pub mod page;
 pub mod timelines;
@@ -89,7 +89,8 @@ impl HeldPosts {
         // its post's author: a start-up reading every held post must not join (or hash) all of
         // `rm_posts` for the few reposts among them.
         let sql = "SELECT p.seq, p.post_id, p.author, p.content, p.created_at, p.visibility,
-                          p.quote_of, p.quote_policy, p.quote_detached, p.repost_of AS reposted,
+                          p.quote_of, p.quote_policy, p.quote_detached, p.comment_policy,
+                          p.repost_of AS reposted,
                           CASE WHEN p.repost_of IS NOT NULL THEN
                               (SELECT o.author FROM rm_posts o WHERE o.post_id = p.repost_of)
                           END AS reposted_author
@@ -292,8 +293,9 @@ impl PostTables for Timelines {
             visibility: post.visibility,
             content: post.content.unwrap_or_default().into(),
             repost_of: None,
-            quoting: Quoting {
-                policy: post.quote_policy,
+            controls: Controls {
+                quotes: post.quote_policy,
+                comments: post.comment_policy,
                 quote: post
                     .quote_of
                     .map(|q| Box::new((PostId::from_uuid(q), false))),
@@ -331,9 +333,9 @@ impl PostTables for Timelines {
         Ok(Vec::new())
     }
 
-    async fn quote(&mut self, change: QuoteChange) -> Folded<()> {
+    async fn setting(&mut self, change: SettingChange) -> Folded<()> {
         let post = PostId::from_uuid(change.post);
-        self.quote_changed(change.author as u64, post, change.policy);
+        self.setting_changed(change.author as u64, post, change.setting);
         Ok(())
     }
 }

@@ -360,7 +360,7 @@ mod tests {
             visibility,
             content: "p".into(),
             repost_of: None,
-            quoting: Default::default(),
+            controls: Default::default(),
         };
         let posts = g.parts_mut().2.timelines_mut();
         posts.publish_held(author as u64, post);

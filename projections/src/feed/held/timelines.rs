@@ -16,9 +16,10 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 use foldhash::HashMap; // as the replica's other tables (see its module)
-use relations_domain::{PostId, QuotePolicy, UserId, Visibility};
+use relations_domain::{CommentPolicy, PostId, QuotePolicy, UserId, Visibility};
 
 use crate::engagement::held::{Engagement, Shown};
+use crate::feed::fold::Setting;
 use crate::views::{PostView, QuoteState, QuoteView};
 
 /// How many posts are held.
@@ -66,28 +67,30 @@ pub struct HeldPost {
     /// A repost (issue 44): the post it reposts and that post's author. A page shows the
     /// post, held beside its author's.
     pub repost_of: Option<(PostId, u64)>,
-    /// Who may quote it, and what it quotes (issue 44).
-    pub quoting: Quoting,
+    /// Who may quote it and comment on it, and what it quotes (issues 44, 47).
+    pub controls: Controls,
 }
 
-/// A held post's quoting (issue 44): who may quote it, and the post it quotes, boxed (few
-/// posts quote, and the held posts are many).
+/// A held post's settings after its text: who may quote it (issue 44) and comment on it
+/// (issue 47), and the post it quotes, boxed (few posts quote, and the held posts are many).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Quoting {
+pub struct Controls {
     /// Who may quote it.
-    pub policy: QuotePolicy,
+    pub quotes: QuotePolicy,
+    /// Who may comment on it.
+    pub comments: CommentPolicy,
     /// The post it quotes, and whether the quote was detached.
     pub quote: Option<Box<(PostId, bool)>>,
 }
 
-impl Quoting {
+impl Controls {
     /// What a post shows of its quote before the quoted post is looked up.
     fn pending(&self) -> Option<Option<QuoteView>> {
         let quote = self.quote.as_deref().copied();
         QuoteView::pending(quote.map(|q| q.0), quote.is_some_and(|q| q.1))
     }
 
-    /// A post's quoting as its view shows it (a pending quote: [`QuoteView::pending`]).
+    /// A post's controls as its view shows them (a pending quote: [`QuoteView::pending`]).
     fn of_view(view: &PostView) -> Self {
         let quote = match &view.quote {
             Some(Some(QuoteView::Gone { id, state })) => {
@@ -96,7 +99,8 @@ impl Quoting {
             _ => None,
         };
         Self {
-            policy: view.quote_policy,
+            quotes: view.quote_policy,
+            comments: view.comment_policy,
             quote,
         }
     }
@@ -110,7 +114,7 @@ impl HeldPost {
             id: view.id,
             created_at: view.created_at.timestamp_micros(),
             visibility: view.visibility,
-            quoting: Quoting::of_view(&view),
+            controls: Controls::of_view(&view),
             content: view.content.into(),
             repost_of: None,
         };
@@ -135,9 +139,10 @@ impl HeldPost {
             // Reposts are not held: a page from memory shows posts above every repost of a
             // followed user (`Timelines::unknown_below`), seen as their authors' followers.
             reposted_by: Some(Vec::new()),
-            quote_policy: self.quoting.policy,
+            quote_policy: self.controls.quotes,
+            comment_policy: self.controls.comments,
             quote_count: shown.quotes,
-            quote: self.quoting.pending(),
+            quote: self.controls.pending(),
         }
     }
 }
@@ -270,7 +275,7 @@ impl Timelines {
             visibility: Visibility::Public,
             content: Box::default(),
             repost_of: Some(reposted),
-            quoting: Quoting::default(),
+            controls: Controls::default(),
         };
         self.by_author.entry(reposter).or_default().reposts += 1;
         self.hold(reposter, item);
@@ -297,19 +302,20 @@ impl Timelines {
         self.forget_if_empty(reposter);
     }
 
-    /// `author`'s `post`, if held, is now quotable by `policy`, or (`None`) its quote was
-    /// detached (issue 44).
-    pub fn quote_changed(&mut self, author: u64, post: PostId, policy: Option<QuotePolicy>) {
+    /// `author`'s `post`, if held, changed `setting`.
+    pub fn setting_changed(&mut self, author: u64, post: PostId, setting: Setting) {
         let Some(timeline) = self.by_author.get_mut(&author) else {
             return;
         };
         let Some(held) = timeline.posts.iter_mut().rfind(|p| p.id == post) else {
             return;
         };
-        match (policy, held.quoting.quote.as_deref_mut()) {
-            (Some(policy), _) => held.quoting.policy = policy,
-            (None, Some(quote)) => quote.1 = true,
-            (None, None) => {}
+        let controls = &mut held.controls;
+        match (setting, controls.quote.as_deref_mut()) {
+            (Setting::Quotes(policy), _) => controls.quotes = policy,
+            (Setting::Comments(policy), _) => controls.comments = policy,
+            (Setting::Detached, Some(quote)) => quote.1 = true,
+            (Setting::Detached, None) => {}
         }
     }
 
@@ -568,7 +574,7 @@ mod tests {
             visibility: Visibility::Public,
             content: "p".into(),
             repost_of: None,
-            quoting: Quoting::default(),
+            controls: Controls::default(),
         }
     }
 
