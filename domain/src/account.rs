@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::UserId;
+use crate::notification_policy::{Disposition, NotificationPolicy};
 
 /// What a token says about itself (SPEC.md: a missing `cli` is `""`, a missing `ver` or `bat`
 /// is 0).
@@ -61,6 +62,16 @@ pub enum AccountCommand {
         /// Hidden or not.
         hide: bool,
     },
+    /// Set whose notifications reach the user (issue 47): each part given replaces its value,
+    /// each left out keeps it.
+    SetNotificationPolicy {
+        /// Whose account.
+        user: UserId,
+        /// For notifications caused by users they do not follow.
+        not_following: Option<Disposition>,
+        /// For notifications caused by users who do not follow them.
+        not_followers: Option<Disposition>,
+    },
     /// Erase the user (issue 25): every relation, like, post and comment of theirs ends, and
     /// the id never acts or is acted on again. Erasing an erased user changes nothing.
     Erase {
@@ -78,6 +89,7 @@ impl AccountCommand {
             | Self::Unban { user }
             | Self::SetLocked { user, .. }
             | Self::SetHideGraph { user, .. }
+            | Self::SetNotificationPolicy { user, .. }
             | Self::Erase { user } => *user,
         }
     }
@@ -128,6 +140,16 @@ pub enum AccountEvent {
         /// Who.
         user: UserId,
     },
+    /// `user` changed whose notifications reach them (issue 47): both parts as they are now.
+    /// Notifications kept before stay as they were.
+    NotificationPolicyChanged {
+        /// Who.
+        user: UserId,
+        /// For notifications caused by users they do not follow.
+        not_following: Disposition,
+        /// For notifications caused by users who do not follow them.
+        not_followers: Disposition,
+    },
     /// `user` was erased (issue 25), in one decision: every relation of theirs ended both
     /// ways, their likes are void, their posts and comments deleted (a comment with live
     /// replies stays as a tombstone), and the id never acts or is acted on again. Not expanded
@@ -149,6 +171,7 @@ impl AccountEvent {
             Self::AccountUnlocked { .. } => "AccountUnlocked",
             Self::GraphHidden { .. } => "GraphHidden",
             Self::GraphShown { .. } => "GraphShown",
+            Self::NotificationPolicyChanged { .. } => "NotificationPolicyChanged",
             Self::UserErased { .. } => "UserErased",
         }
     }
@@ -168,6 +191,7 @@ impl AccountEvent {
             | Self::AccountUnlocked { user }
             | Self::GraphHidden { user }
             | Self::GraphShown { user }
+            | Self::NotificationPolicyChanged { user, .. }
             | Self::UserErased { user } => *user,
         }
     }
@@ -201,6 +225,9 @@ pub struct Account {
     /// Whether the user is erased (for good).
     #[serde(default)]
     pub erased: bool,
+    /// Whose notifications reach the user (issue 47).
+    #[serde(default)]
+    pub notification_policy: NotificationPolicy,
 }
 
 impl Account {
@@ -253,6 +280,25 @@ impl Account {
                     false => AccountEvent::GraphShown { user },
                 }]
             }
+            AccountCommand::SetNotificationPolicy {
+                user,
+                not_following,
+                not_followers,
+            } => {
+                let now = self.notification_policy;
+                let next = NotificationPolicy {
+                    not_following: not_following.unwrap_or(now.not_following),
+                    not_followers: not_followers.unwrap_or(now.not_followers),
+                };
+                match next == now {
+                    true => vec![],
+                    false => vec![AccountEvent::NotificationPolicyChanged {
+                        user,
+                        not_following: next.not_following,
+                        not_followers: next.not_followers,
+                    }],
+                }
+            }
             AccountCommand::Ban { .. }
             | AccountCommand::Unban { .. }
             | AccountCommand::SetLocked { .. }
@@ -276,6 +322,16 @@ impl Account {
             AccountEvent::AccountUnlocked { .. } => self.locked = false,
             AccountEvent::GraphHidden { .. } => self.hide_graph = true,
             AccountEvent::GraphShown { .. } => self.hide_graph = false,
+            AccountEvent::NotificationPolicyChanged {
+                not_following,
+                not_followers,
+                ..
+            } => {
+                self.notification_policy = NotificationPolicy {
+                    not_following,
+                    not_followers,
+                }
+            }
             AccountEvent::UserErased { .. } => self.erased = true,
         }
     }
@@ -379,6 +435,37 @@ mod tests {
         assert!(!account.hide_graph);
         let (account, _) = fold(vec![set(true)]);
         assert!(account.privacy().hide_graph && !account.privacy().locked);
+    }
+
+    #[test]
+    fn a_notification_policy_keeps_what_is_left_out_and_repeats_as_no_change() {
+        let set = |not_following, not_followers| AccountCommand::SetNotificationPolicy {
+            user: user(),
+            not_following,
+            not_followers,
+        };
+        let (account, appended) = fold(vec![
+            set(None, None),
+            set(Some(Disposition::Accept), None),
+            set(Some(Disposition::Filter), None),
+            set(None, Some(Disposition::Drop)),
+            set(Some(Disposition::Filter), Some(Disposition::Drop)),
+        ]);
+        assert_eq!(appended, vec![0, 0, 1, 1, 0]);
+        let expected = NotificationPolicy {
+            not_following: Disposition::Filter,
+            not_followers: Disposition::Drop,
+        };
+        assert_eq!(account.notification_policy, expected);
+        let events = Account::default()
+            .decide(set(None, Some(Disposition::Filter)))
+            .unwrap();
+        let json = serde_json::to_value(&events[0]).unwrap();
+        let body = &json["NotificationPolicyChanged"];
+        assert_eq!(
+            (&body["not_following"], &body["not_followers"]),
+            (&serde_json::json!("accept"), &serde_json::json!("filter"))
+        );
     }
 
     #[test]

@@ -112,7 +112,8 @@ impl LogEvent {
                 | AccountEvent::AccountLocked { .. }
                 | AccountEvent::AccountUnlocked { .. }
                 | AccountEvent::GraphHidden { .. }
-                | AccountEvent::GraphShown { .. },
+                | AccountEvent::GraphShown { .. }
+                | AccountEvent::NotificationPolicyChanged { .. },
             )
             | Self::Relation(_)
             | Self::Post(_)

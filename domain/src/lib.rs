@@ -11,6 +11,7 @@ pub mod event;
 pub mod ids;
 pub mod like;
 pub mod lists;
+pub mod notification_policy;
 pub mod pair;
 pub mod post;
 pub mod privacy;
@@ -31,6 +32,7 @@ pub use lists::{
     BadListId, BadListTitle, ListCommand, ListError, ListEvent, ListId, ListServices, ListState,
     ListTitle, UserLists,
 };
+pub use notification_policy::{BadDisposition, Disposition, NotificationPolicy};
 pub use pair::{
     following_deltas, guarded_users, FollowBudget, RelationCommand, RelationError, RelationEvent,
     RelationPair, RequestEndCause, UnfollowCause,

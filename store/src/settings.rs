@@ -1,4 +1,5 @@
-//! An account's settings: locking and unlocking it, and hiding its graph (issue 26). Locking
+//! An account's settings: locking and unlocking it, hiding its graph (issue 26), and whose
+//! notifications reach it (issue 47). Locking
 //! is the one command that spans aggregates. Unlocking approves
 //! every pending request, so it appends to the user's `account` stream and to the stream of
 //! every pair with a pending request, in one transaction.
@@ -27,8 +28,8 @@
 use std::collections::{HashMap, HashSet};
 
 use relations_domain::{
-    following_deltas, Account, AccountCommand, AccountEvent, FollowBudget, PairId, RelationCommand,
-    RelationPair, UserId,
+    following_deltas, Account, AccountCommand, AccountEvent, Disposition, FollowBudget,
+    NotificationPolicy, PairId, RelationCommand, RelationPair, UserId,
 };
 use sqlx::{PgConnection, PgPool};
 
@@ -49,6 +50,30 @@ pub struct SettingsAsk {
     pub locked: Option<bool>,
     /// Hide (`true`) or show the account's graph.
     pub hide_graph: Option<bool>,
+    /// The notification policy's `not_following` (issue 47).
+    pub not_following: Option<Disposition>,
+    /// The notification policy's `not_followers` (issue 47).
+    pub not_followers: Option<Disposition>,
+}
+
+impl SettingsAsk {
+    /// The account commands it asks of `user`'s account, in order.
+    fn commands(self, user: UserId) -> impl Iterator<Item = AccountCommand> {
+        let policy = self.not_following.is_some() || self.not_followers.is_some();
+        [
+            self.locked
+                .map(|locked| AccountCommand::SetLocked { user, locked }),
+            self.hide_graph
+                .map(|hide| AccountCommand::SetHideGraph { user, hide }),
+            policy.then_some(AccountCommand::SetNotificationPolicy {
+                user,
+                not_following: self.not_following,
+                not_followers: self.not_followers,
+            }),
+        ]
+        .into_iter()
+        .flatten()
+    }
 }
 
 /// The account's settings after a change, and where the change's last event sits in the log
@@ -59,6 +84,8 @@ pub struct SettingsChange {
     pub locked: bool,
     /// Graph hidden now.
     pub hide_graph: bool,
+    /// The notification policy now.
+    pub notification_policy: NotificationPolicy,
     /// Where the change's last event sits; none when nothing changed.
     pub position: Option<LogPosition>,
 }
@@ -137,13 +164,7 @@ async fn set(
     let account = &accounts[&stream];
     let mut after = account.aggregate.clone();
     let mut account_events = Vec::new();
-    let commands = [
-        ask.locked
-            .map(|locked| AccountCommand::SetLocked { user, locked }),
-        ask.hide_graph
-            .map(|hide| AccountCommand::SetHideGraph { user, hide }),
-    ];
-    for command in commands.into_iter().flatten() {
+    for command in ask.commands(user) {
         for event in after.decide(command)? {
             after.apply(event.clone());
             account_events.push(event);
@@ -152,6 +173,7 @@ async fn set(
     let unchanged = |position| SettingsChange {
         locked: after.locked,
         hide_graph: after.hide_graph,
+        notification_policy: after.notification_policy,
         position,
     };
     if account_events.is_empty() {

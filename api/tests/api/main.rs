@@ -27,6 +27,7 @@ mod insights;
 mod instances;
 mod kafka;
 mod lists;
+mod notification_policy;
 mod notifications;
 mod notifications_model;
 mod openapi;

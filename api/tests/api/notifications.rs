@@ -24,7 +24,7 @@ async fn relation(app: &TestApp, verb: &str, actor: i64, target: i64) -> Option<
 }
 
 /// Likes (or unlikes) `item` (`posts/{id}` or `comments/{id}`) as `user`; the position.
-async fn like(app: &TestApp, user: i64, item: &str, verb: &str) -> String {
+pub(crate) async fn like(app: &TestApp, user: i64, item: &str, verb: &str) -> String {
     let (status, body) = app
         .post_as(user, &format!("/api/v1/{item}/{verb}"), json!({}))
         .await;
@@ -95,7 +95,7 @@ fn group(kind: &str, about: &str, count: i64, actors: &[i64]) -> Summary {
     (kind.to_owned(), about.to_owned(), count, actors.to_vec())
 }
 
-async fn unread(app: &TestApp, user: i64, after: &str) -> i64 {
+pub(crate) async fn unread(app: &TestApp, user: i64, after: &str) -> i64 {
     let (status, body) = app
         .get_as(
             user,

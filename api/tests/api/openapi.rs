@@ -202,6 +202,15 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
                 .body(json!({ "locked": "yes" })),
             Call::new("put", path, S::UNAUTHORIZED).body(json!({ "locked": true })),
         ],
+        ("put", "/api/v1/me/notification_policy") => vec![
+            Call::new("put", path, S::OK)
+                .token(app.token(11))
+                .body(json!({ "not_followers": "filter" })),
+            Call::new("put", path, S::BAD_REQUEST)
+                .token(app.token(11))
+                .body(json!({ "not_following": "reject" })),
+            Call::new("put", path, S::UNAUTHORIZED).body(json!({})),
+        ],
         ("get", "/api/v1/me/follow_requests") => vec![
             Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
             Call::new("get", format!("{path}?cursor=x"), S::BAD_REQUEST).token(t1.clone()),
@@ -475,6 +484,8 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
             Call::new("get", format!("{path}?types=commented,followed"), S::OK).token(t1.clone()),
             Call::new("get", format!("{path}?cursor=x"), S::BAD_REQUEST).token(t1.clone()),
             Call::new("get", format!("{path}?types=nope"), S::BAD_REQUEST).token(t1.clone()),
+            Call::new("get", format!("{path}?filtered=true"), S::OK).token(t1.clone()),
+            Call::new("get", format!("{path}?filtered=maybe"), S::BAD_REQUEST).token(t1.clone()),
             Call::new("get", path, S::UNAUTHORIZED),
         ],
         ("get", "/api/v1/notifications/unread_count") => vec![

@@ -240,6 +240,7 @@ async fn openapi_describes_every_endpoint() {
         ("post", "/api/v1/relation/unmute"),
         ("get", "/api/v1/me/mutes"),
         ("put", "/api/v1/me/settings"),
+        ("put", "/api/v1/me/notification_policy"),
         ("get", "/api/v1/me/follow_requests"),
         ("post", "/api/v1/relation/follow_requests/approve"),
         ("post", "/api/v1/relation/follow_requests/reject"),

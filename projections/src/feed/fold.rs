@@ -257,7 +257,8 @@ impl<'a> FeedChange<'a> {
                 | AccountEvent::AccountLocked { .. }
                 | AccountEvent::AccountUnlocked { .. }
                 | AccountEvent::GraphHidden { .. }
-                | AccountEvent::GraphShown { .. } => return None,
+                | AccountEvent::GraphShown { .. }
+                | AccountEvent::NotificationPolicyChanged { .. } => return None,
             },
             LogEvent::Repost(RepostEvent::Reposted { user, post, author }) => {
                 Self::Reposted(NewRepost {

@@ -6,7 +6,8 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use relations_domain::{
-    LikeEvent, LikeTarget, LogEvent, PostEvent, PostId, RelationEvent, RepostEvent, ThreadEvent,
+    AccountEvent, Disposition, LikeEvent, LikeTarget, LogEvent, NotificationPolicy, PostEvent,
+    PostId, RelationEvent, RepostEvent, ThreadEvent,
 };
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
@@ -181,6 +182,14 @@ pub enum Change {
     Erase(i64),
     /// A post was published (issue 44): each follower who asked to be notified is, once.
     Posted(NewPost),
+    /// `user`'s notification policy is now `policy` (issue 47): it disposes of the causes that
+    /// come after it.
+    Policy {
+        /// Whose.
+        user: i64,
+        /// As it is now.
+        policy: NotificationPolicy,
+    },
     /// `watcher` follows `author` with `notify` (`true`), or no more (an unfollow, or the
     /// preference switched off).
     Watch {
@@ -307,6 +316,17 @@ impl ChangeReader {
             LogEvent::Post(
                 PostEvent::QuotePolicyChanged { .. } | PostEvent::CommentPolicyChanged { .. },
             ) => vec![],
+            LogEvent::Account(AccountEvent::NotificationPolicyChanged {
+                user,
+                not_following,
+                not_followers,
+            }) => vec![Change::Policy {
+                user: user.get(),
+                policy: NotificationPolicy {
+                    not_following: *not_following,
+                    not_followers: *not_followers,
+                },
+            }],
             // An erasure is handled above; no other account event notifies anybody.
             LogEvent::Account(_) => vec![],
         })
@@ -550,6 +570,38 @@ pub fn admits(cause: &Cause, mute: Option<Option<DateTime<Utc>>>) -> bool {
         Some(Some(until)) => until > cause.at,
     };
     cause.recipient != cause.actor && !muted
+}
+
+/// What ends a filtered notification's group key (issue 47): a filtered cause joins a group of
+/// its own, beside the one it would have joined, listed only at `?filtered=true`. The key
+/// still begins with its type ([`Kind::of_group`]).
+pub const FILTERED: &str = "|filtered";
+
+/// Whether `group` is a filtered notification's group.
+pub fn is_filtered(group: &str) -> bool {
+    group.ends_with(FILTERED)
+}
+
+/// `cause` as its recipient's notification `policy` disposes of it (issue 47): kept, kept in
+/// the filtered list, or (`None`) dropped. It is judged against whether the recipient
+/// `follows` its actor and is `followed_by` them at the cause's own event, in log order (a
+/// follow is judged as made); an approval of the recipient's request counts as the follow it
+/// brings (its `Followed` is the next event of the pair, in the same transaction).
+pub fn disposed(
+    mut cause: Cause,
+    policy: &NotificationPolicy,
+    follows: bool,
+    followed_by: bool,
+) -> Option<Cause> {
+    let follows = follows || cause.kind == Kind::FollowRequestApproved;
+    match policy.judge(follows, followed_by) {
+        Disposition::Accept => Some(cause),
+        Disposition::Filter => {
+            cause.group.push_str(FILTERED);
+            Some(cause)
+        }
+        Disposition::Drop => None,
+    }
 }
 
 /// A group as new causes change it: how many joined, the newest distinct actors (newest

@@ -196,7 +196,7 @@ impl NotificationHub {
 }
 
 /// The live notifications of `users` after `after`, up to `until`, oldest first (at most
-/// `limit`).
+/// `limit`); never a filtered one (issue 47: the stream shows the main list).
 pub async fn since(
     pool: &PgPool,
     users: &[i64],
@@ -207,6 +207,7 @@ pub async fn since(
     let mut rows: Vec<LiveNotification> = sqlx::query_as(
         "SELECT recipient, grp, post, comment, actor, tx, gp, at FROM notify_causes
           WHERE recipient = ANY($1) AND (tx, gp) > ($2, $3) AND (tx, gp) <= ($4, $5)
+            AND grp NOT LIKE '%|filtered'
           ORDER BY tx, gp, recipient LIMIT $6",
     )
     .bind(users)

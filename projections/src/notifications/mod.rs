@@ -43,7 +43,7 @@ pub mod verify;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use async_trait::async_trait;
-use relations_domain::PostId;
+use relations_domain::{NotificationPolicy, PairId, PostId, RelationPair, UserId};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use sqlx::PgConnection;
@@ -52,7 +52,8 @@ use uuid::Uuid;
 use crate::error::ProjectionError;
 use crate::runtime::projector::Projector;
 use change::{
-    admits, comment_causes, Cause, Change, ChangeReader, GroupDelta, NewComment, NewPost, ACTORS,
+    admits, comment_causes, disposed, is_filtered, Cause, Change, ChangeReader, GroupDelta,
+    NewComment, NewPost, ACTORS,
 };
 
 /// The projector's name.
@@ -83,6 +84,7 @@ impl Projector for Notifications {
             "notify_comments",
             "notify_mutes",
             "notify_watchers",
+            "notify_policies",
         ]
     }
 
@@ -154,9 +156,85 @@ impl Run {
         }
         let mutes = mutes_of(conn, &causes).await?;
         causes.retain(|c| admits(c, mutes.get(&(c.recipient, c.actor)).copied()));
+        let causes = dispose(conn, causes).await?;
+        if causes.is_empty() {
+            return Ok(());
+        }
         insert_causes(conn, &causes).await?;
         join_groups(conn, &GroupDelta::of(&causes)).await
     }
+}
+
+/// `causes` (in log order) as their recipients' notification policies dispose of them (issue
+/// 47): each judged against the follows between its recipient and its actor at its own place
+/// in the log, read from their pair's stream up to it (with the cause's own event: a follow
+/// is judged as made). Policies change only between runs (a change flushes the run), so the
+/// ones read now hold for every cause of it.
+async fn dispose(
+    conn: &mut PgConnection,
+    causes: Vec<Cause>,
+) -> Result<Vec<Cause>, ProjectionError> {
+    let recipients: Vec<i64> = causes.iter().map(|c| c.recipient).collect();
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT user_id, not_following, not_followers FROM notify_policies
+          WHERE user_id = ANY($1::bigint[])",
+    )
+    .bind(&recipients)
+    .fetch_all(&mut *conn)
+    .await?;
+    if rows.is_empty() {
+        return Ok(causes);
+    }
+    let mut policies: HashMap<i64, NotificationPolicy> = HashMap::new();
+    for (user, not_following, not_followers) in rows {
+        let parse = |s: &str| {
+            s.parse()
+                .map_err(|e: relations_domain::BadDisposition| sqlx::Error::Decode(e.into()))
+        };
+        let policy = NotificationPolicy {
+            not_following: parse(&not_following)?,
+            not_followers: parse(&not_followers)?,
+        };
+        policies.insert(user, policy);
+    }
+    let pair = |c: &Cause| {
+        let (a, b) = (UserId::try_from(c.recipient), UserId::try_from(c.actor));
+        a.ok().zip(b.ok()).and_then(|(a, b)| PairId::new(a, b).ok())
+    };
+    let judged = causes
+        .iter()
+        .filter(|c| policies.contains_key(&c.recipient));
+    let mut pairs: Vec<PairId> = judged.clone().filter_map(pair).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let up_to = judged.map(|c| c.position).max().unwrap_or_default();
+    let facts = relations_store::log::relation_streams_up_to(&mut *conn, &pairs, up_to).await?;
+    let mut facts = facts.into_iter().peekable();
+    let mut states: HashMap<PairId, RelationPair> = HashMap::new();
+    let mut kept = Vec::with_capacity(causes.len());
+    for cause in causes {
+        let Some(policy) = policies.get(&cause.recipient) else {
+            kept.push(cause);
+            continue;
+        };
+        while let Some((_, _, event)) = facts.next_if(|f| f.0 <= cause.position) {
+            let (a, b) = event.users();
+            if let Ok(pair) = PairId::new(a, b) {
+                states.entry(pair).or_default().apply(event);
+            }
+        }
+        let state = pair(&cause).and_then(|p| states.get(&p));
+        let (recipient, actor) = (
+            UserId::try_from(cause.recipient),
+            UserId::try_from(cause.actor),
+        );
+        let facts = match (state, recipient, actor) {
+            (Some(state), Ok(r), Ok(a)) => state.facts(r, a),
+            _ => Default::default(),
+        };
+        kept.extend(disposed(cause, policy, facts.following, facts.followed_by));
+    }
+    Ok(kept)
 }
 
 /// Who asked to be notified of each author's posts: author → watchers.
@@ -276,6 +354,7 @@ async fn join_groups(
     groups: &[GroupDelta],
 ) -> Result<(), ProjectionError> {
     let mut keys: (Vec<i64>, Vec<&str>, Vec<&str>) = Default::default();
+    let filtered: Vec<bool> = groups.iter().map(|g| is_filtered(&g.group)).collect();
     let (mut posts, mut comments, mut counts, mut actors) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut txs, mut gps, mut ats) = (Vec::new(), Vec::new(), Vec::new());
@@ -300,11 +379,12 @@ async fn join_groups(
     sqlx::query(
         "INSERT INTO notify_groups AS g
               (recipient, grp, kind, post, comment, count, actors, tx, gp, latest_at,
-               place_tx, place_gp)
-         SELECT r, k, t, p, c, n, string_to_array(a, ',')::bigint[], x, y, z, x, y
+               place_tx, place_gp, filtered)
+         SELECT r, k, t, p, c, n, string_to_array(a, ',')::bigint[], x, y, z, x, y, f
            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::uuid[], $5::int[],
-                       $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::timestamptz[])
-                AS d(r, k, t, p, c, n, a, x, y, z)
+                       $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::timestamptz[],
+                       $11::boolean[])
+                AS d(r, k, t, p, c, n, a, x, y, z, f)
          ON CONFLICT (recipient, grp) DO UPDATE
             SET count = g.count + excluded.count, tx = excluded.tx, gp = excluded.gp,
                 latest_at = excluded.latest_at, place_tx = excluded.tx, place_gp = excluded.gp,
@@ -323,6 +403,7 @@ async fn join_groups(
     .bind(&txs)
     .bind(&gps)
     .bind(&ats)
+    .bind(&filtered)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -399,6 +480,7 @@ async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), Projectio
             .fetch_all(&mut *conn)
             .await?
         }
+        Change::Policy { user, policy } => return set_policy(conn, user, policy).await,
         Change::Unmute { muter, muted } => {
             sqlx::query("DELETE FROM notify_mutes WHERE muter = $1 AND muted = $2")
                 .bind(muter)
@@ -410,6 +492,28 @@ async fn remove(conn: &mut PgConnection, change: Change) -> Result<(), Projectio
         Change::Erase(user) => erase(conn, user).await?,
     };
     settle(conn, &removed).await
+}
+
+/// Keeps `user`'s notification policy (a row only when it is not the default).
+async fn set_policy(
+    conn: &mut PgConnection,
+    user: i64,
+    policy: NotificationPolicy,
+) -> Result<(), ProjectionError> {
+    let query = match policy.is_default() {
+        true => sqlx::query("DELETE FROM notify_policies WHERE user_id = $1").bind(user),
+        false => sqlx::query(
+            "INSERT INTO notify_policies (user_id, not_following, not_followers)
+             VALUES ($1, $2, $3)
+             ON CONFLICT (user_id) DO UPDATE
+                SET not_following = excluded.not_following, not_followers = excluded.not_followers",
+        )
+        .bind(user)
+        .bind(policy.not_following.as_str())
+        .bind(policy.not_followers.as_str()),
+    };
+    query.execute(&mut *conn).await?;
+    Ok(())
 }
 
 /// Removes the cause `cause` of `recipient` by `actor`, found through

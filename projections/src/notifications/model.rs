@@ -15,12 +15,14 @@ use async_trait::async_trait;
 use sqlx::PgConnection;
 
 use chrono::{DateTime, Utc};
-use relations_domain::PostId;
+use relations_domain::{LogEvent, NotificationPolicy, PostId, RelationEvent};
 use relations_store::log::RecordedEvent;
 use relations_store::LogPosition;
 use uuid::Uuid;
 
-use super::change::{admits, comment_causes, Cause, Change, ChangeReader, GroupDelta};
+use super::change::{
+    admits, comment_causes, disposed, is_filtered, Cause, Change, ChangeReader, GroupDelta,
+};
 use crate::error::ProjectionError;
 use crate::runtime::projector::BulkFold;
 use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_text, copy_timestamp};
@@ -40,6 +42,12 @@ pub struct Model {
     pub mutes: BTreeMap<(i64, i64), Option<DateTime<Utc>>>,
     /// Follows with `notify` (issue 44): (author, watcher).
     pub watchers: BTreeSet<(i64, i64)>,
+    /// Notification policies that are not the default (issue 47), by user.
+    pub policies: BTreeMap<i64, NotificationPolicy>,
+    /// Every follow (follower, followee) as folded up to the event being folded: what a
+    /// policy is judged against. An erased user's are left: nothing is caused by or for them
+    /// again.
+    follows: HashSet<(i64, i64)>,
     /// Each live group's place (the last cause that joined it) and its live causes, by
     /// recipient and group.
     places: HashMap<i64, HashMap<String, (LogPosition, usize)>>,
@@ -50,8 +58,21 @@ pub struct Model {
 }
 
 impl Model {
-    /// Folds the next event, in log order.
+    /// Folds the next event, in log order: a follow's beginning or end first, so that what
+    /// the event causes is judged with it (the SQL projector reads the pair's stream up to and
+    /// with the cause's own event).
     pub fn fold(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        match event.event {
+            LogEvent::Relation(RelationEvent::Followed { follower, followee }) => {
+                self.follows.insert((follower.get(), followee.get()));
+            }
+            LogEvent::Relation(RelationEvent::Unfollowed {
+                follower, followee, ..
+            }) => {
+                self.follows.remove(&(follower.get(), followee.get()));
+            }
+            _ => {}
+        }
         for change in self.reader.changes(event)? {
             self.apply(change);
         }
@@ -63,6 +84,18 @@ impl Model {
         if !admits(&cause, mute) {
             return;
         }
+        let cause = match self.policies.get(&cause.recipient) {
+            None => cause,
+            Some(policy) => {
+                let (recipient, actor) = (cause.recipient, cause.actor);
+                let follows = self.follows.contains(&(recipient, actor));
+                let followed_by = self.follows.contains(&(actor, recipient));
+                match disposed(cause, policy, follows, followed_by) {
+                    Some(cause) => cause,
+                    None => return,
+                }
+            }
+        };
         let groups = self.places.entry(cause.recipient).or_default();
         match groups.get_mut(cause.group.as_str()) {
             Some(place) => *place = (place.0.max(cause.position), place.1 + 1),
@@ -192,6 +225,12 @@ impl Model {
             Change::Unmute { muter, muted } => {
                 self.mutes.remove(&(muter, muted));
             }
+            Change::Policy { user, policy } => {
+                match policy.is_default() {
+                    true => self.policies.remove(&user),
+                    false => self.policies.insert(user, policy),
+                };
+            }
             Change::Watch {
                 watcher,
                 author,
@@ -211,24 +250,29 @@ impl Model {
                     self.add(cause);
                 }
             }
-            Change::Erase(user) => {
-                let posts: BTreeSet<Uuid> = self
-                    .comments
-                    .iter()
-                    .filter(|(_, (_, post_author))| *post_author == user)
-                    .map(|((post, _), _)| *post)
-                    .collect();
-                let mut keys = self.of_actor(user);
-                keys.extend(self.by_recipient.get(&user).into_iter().flatten().cloned());
-                keys.extend(posts.into_iter().flat_map(|post| self.of_post(post)));
-                self.remove(keys, |_| true);
-                self.comments
-                    .retain(|_, (author, post_author)| *author != user && *post_author != user);
-                self.mutes
-                    .retain(|(muter, muted), _| *muter != user && *muted != user);
-                self.watchers.retain(|&(a, w)| a != user && w != user);
-            }
+            Change::Erase(user) => self.erase(user),
         }
+    }
+
+    /// An erasure: every notification to or from `user` or about their posts goes, and what
+    /// the model keeps of them.
+    fn erase(&mut self, user: i64) {
+        let posts: BTreeSet<Uuid> = self
+            .comments
+            .iter()
+            .filter(|(_, (_, post_author))| *post_author == user)
+            .map(|((post, _), _)| *post)
+            .collect();
+        let mut keys = self.of_actor(user);
+        keys.extend(self.by_recipient.get(&user).into_iter().flatten().cloned());
+        keys.extend(posts.into_iter().flat_map(|post| self.of_post(post)));
+        self.remove(keys, |_| true);
+        self.comments
+            .retain(|_, (author, post_author)| *author != user && *post_author != user);
+        self.mutes
+            .retain(|(muter, muted), _| *muter != user && *muted != user);
+        self.watchers.retain(|&(a, w)| a != user && w != user);
+        self.policies.remove(&user);
     }
 
     /// Every group the live causes make, with its place.
@@ -308,7 +352,7 @@ impl BulkFold for NotificationsBulk {
             let (place_tx, place_gp) = (place.transaction_id, place.global_position);
             writeln!(
                 rows,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{{{}}}\t{tx}\t{gp}\t{}\t{place_tx}\t{place_gp}",
+                "{}\t{}\t{}\t{}\t{}\t{}\t{{{}}}\t{tx}\t{gp}\t{}\t{place_tx}\t{place_gp}\t{}",
                 g.recipient,
                 copy_text(&g.group),
                 g.kind.name(),
@@ -317,11 +361,12 @@ impl BulkFold for NotificationsBulk {
                 g.count,
                 actors.join(","),
                 copy_timestamp(g.at),
+                is_filtered(&g.group),
             )
             .expect("a String");
         }
         let target = "notify_groups (recipient, grp, kind, post, comment, count, actors, tx, gp, \
-                      latest_at, place_tx, place_gp)";
+                      latest_at, place_tx, place_gp, filtered)";
         copy_in(conn, target, rows).await?;
         let mut rows = String::new();
         for ((post, n), (author, post_author)) in &model.comments {
@@ -338,6 +383,17 @@ impl BulkFold for NotificationsBulk {
         for (author, watcher) in &model.watchers {
             writeln!(rows, "{author}\t{watcher}").expect("a String");
         }
-        copy_in(conn, "notify_watchers (author, watcher)", rows).await
+        copy_in(conn, "notify_watchers (author, watcher)", rows).await?;
+        let mut rows = String::new();
+        for (user, policy) in &model.policies {
+            let (a, b) = (policy.not_following.as_str(), policy.not_followers.as_str());
+            writeln!(rows, "{user}\t{a}\t{b}").expect("a String");
+        }
+        copy_in(
+            conn,
+            "notify_policies (user_id, not_following, not_followers)",
+            rows,
+        )
+        .await
     }
 }

@@ -128,11 +128,12 @@ const TOP: LogPosition = LogPosition {
 };
 
 /// Up to `limit` groups of `user` (of `kinds`, when given) after `reading` (from the top when
-/// `None`), and the snapshot they are read at (`None`: the user has no notification).
+/// `None`), and the snapshot they are read at (`None`: the user has no notification). The
+/// main list, or (`filtered`) the filtered list beside it (issue 47).
 pub async fn page(
     pool: &PgPool,
     user: i64,
-    kinds: Option<&[&str]>,
+    (kinds, filtered): (Option<&[&str]>, bool),
     reading: Option<Reading>,
     limit: i64,
 ) -> Result<(Vec<GroupRow>, Option<LogPosition>), sqlx::Error> {
@@ -141,10 +142,11 @@ pub async fn page(
         None => {
             let newest: Option<LogPosition> = sqlx::query_as(
                 "SELECT place_tx AS transaction_id, place_gp AS global_position
-                   FROM notify_groups WHERE recipient = $1
+                   FROM notify_groups WHERE recipient = $1 AND filtered = $2
                   ORDER BY place_tx DESC, place_gp DESC LIMIT 1",
             )
             .bind(user)
+            .bind(filtered)
             .fetch_optional(pool)
             .await?;
             let Some(snapshot) = newest else {
@@ -162,7 +164,7 @@ pub async fn page(
              SELECT grp, kind, post, comment, count, actors, tx, gp, latest_at,
                     place_tx AS ktx, place_gp AS kgp
                FROM notify_groups
-              WHERE recipient = $1 AND (place_tx, place_gp) <= ($2, $3)
+              WHERE recipient = $1 AND filtered = $8 AND (place_tx, place_gp) <= ($2, $3)
                 AND (place_tx, place_gp) < ($4, $5)
                 AND ($6::text[] IS NULL OR kind = ANY($6))
               ORDER BY place_tx DESC, place_gp DESC LIMIT $7),
@@ -175,7 +177,7 @@ pub async fn page(
                      WHERE c.recipient = n.recipient AND c.grp = n.grp
                        AND (c.tx, c.gp) <= ($2, $3)
                      ORDER BY c.tx DESC, c.gp DESC LIMIT 1) AS l
-              WHERE n.recipient = $1 AND (n.place_tx, n.place_gp) > ($2, $3)
+              WHERE n.recipient = $1 AND n.filtered = $8 AND (n.place_tx, n.place_gp) > ($2, $3)
                 AND (l.tx, l.gp) < ($4, $5)
                 AND ($6::text[] IS NULL OR n.kind = ANY($6)))
          SELECT g.*, {ASK}
@@ -191,6 +193,7 @@ pub async fn page(
         .bind(reading.before.global_position)
         .bind(kinds)
         .bind(limit)
+        .bind(filtered)
         .fetch_all(pool)
         .await?;
     Ok((rows, Some(reading.snapshot)))
@@ -229,7 +232,8 @@ pub async fn marker(pool: &PgPool, user: i64) -> Result<LogPosition, sqlx::Error
 }
 
 /// How many of `user`'s groups have something newer than their marker, by what reading them
-/// asks ([`PostAsk`]): the caller counts those the user may read.
+/// asks ([`PostAsk`]): the caller counts those the user may read. Filtered groups (issue 47)
+/// are never unread.
 pub async fn unread_count(
     pool: &PgPool,
     user: i64,
@@ -238,7 +242,7 @@ pub async fn unread_count(
         "SELECT ask_author, ask_visibility, count(*) FROM (
              SELECT {ASK} FROM notify_groups g
                LEFT JOIN rm_posts p ON p.post_id = g.post
-              WHERE g.recipient = $1
+              WHERE g.recipient = $1 AND NOT g.filtered
                 AND (g.tx, g.gp) > (SELECT coalesce(max(m.tx), 0), coalesce(max(m.gp), 0)
                                       FROM notify_marks m WHERE m.user_id = $1)) AS a
           GROUP BY ask_author, ask_visibility"

@@ -28,7 +28,7 @@ type CauseRow = (
 );
 
 /// A compared group: (recipient, group, kind, post, comment, count, actors, tx, gp, at,
-/// place tx, place gp).
+/// place tx, place gp). Its `filtered` is compared apart: it must say what its key says.
 type GroupRow = (
     i64,
     String,
@@ -134,6 +134,7 @@ impl Check for NotificationsCheck {
             &groups,
             out,
         );
+        self.compare_policies(conn, out).await?;
         let comments: BTreeSet<(Uuid, i32, i64, i64)> =
             sqlx::query_as("SELECT post, n, author, post_author FROM notify_comments")
                 .fetch_all(&mut *conn)
@@ -175,6 +176,50 @@ impl Check for NotificationsCheck {
             "notify_watchers (author, watcher)",
             &self.model.watchers,
             &watchers,
+            out,
+        );
+        Ok(())
+    }
+}
+
+impl NotificationsCheck {
+    /// Issue 47: the notification policies, and each group's `filtered` (what the lists'
+    /// index reads) against what its key says.
+    async fn compare_policies(
+        &self,
+        conn: &mut PgConnection,
+        out: &mut Vec<String>,
+    ) -> Result<(), ProjectionError> {
+        let misfiled: BTreeSet<(i64, String)> = sqlx::query_as(
+            "SELECT recipient, grp FROM notify_groups
+              WHERE filtered <> (grp LIKE '%|filtered')",
+        )
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
+        diff(
+            "notify_groups (recipient, group) whose filtered does not match the key",
+            &BTreeSet::new(),
+            &misfiled,
+            out,
+        );
+        let policies: BTreeSet<(i64, String, String)> =
+            sqlx::query_as("SELECT user_id, not_following, not_followers FROM notify_policies")
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .collect();
+        let expected: BTreeSet<(i64, String, String)> = (self.model.policies.iter())
+            .map(|(&u, p)| {
+                let (a, b) = (p.not_following.as_str(), p.not_followers.as_str());
+                (u, a.to_owned(), b.to_owned())
+            })
+            .collect();
+        diff(
+            "notify_policies (user, not_following, not_followers)",
+            &expected,
+            &policies,
             out,
         );
         Ok(())

@@ -121,7 +121,8 @@ impl RelationFold {
             }
             AccountEvent::TokensRevoked { .. }
             | AccountEvent::UserBanned { .. }
-            | AccountEvent::UserUnbanned { .. } => false,
+            | AccountEvent::UserUnbanned { .. }
+            | AccountEvent::NotificationPolicyChanged { .. } => false,
         };
         Ok(())
     }

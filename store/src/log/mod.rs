@@ -26,6 +26,9 @@ pub use horizon::{
     ahead, count_after, event_at, footprint, head, held, horizon_holder, lag, lags, Ahead, Held,
     HorizonHolder, Lag, COUNTED,
 };
-pub use read::{read_after, read_type, read_unsettled, relation_streams_until, RelationFact};
+pub use read::{
+    read_after, read_type, read_unsettled, relation_streams_until, relation_streams_up_to,
+    RelationFact,
+};
 pub use replay::Replay;
 pub use rewrite::{seal_plain_content, Sealed};

@@ -117,24 +117,53 @@ pub async fn relation_streams_until<'e>(
     .bind(user.get())
     .fetch_all(executor)
     .await?;
-    rows.iter()
-        .map(|row| {
-            let event_type: &str = row.try_get("event_type")?;
-            let payload: &str = row.try_get("payload")?;
-            let decoded = LogEvent::decode(RelationPair::TYPE, event_type, payload);
-            let Ok(LogEvent::Relation(event)) = decoded else {
-                return Err(sqlx::Error::ColumnDecode {
-                    index: "payload".into(),
-                    source: format!("not a relation event: {event_type} {payload}").into(),
-                });
-            };
-            Ok((
-                LogPosition::from_row(row)?,
-                row.try_get("occurred_at")?,
-                event,
-            ))
-        })
-        .collect()
+    rows.iter().map(relation_fact).collect()
+}
+
+/// The events of the relation streams of `pairs` at or below `up_to` in log order, in that
+/// order: what a fold of each pair up to a place in the log reads (issue 47: the follows a
+/// notification is judged against, at the place it is caused). The caller reads below the
+/// horizon, so nothing at or below `up_to` commits later. One range scan of the primary key
+/// per pair.
+pub async fn relation_streams_up_to<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    pairs: &[PairId],
+    up_to: LogPosition,
+) -> Result<Vec<RelationFact>, sqlx::Error> {
+    let streams: Vec<String> = pairs.iter().map(|p| p.stream_id()).collect();
+    let rows = sqlx::query(
+        "SELECT transaction_id::text::bigint AS transaction_id, global_position, occurred_at,
+                event_type, payload::text AS payload
+           FROM unnest($2::text[]) AS p(stream)
+           JOIN events ON aggregate_type = $1 AND aggregate_id = p.stream
+          WHERE (events.transaction_id, events.global_position) <= ($3::text::xid8, $4)
+          ORDER BY events.transaction_id, events.global_position",
+    )
+    .bind(RelationPair::TYPE)
+    .bind(&streams)
+    .bind(up_to.transaction_id.to_string())
+    .bind(up_to.global_position)
+    .fetch_all(executor)
+    .await?;
+    rows.iter().map(relation_fact).collect()
+}
+
+/// One row of the relation readers above: its place, time and event.
+fn relation_fact(row: &sqlx::postgres::PgRow) -> Result<RelationFact, sqlx::Error> {
+    let event_type: &str = row.try_get("event_type")?;
+    let payload: &str = row.try_get("payload")?;
+    let decoded = LogEvent::decode(RelationPair::TYPE, event_type, payload);
+    let Ok(LogEvent::Relation(event)) = decoded else {
+        return Err(sqlx::Error::ColumnDecode {
+            index: "payload".into(),
+            source: format!("not a relation event: {event_type} {payload}").into(),
+        });
+    };
+    Ok((
+        LogPosition::from_row(row)?,
+        row.try_get("occurred_at")?,
+        event,
+    ))
 }
 
 /// The events in the caller's snapshot that lie at or above the horizon (their

@@ -80,7 +80,7 @@ const ENVELOPE: [(&str, Kind); 11] = [
 /// The payload's columns: (column, the `data` field it holds, kind), after the envelope's.
 /// One field, `target`, has two kinds (a user id in follow requests, `"post:{id}"` or
 /// `"comment:{id}"` in likes): it has one column per kind, `target` and `like_target`.
-const PAYLOAD: [(&str, &str, Kind); 37] = [
+const PAYLOAD: [(&str, &str, Kind); 39] = [
     ("follower", "follower", Kind::Int),
     ("followee", "followee", Kind::Int),
     ("cause", "cause", Kind::Text),
@@ -112,6 +112,8 @@ const PAYLOAD: [(&str, &str, Kind); 37] = [
     ("quote_author", "quote_author", Kind::Int),
     ("quote_policy", "quote_policy", Kind::Text),
     ("comment_policy", "comment_policy", Kind::Text),
+    ("not_following", "not_following", Kind::Text),
+    ("not_followers", "not_followers", Kind::Text),
     ("dismissed", "dismissed", Kind::Int),
     ("owner", "owner", Kind::Int),
     ("list", "list", Kind::Text),

@@ -11,6 +11,7 @@ mod following;
 mod liked;
 mod logout;
 mod mutes;
+mod notification_policy;
 mod own_list;
 mod settings;
 mod suggestions;
@@ -29,6 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(mutes::mutes))
         .routes(routes!(follow_requests::follow_requests))
         .routes(routes!(settings::settings))
+        .routes(routes!(notification_policy::notification_policy))
         .routes(routes!(follower_changes::follower_changes))
         .routes(routes!(liked::liked))
         .routes(routes!(bookmarks::bookmarks))

@@ -48,6 +48,7 @@ pub async fn settings(
     let ask = SettingsAsk {
         locked: body.locked,
         hide_graph: body.hide_graph,
+        ..SettingsAsk::default()
     };
     let change = state
         .settings

@@ -63,6 +63,10 @@ pub struct TypesParams {
         pattern = r"^(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted|posted|quoted)(,(followed|follow_request|follow_request_approved|liked_post|liked_comment|commented|replied|reposted|posted|quoted))*$"
     )]
     types: Option<String>,
+    /// `true`: the filtered list (issue 47), the notifications the caller's
+    /// `notification_policy` set apart; never unread. Default `false`: the main list.
+    #[serde(default)]
+    filtered: bool,
 }
 
 impl TypesParams {
@@ -115,6 +119,10 @@ impl CursorKey for Reading {
 ///
 /// The likes and replies of a comment on a post the caller may not read now (issue 26) are
 /// left out, so a page may hold fewer groups than `limit` while `next_cursor` goes on.
+///
+/// With `filtered=true`, the list beside it (issue 47): the notifications the caller's
+/// notification policy filtered when they were caused, grouped and paged the same way, never
+/// unread.
 #[utoipa::path(get, path = "/api/v1/notifications", tag = "queries", security(("bearer" = [])),
     params(Page<Reading>, TypesParams),
     responses((status = 200, body = NotificationPage), BearerQueryErrors))]
@@ -133,8 +141,14 @@ pub async fn notifications(
     .await?;
     let user = actor.user.get();
     let marker = notify_read::marker(pool, user).await?;
-    let (mut rows, snapshot) =
-        notify_read::page(pool, user, kinds.as_deref(), page.after, page.probe()).await?;
+    let (mut rows, snapshot) = notify_read::page(
+        pool,
+        user,
+        (kinds.as_deref(), types.filtered),
+        page.after,
+        page.probe(),
+    )
+    .await?;
     let next_cursor = snapshot.and_then(|snapshot| {
         page.cut(&mut rows, |row| Reading {
             snapshot,
@@ -147,14 +161,16 @@ pub async fn notifications(
     let items = rows
         .into_iter()
         .zip(shown)
-        .filter_map(|(row, shown)| shown.then(|| view(row, marker)))
+        .filter_map(|(row, shown)| shown.then(|| view(row, marker, types.filtered)))
         .collect::<Result<_, _>>()?;
     Ok(Json(NotificationPage { items, next_cursor }))
 }
 
+/// A group as the API shows it; a filtered one is never unread.
 fn view(
     row: GroupRow,
     marker: relations_store::LogPosition,
+    filtered: bool,
 ) -> Result<NotificationGroup, ApiError> {
     let position = row.position();
     let post = row.post.map(PostId::from_uuid);
@@ -176,7 +192,7 @@ fn view(
         count: row.count,
         actors,
         latest_at: row.latest_at,
-        unread: position > marker,
+        unread: !filtered && position > marker,
         position: position.to_string(),
     })
 }
