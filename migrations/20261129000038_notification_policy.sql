@@ -12,5 +12,21 @@ CREATE TABLE notify_policies
 );
 
 ALTER TABLE notify_groups ADD COLUMN filtered boolean NOT NULL DEFAULT false;
-DROP INDEX notify_groups_place;
+
+-- The lists' index gains `filtered`. A rebuild copies a table's indexes under PostgreSQL's
+-- own names (`CREATE TABLE ... (LIKE ... INCLUDING ALL)`), so the index to replace is found
+-- by what it indexes, not by the name migration 19 gave it.
+DO $$
+DECLARE
+    found text;
+BEGIN
+    FOR found IN
+        SELECT indexname FROM pg_indexes
+         WHERE schemaname = current_schema() AND tablename = 'notify_groups'
+           AND indexdef LIKE '%(recipient, place_tx DESC, place_gp DESC)'
+    LOOP
+        EXECUTE format('DROP INDEX %I', found);
+    END LOOP;
+END
+$$;
 CREATE INDEX notify_groups_place ON notify_groups (recipient, filtered, place_tx DESC, place_gp DESC);

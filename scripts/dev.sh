@@ -185,6 +185,20 @@ curl -s "$base/api/v1/lists/$list/feed?size=2&min_position=$position" -H "author
 printf '\n$ GET dave\x27s home feed (carol\x27s posts only)\n'
 curl -s "$base/api/v1/feed?size=2&min_position=$position" -H "authorization: Bearer $dave"; echo
 echo
+echo "== demo: eve posts for her followers' comments only; dave (no follower) is refused COMMENTS_RESTRICTED; eve filters notifications from non-followers, so dave's like waits in the filtered list"
+eve=$("$bin" token --user "$e_id")
+out=$(curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $eve" \
+  -H 'content-type: application/json' -d '{"content": "followers may reply", "comment_policy": "followers"}'); echo "$out"
+post_id=$(echo "$out" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+curl -s -X POST "$base/api/v1/posts/$post_id/comments" -H "authorization: Bearer $dave" \
+  -H 'content-type: application/json' -d '{"content": "may I?"}'; echo
+curl -s -X PUT "$base/api/v1/me/notification_policy" -H "authorization: Bearer $eve" \
+  -H 'content-type: application/json' -d '{"not_followers": "filter"}'; echo
+out=$(curl -s -X POST "$base/api/v1/posts/$post_id/like" -H "authorization: Bearer $dave"); echo "$out"
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+printf '\n$ GET eve\x27s filtered notifications (dave, who does not follow her, liked her post)\n'
+curl -s "$base/api/v1/notifications?filtered=true&min_position=$position" -H "authorization: Bearer $eve"; echo
+echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"
 echo "== carol's live feed: curl -N -H 'authorization: Bearer $carol' $base/api/v1/feed/stream"

@@ -167,3 +167,52 @@ async fn an_approval_counts_as_the_follow_it_brings() {
     assert!(listed(&app, 1, &at, true).await.is_empty());
     assert_verified(&app).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_notification_never_reaches_the_live_stream() {
+    use std::time::Duration;
+    let app = spawn_app().await;
+    // Given 1 follows 2 and filters whom they do not follow, with their stream open.
+    relation(&app, "follow", 1, 2).await;
+    let (post, _) = app.publish(1, "live").await;
+    set_policy(&app, 1, json!({"not_following": "filter"})).await;
+    let token = app.token(1);
+    let path = "/api/v1/notifications/stream";
+    let mut stream = crate::stream::Reader::open(&app, path, &token, None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // When 3 (not followed) likes the post, then 2 (followed): only 2's is sent.
+    like(&app, 3, &format!("posts/{post}"), "like").await;
+    let liked = like(&app, 2, &format!("posts/{post}"), "like").await;
+    let sse = stream
+        .next(Duration::from_secs(10))
+        .await
+        .expect("an event");
+    assert_eq!(sse.id.as_deref(), Some(liked.as_str()), "{:?}", sse.data);
+    assert_eq!(sse.data["actor"], 2);
+    let filtered = summary(&listed(&app, 1, &liked, true).await);
+    assert_eq!(filtered, vec![group("liked_post", &post, 1, &[3])]);
+}
+
+#[tokio::test]
+async fn an_erasure_forgets_the_policy_and_what_it_filtered() {
+    let app = spawn_app().await;
+    // Given 1 filtering strangers, with a filtered like kept.
+    let (post, _) = app.publish(1, "mine").await;
+    set_policy(&app, 1, json!({"not_following": "filter"})).await;
+    let at = like(&app, 2, &format!("posts/{post}"), "like").await;
+    assert_eq!(listed(&app, 1, &at, true).await.len(), 1);
+    // When 1 is erased, then nothing of theirs is left, and verify agrees with the log.
+    let (status, body) = app.erase_me(1).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let at = body["position"].as_str().unwrap().to_owned();
+    crate::helpers::projector_reached(&app, "notifications", &at).await;
+    let left: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM notify_policies WHERE user_id = 1)
+              + (SELECT count(*) FROM notify_groups WHERE recipient = 1)",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(left, 0);
+    assert_verified(&app).await;
+}

@@ -3,8 +3,9 @@
 //!
 //! While anyone is connected here, the hub follows projector `notifications`' checkpoint in
 //! PostgreSQL (every [`POLL`]): when it has moved, the causes it added since, for the users
-//! connected here, are read in one statement and sent. So what a stream sends is exactly what the projector kept,
-//! with every filter it applies (own actions, blocks, mutes while they last), and every
+//! connected here, are read in one statement and sent. So what a stream sends is exactly what the projector kept
+//! in the main list, with every filter it applies (own actions, blocks, mutes while they last,
+//! the recipient's notification policy: a filtered cause is never sent, issue 47), and every
 //! instance sees it whichever instance folded it. A cause undone before the hub looks is never
 //! sent. Each item carries its log position: a client that reconnects with it
 //! (`Last-Event-ID`) is sent what it missed first.

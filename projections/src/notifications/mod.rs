@@ -32,7 +32,15 @@
 //! exact undo needs; they are touched by index, never scanned to answer a read.
 //!
 //! Each batch is folded in runs: the additions between two removals are written at once (a
-//! few set-based statements per run), a removal, block, mute or erasure on its own.
+//! few set-based statements per run), a removal, block, mute, erasure or notification policy
+//! change on its own.
+//!
+//! **Whose notifications reach a user (issue 47).** A user's notification policy
+//! (`notify_policies`, rows only when not the default) disposes of each cause when it is
+//! caused: judged against the follows between its recipient and its actor at the cause's own
+//! event, read from their pair's stream in the log (so a rebuild, which folds the log in
+//! memory, judges the same), it is kept, kept in the filtered list (its group key ends in
+//! [`change::FILTERED`]; `notify_groups.filtered` says so for the lists' index), or dropped.
 
 pub mod change;
 pub mod live;
@@ -174,6 +182,9 @@ async fn dispose(
     conn: &mut PgConnection,
     causes: Vec<Cause>,
 ) -> Result<Vec<Cause>, ProjectionError> {
+    if causes.is_empty() {
+        return Ok(causes);
+    }
     let recipients: Vec<i64> = causes.iter().map(|c| c.recipient).collect();
     let rows: Vec<(i64, String, String)> = sqlx::query_as(
         "SELECT user_id, not_following, not_followers FROM notify_policies
@@ -552,7 +563,8 @@ async fn watch(conn: &mut PgConnection, pair: (i64, i64), on: bool) -> Result<()
 }
 
 /// Removes everything of `user`'s: notifications to or from them and about their posts, their
-/// groups, comments, mutes and read marker; the causes removed from others' groups.
+/// groups, comments, mutes, read marker and notification policy; the causes removed from
+/// others' groups.
 async fn erase(conn: &mut PgConnection, user: i64) -> Result<Vec<Removed>, ProjectionError> {
     let removed: Vec<Removed> = sqlx::query_as(&format!(
         "DELETE FROM notify_causes
@@ -569,6 +581,7 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<Vec<Removed>, Proje
         "DELETE FROM notify_mutes WHERE muter = $1 OR muted = $1",
         "DELETE FROM notify_marks WHERE user_id = $1",
         "DELETE FROM notify_watchers WHERE author = $1 OR watcher = $1",
+        "DELETE FROM notify_policies WHERE user_id = $1",
     ] {
         sqlx::query(sql).bind(user).execute(&mut *conn).await?;
     }
