@@ -2,7 +2,9 @@
 //! (follows, a post each, likes, and a hot author whose few posts take a like from every
 //! user) beside projector `feed`'s fold of the same log, each alone in a `relations project`
 //! process, in events/s and as a ratio; and the rows the likes leave (groups, not a row per
-//! like, in what pages read).
+//! like, in what pages read). Then the same log with the hot author's notification policy set
+//! before the likes (issue 47): each like to them is judged against the pair's stream, read
+//! from the log.
 
 use std::time::Duration;
 
@@ -27,13 +29,7 @@ pub async fn notifications(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> 
         )]);
     }
     let db = "bench_notifications";
-    let pool = env.fresh_database(db).await?;
-    let users = scale.graph_users;
-    let follows = graph::load_follows(&pool, &graph::follows(users, 42)).await?;
-    let mut authors: Vec<i64> = (1..=users).collect();
-    authors.extend(std::iter::repeat_n(1, HOT_POSTS));
-    let posts = graph::load_posts(&pool, &authors).await?;
-    let likes = graph::load_likes(&pool, &likes_of(&authors, users)).await?;
+    let (pool, [follows, posts, likes]) = world(env, db, scale, false).await?;
     let events = follows + posts + likes;
     let feed = fold(env, db, &pool, relations_projections::feed::NAME).await?;
     let notify = fold(env, db, &pool, relations_projections::notifications::NAME).await?;
@@ -68,10 +64,64 @@ pub async fn notifications(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> 
         .target(">= 20,000 events/s", rate(notify) >= 20_000.0),
         Row::new(
             "p. notification rows",
-            &format!("{likes} likes, the hot author's {HOT_POSTS} posts liked by every user"),
+            &format!("the hot author's {HOT_POSTS} posts liked by every user"),
             format!("{groups} group rows (the hot author: {hot}), {causes} cause rows"),
         ),
+        with_policy(env, scale, rate(notify)).await?,
     ])
+}
+
+/// The same log, with the hot author filtering notifications from users who do not follow
+/// them (set before the likes): projector `notifications` alone, against its rate without.
+async fn with_policy(env: &Env, scale: Scale, without: f64) -> anyhow::Result<Row> {
+    let db = "bench_notifications_policy";
+    let (pool, counts) = world(env, db, scale, true).await?;
+    let events = counts.iter().sum::<u64>() + 1;
+    let notify = fold(env, db, &pool, relations_projections::notifications::NAME).await?;
+    let rate = events as f64 / notify.as_secs_f64();
+    let filtered: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM notify_causes WHERE grp LIKE '%|filtered'")
+            .fetch_one(&pool)
+            .await?;
+    Ok(Row::new(
+        "p. notifications catch-up, the hot author with a notification policy",
+        &format!("{events} events; the hot author filters non-followers ({filtered} filtered)"),
+        format!("{:.1} s ({rate:.0} events/s)", notify.as_secs_f64()),
+    )
+    .against(format!("no policy: {without:.0} events/s"), rate / without))
+}
+
+/// The loaded log in a fresh database `db`: follows, a post each and the hot author's, then
+/// (`policy`) the hot author's notification policy, then the likes; its pool and how many
+/// follows, posts and likes.
+async fn world(
+    env: &Env,
+    db: &str,
+    scale: Scale,
+    policy: bool,
+) -> anyhow::Result<(sqlx::PgPool, [u64; 3])> {
+    let pool = env.fresh_database(db).await?;
+    let users = scale.graph_users;
+    let follows = graph::load_follows(&pool, &graph::follows(users, 42)).await?;
+    let mut authors: Vec<i64> = (1..=users).collect();
+    authors.extend(std::iter::repeat_n(1, HOT_POSTS));
+    let posts = graph::load_posts(&pool, &authors).await?;
+    if policy {
+        let signal = relations_store::CommitSignal::spawn(pool.clone());
+        let user = relations_domain::UserId::try_from(1)?;
+        let ask = relations_store::SettingsAsk {
+            not_followers: Some(relations_domain::Disposition::Filter),
+            ..Default::default()
+        };
+        let metadata = relations_store::EventMetadata {
+            request_id: "bench".to_owned(),
+            actor: user,
+        };
+        let settings = relations_store::SettingsStore::new(pool.clone(), signal);
+        settings.set(user, ask, &metadata).await?;
+    }
+    let likes = graph::load_likes(&pool, &likes_of(&authors, users)).await?;
+    Ok((pool, [follows, posts, likes]))
 }
 
 /// Each post's likers: [`LIKES`] users for each author's own post, every other user for the
