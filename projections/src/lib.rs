@@ -27,6 +27,7 @@ pub mod archive;
 pub mod engagement;
 pub mod error;
 pub mod feed;
+pub mod filters;
 pub mod history;
 pub mod lists;
 pub mod notifications;
