@@ -5,6 +5,63 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// An id the service makes, a UUID (version 7), shown hyphenated: the type `$name`, and
+/// `$bad`, what parsing anything else gives (`$what` its message). A list's and a filter's.
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident, $bad:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash,
+            serde::Serialize, serde::Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(uuid::Uuid);
+
+        impl $name {
+            /// Wraps a UUID the caller made.
+            pub fn from_uuid(id: uuid::Uuid) -> Self {
+                Self(id)
+            }
+
+            /// The UUID, as PostgreSQL stores it.
+            pub fn uuid(self) -> uuid::Uuid {
+                self.0
+            }
+        }
+
+        #[doc = concat!("A string that is not ", $what, ".")]
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $bad;
+
+        impl std::fmt::Display for $bad {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(concat!("not ", $what))
+            }
+        }
+
+        impl std::error::Error for $bad {}
+
+        impl std::str::FromStr for $name {
+            type Err = $bad;
+
+            /// Only the hyphenated form the API hands out.
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                if s.len() != 36 {
+                    return Err($bad);
+                }
+                uuid::Uuid::try_parse(s).map(Self).map_err(|_| $bad)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.hyphenated().fmt(f)
+            }
+        }
+    };
+}
+pub(crate) use uuid_id;
+
 /// Why a value is not a valid user id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UserIdError {

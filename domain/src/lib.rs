@@ -8,6 +8,7 @@
 pub mod account;
 pub mod bookmark;
 pub mod event;
+pub mod filters;
 pub mod ids;
 pub mod like;
 pub mod lists;

@@ -9,12 +9,9 @@
 //! know who is a member now: the store reads it under the owner's lock, beside whom the owner
 //! follows ([`ListServices`]), and a member is only ever added while followed.
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use crate::ids::UserId;
 
@@ -24,45 +21,12 @@ pub const MAX_LISTS: usize = 100;
 /// The most users one members call names.
 pub const MAX_NAMED: usize = 100;
 
-/// A list's id: a UUID the service makes (version 7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ListId(uuid::Uuid);
-
-impl ListId {
-    /// Wraps a UUID the caller made.
-    pub fn from_uuid(id: uuid::Uuid) -> Self {
-        Self(id)
-    }
-
-    /// The UUID, as PostgreSQL stores it.
-    pub fn uuid(self) -> uuid::Uuid {
-        self.0
-    }
-}
-
-/// A string that is not a list id.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a list id")]
-pub struct BadListId;
-
-impl FromStr for ListId {
-    type Err = BadListId;
-
-    /// Only the hyphenated form the API hands out.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.len() != 36 {
-            return Err(BadListId);
-        }
-        uuid::Uuid::try_parse(s).map(Self).map_err(|_| BadListId)
-    }
-}
-
-impl fmt::Display for ListId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.hyphenated().fmt(f)
-    }
-}
+crate::ids::uuid_id!(
+    /// A list's id: a UUID the service makes (version 7).
+    ListId,
+    BadListId,
+    "a list id"
+);
 
 /// A list's title: 1 to 100 characters (SPEC's rule), none of them NUL (PostgreSQL's `text`
 /// holds none).
