@@ -20,9 +20,9 @@ crate::ids::uuid_id!(
     "a filter id"
 );
 
-/// A filter's phrase: 1 to 100 characters (SPEC's rule), none of them NUL.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
+/// A filter's phrase: 1 to 100 characters (SPEC's rule), none of them NUL. Made only by
+/// [`Phrase::parse`] (no deserializer skips its check); the event keeps its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Phrase(String);
 
 /// Why a text is not a phrase.
