@@ -36,11 +36,10 @@ impl Phrase {
 
     /// `text` as a phrase.
     pub fn parse(text: &str) -> Result<Self, BadPhrase> {
-        let chars = text.chars().count();
-        if chars == 0 || chars > Self::MAX_CHARS || text.contains('\0') {
-            return Err(BadPhrase);
+        match crate::ids::short_text(text, Self::MAX_CHARS) {
+            true => Ok(Self(text.to_owned())),
+            false => Err(BadPhrase),
         }
-        Ok(Self(text.to_owned()))
     }
 
     /// The text.

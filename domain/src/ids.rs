@@ -62,6 +62,13 @@ macro_rules! uuid_id {
 }
 pub(crate) use uuid_id;
 
+/// Whether `text` is a short text a user names something with (a list's title, a filter's
+/// phrase): 1 to `max` characters, none of them NUL (PostgreSQL's `text` holds none).
+pub(crate) fn short_text(text: &str, max: usize) -> bool {
+    let chars = text.chars().count();
+    chars != 0 && chars <= max && !text.contains('\0')
+}
+
 /// Why a value is not a valid user id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UserIdError {

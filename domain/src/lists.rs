@@ -45,11 +45,10 @@ impl ListTitle {
 
     /// `text` as a title.
     pub fn parse(text: &str) -> Result<Self, BadListTitle> {
-        let chars = text.chars().count();
-        if chars == 0 || chars > Self::MAX_CHARS || text.contains('\0') {
-            return Err(BadListTitle);
+        match crate::ids::short_text(text, Self::MAX_CHARS) {
+            true => Ok(Self(text.to_owned())),
+            false => Err(BadListTitle),
         }
-        Ok(Self(text.to_owned()))
     }
 
     /// The text.

@@ -484,67 +484,57 @@ impl Post {
                     author: *author,
                 }])
             }
-            (Post::Live { .. }, command @ PostCommand::SetQuotePolicy { .. }) => {
-                Ok(self.set_quote_policy(command)?.into_iter().collect())
-            }
             (
-                Post::Live {
-                    author,
-                    comment_policy: now,
-                    ..
-                },
-                PostCommand::SetCommentPolicy {
-                    post_id,
-                    actor,
-                    comment_policy,
-                },
-            ) => {
-                if *author != actor {
-                    return Err(PostError::NotAuthor);
-                }
-                let changed = PostEvent::CommentPolicyChanged {
-                    post_id,
-                    author: *author,
-                    comment_policy,
-                };
-                Ok((*now != comment_policy)
-                    .then_some(changed)
-                    .into_iter()
-                    .collect())
-            }
+                Post::Live { .. },
+                command @ (PostCommand::SetQuotePolicy { .. }
+                | PostCommand::SetCommentPolicy { .. }),
+            ) => Ok(self.set_policy(command)?.into_iter().collect()),
             (Post::Live { .. }, PostCommand::Detach { post_id, actor }) => {
                 Ok(self.detach(post_id, actor)?.into_iter().collect())
             }
         }
     }
 
-    /// A policy change: by the author only; the same policy changes nothing.
-    fn set_quote_policy(&self, command: PostCommand) -> Result<Option<PostEvent>, PostError> {
-        let (
-            Post::Live {
-                author,
-                quote_policy: now,
-                ..
-            },
-            PostCommand::SetQuotePolicy {
-                post_id,
-                actor,
-                quote_policy,
-            },
-        ) = (self, command)
+    /// A policy change, of who may quote the post or who may comment on it: by the author
+    /// only; the same policy changes nothing.
+    fn set_policy(&self, command: PostCommand) -> Result<Option<PostEvent>, PostError> {
+        let Post::Live {
+            author,
+            quote_policy,
+            comment_policy,
+            ..
+        } = self
         else {
             return Err(PostError::NotFound);
         };
-        if *author != actor {
+        if *author != command.actor() {
             return Err(PostError::NotAuthor);
         }
-        Ok(
-            (*now != quote_policy).then_some(PostEvent::QuotePolicyChanged {
+        let author = *author;
+        Ok(match command {
+            PostCommand::SetQuotePolicy {
                 post_id,
-                author: *author,
-                quote_policy,
+                quote_policy: new,
+                ..
+            } => (new != *quote_policy).then_some(PostEvent::QuotePolicyChanged {
+                post_id,
+                author,
+                quote_policy: new,
             }),
-        )
+            PostCommand::SetCommentPolicy {
+                post_id,
+                comment_policy: new,
+                ..
+            } => (new != *comment_policy).then_some(PostEvent::CommentPolicyChanged {
+                post_id,
+                author,
+                comment_policy: new,
+            }),
+            // Not policy changes: `decide` sends none here.
+            PostCommand::Publish { .. }
+            | PostCommand::Detach { .. }
+            | PostCommand::Delete { .. } => None,
+        })
     }
 
     /// A detach: by the quoted post's author only, once (again: nothing); a post quoting
