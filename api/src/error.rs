@@ -6,7 +6,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use relations_domain::{
-    BookmarkError, LikeError, ListError, PostError, RelationError, RepostError, ThreadError,
+    BookmarkError, FilterError, LikeError, ListError, PostError, RelationError, RepostError,
+    ThreadError,
 };
 use relations_projections::ProjectionError;
 use relations_store::StoreError;
@@ -270,6 +271,17 @@ impl From<StoreError> for ApiError {
                         code: "NOT_FOLLOWING",
                         message,
                     },
+                }
+            }
+            StoreError::FilterRejected(rejection) => {
+                let message = rejection.to_string();
+                match rejection {
+                    FilterError::NotFound => ApiError::NotFound,
+                    FilterError::LimitReached => ApiError::Conflict {
+                        code: "FILTER_LIMIT_REACHED",
+                        message,
+                    },
+                    FilterError::Invalid => ApiError::InvalidInput(message),
                 }
             }
             // A command naming an erased user names nobody.

@@ -65,6 +65,7 @@ impl From<Publication> for Published {
                 // The handler shows the quoted post as the author may see it (and a replay,
                 // as they may see it then): `routes::posts::publish`.
                 quote: QuoteView::pending(publication.quote_of.map(|q| q.post), false),
+                filtered: None,
             },
             position: publication.position,
         }
@@ -495,6 +496,109 @@ impl Answer for ListOutcome {
         match self {
             Self::Made(_) => StatusCode::CREATED,
             Self::Changed(_) | Self::Deleted { .. } | Self::Members(_) => StatusCode::OK,
+        }
+    }
+}
+
+/// A filter as the API shows it (issue 47): the body it was made with, with its `id` and
+/// `expires_at`; `expires_in_secs` is what is left of it at the answer (as asked, at its
+/// creation), null when it never ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FilterView {
+    /// Its id.
+    #[schema(value_type = String)]
+    pub id: relations_domain::FilterId,
+    /// What it matches.
+    pub phrase: String,
+    /// Only at word boundaries.
+    pub whole_word: bool,
+    /// Where it applies.
+    pub contexts: Vec<relations_domain::FilterContext>,
+    /// What it does.
+    pub action: relations_domain::FilterAction,
+    /// Seconds until it ends by itself (rounded up), null when never.
+    pub expires_in_secs: Option<i64>,
+    /// When it ends by itself, null when never.
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl FilterView {
+    /// A filter's view at `now`.
+    pub fn at(
+        id: relations_domain::FilterId,
+        phrase: String,
+        whole_word: bool,
+        contexts: impl IntoIterator<Item = relations_domain::FilterContext>,
+        action: relations_domain::FilterAction,
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Self {
+        let left = |end: chrono::DateTime<chrono::Utc>| {
+            let micros = (end - now).num_microseconds().unwrap_or(i64::MAX);
+            (micros.max(0) + 999_999) / 1_000_000
+        };
+        Self {
+            id,
+            phrase,
+            whole_word,
+            contexts: contexts.into_iter().collect(),
+            action,
+            expires_in_secs: expires_at.map(left),
+            expires_at,
+        }
+    }
+}
+
+/// The answer to a filter's creation: `{filter, position}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FilterAnswer {
+    /// The new filter.
+    pub filter: FilterView,
+    /// Where the event sits in the log.
+    #[schema(value_type = Option<String>)]
+    pub position: Option<LogPosition>,
+}
+
+/// What a filter command answers (serialised as the answer itself).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum FilterOutcome {
+    /// A creation (201).
+    Made(FilterAnswer),
+    /// A deletion: `{position}`.
+    Deleted {
+        /// Where the deletion sits in the log.
+        position: Option<LogPosition>,
+    },
+}
+
+impl From<relations_store::FilterChange> for FilterOutcome {
+    fn from(change: relations_store::FilterChange) -> Self {
+        match change.created {
+            Some((spec, at)) => Self::Made(FilterAnswer {
+                filter: FilterView::at(
+                    change.filter,
+                    spec.phrase.as_str().to_owned(),
+                    spec.whole_word,
+                    spec.contexts,
+                    spec.action,
+                    spec.expires_at,
+                    at,
+                ),
+                position: change.position,
+            }),
+            None => Self::Deleted {
+                position: change.position,
+            },
+        }
+    }
+}
+
+impl Answer for FilterOutcome {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Made(_) => StatusCode::CREATED,
+            Self::Deleted { .. } => StatusCode::OK,
         }
     }
 }

@@ -12,7 +12,8 @@ use relations_projections::runtime::LogWatch;
 use relations_projections::{Projector, Runner, SharedLog, Wakeup};
 use relations_store::db;
 use relations_store::{
-    AccountStore, CommitSignal, EngagementStore, ListStore, PostStore, RelationStore, SettingsStore,
+    AccountStore, CommitSignal, EngagementStore, FilterStore, ListStore, PostStore, RelationStore,
+    SettingsStore,
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -103,6 +104,23 @@ fn list_store(pool: &sqlx::PgPool, signal: &CommitSignal, config: &Config) -> Li
     ListStore::new(pool.clone(), signal.clone(), config.workers(), render)
 }
 
+/// The filter commands' store (issue 47): it seals phrases with `keys`.
+fn filter_store(
+    pool: &sqlx::PgPool,
+    keys: &relations_store::Keyring,
+    signal: &CommitSignal,
+    config: &Config,
+) -> FilterStore {
+    let render = crate::outcome::render::<_, crate::outcome::FilterOutcome>;
+    FilterStore::new(
+        pool.clone(),
+        keys.clone(),
+        signal.clone(),
+        config.workers(),
+        render,
+    )
+}
+
 impl Application {
     /// Connects to PostgreSQL, applies migrations, and binds the listen address (port 0 picks a
     /// free port).
@@ -142,6 +160,7 @@ impl Application {
                 crate::outcome::engagement_renders(),
             ),
             lists: list_store(&pool, &signal, &config),
+            filters: filter_store(&pool, &keys, &signal, &config),
             relations: RelationStore::new(
                 pool.clone(),
                 config.follow_limit,

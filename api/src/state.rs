@@ -9,7 +9,7 @@ use relations_projections::feed::read_marks::ReadMarks;
 use relations_projections::replica::live::LiveGraph;
 use relations_projections::runtime::{Health, LogWatch};
 use relations_store::{
-    AccountStore, EngagementStore, ListStore, PostStore, RelationStore, SettingsStore,
+    AccountStore, EngagementStore, FilterStore, ListStore, PostStore, RelationStore, SettingsStore,
 };
 use sqlx::PgPool;
 
@@ -92,6 +92,8 @@ pub struct Shared {
     pub engagement: EngagementStore,
     /// The write path: lists (issue 46).
     pub lists: ListStore,
+    /// Filter commands (issue 47).
+    pub filters: FilterStore,
     /// The live feed stream's connected readers.
     pub hub: relations_projections::feed::stream::FeedHub,
     /// Each user's open live streams on this instance, bounded.

@@ -6,6 +6,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 
 use crate::account::{Account, AccountCommand, AccountError, AccountEvent};
 use crate::bookmark::{Bookmark, BookmarkCommand, BookmarkError, BookmarkEvent, BookmarkServices};
+use crate::filters::{FilterCommand, FilterError, FilterEvent, UserFilters};
 use crate::like::{Like, LikeCommand, LikeError, LikeEvent, LikeServices};
 use crate::lists::{ListCommand, ListError, ListEvent, ListServices, UserLists};
 use crate::pair::{FollowBudget, RelationCommand, RelationError, RelationEvent, RelationPair};
@@ -97,3 +98,4 @@ aggregate!(
     BookmarkServices
 );
 aggregate!(UserLists, ListCommand, ListEvent, ListError, ListServices);
+aggregate!(UserFilters, FilterCommand, FilterEvent, FilterError);

@@ -3,8 +3,9 @@
 //! handled. Only the store's decoder looks at a stream's type or an event's name as text.
 
 use crate::{
-    Account, AccountEvent, Bookmark, BookmarkEvent, Like, LikeEvent, ListEvent, Post, PostEvent,
-    RelationEvent, RelationPair, Repost, RepostEvent, Thread, ThreadEvent, UserId, UserLists,
+    Account, AccountEvent, Bookmark, BookmarkEvent, FilterEvent, Like, LikeEvent, ListEvent, Post,
+    PostEvent, RelationEvent, RelationPair, Repost, RepostEvent, Thread, ThreadEvent, UserFilters,
+    UserId, UserLists,
 };
 
 /// An event of any stream of the log.
@@ -26,6 +27,8 @@ pub enum LogEvent {
     Account(AccountEvent),
     /// Of an owner's lists stream (issue 46).
     Lists(ListEvent),
+    /// Of a user's filters stream (issue 47).
+    Filters(FilterEvent),
 }
 
 /// A stream type the log does not hold, or a payload that does not decode as its type.
@@ -61,6 +64,7 @@ impl LogEvent {
             Bookmark::TYPE => Self::Bookmark(serde_json::from_str(payload)?),
             Account::TYPE => Self::Account(serde_json::from_str(payload)?),
             UserLists::TYPE => Self::Lists(serde_json::from_str(payload)?),
+            UserFilters::TYPE => Self::Filters(serde_json::from_str(payload)?),
             other => return Err(DecodeError::StreamType(other.to_owned())),
         };
         match event.event_type() == event_type {
@@ -83,6 +87,7 @@ impl LogEvent {
             Self::Bookmark(_) => Bookmark::TYPE,
             Self::Account(_) => Account::TYPE,
             Self::Lists(_) => UserLists::TYPE,
+            Self::Filters(_) => UserFilters::TYPE,
         }
     }
 
@@ -97,6 +102,7 @@ impl LogEvent {
             Self::Bookmark(e) => e.event_type(),
             Self::Account(e) => e.event_type(),
             Self::Lists(e) => e.event_type(),
+            Self::Filters(e) => e.event_type(),
         }
     }
 
@@ -121,15 +127,18 @@ impl LogEvent {
             | Self::Like(_)
             | Self::Repost(_)
             | Self::Bookmark(_)
-            | Self::Lists(_) => None,
+            | Self::Lists(_)
+            | Self::Filters(_) => None,
         }
     }
 
-    /// Puts `content` into the event, if it carries content (the store's reveal: opened, or
+    /// Puts `content` into the event, if it carries content (a post's or comment's text, or a
+    /// filter's phrase: issue 47) (the store's reveal: opened, or
     /// `None` once its author's key is destroyed).
     pub fn set_content(&mut self, content: Option<crate::PostContent>) {
         if let Self::Post(PostEvent::PostPublished { content: slot, .. })
-        | Self::Thread(ThreadEvent::CommentAdded { content: slot, .. }) = self
+        | Self::Thread(ThreadEvent::CommentAdded { content: slot, .. })
+        | Self::Filters(FilterEvent::FilterCreated { content: slot, .. }) = self
         {
             *slot = content;
         }
@@ -153,6 +162,9 @@ impl LogEvent {
             })
             | Self::Thread(ThreadEvent::CommentAdded {
                 content, author, ..
+            })
+            | Self::Filters(FilterEvent::FilterCreated {
+                content, author, ..
             }) => Some((content, *author)),
             Self::Post(
                 PostEvent::PostDeleted { .. }
@@ -170,7 +182,8 @@ impl LogEvent {
             | Self::Repost(_)
             | Self::Bookmark(_)
             | Self::Account(_)
-            | Self::Lists(_) => None,
+            | Self::Lists(_)
+            | Self::Filters(FilterEvent::FilterDeleted { .. }) => None,
         }
     }
 

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::UserId;
+use crate::PostContent;
 
 /// The most live filters a user has at once (an expired one no longer counts).
 pub const MAX_LIVE: usize = 100;
@@ -45,6 +46,11 @@ impl Phrase {
     /// The text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The text as the log carries it: in a content slot, sealed like a post's.
+    fn into_content(self) -> PostContent {
+        PostContent::try_from(self.0).expect("a phrase is within a post's content")
     }
 }
 
@@ -136,14 +142,15 @@ impl FilterCommand {
 pub enum FilterEvent {
     /// `user` made `filter`.
     FilterCreated {
-        /// Whose.
-        user: UserId,
+        /// Whose: the phrase's author, whose data key seals it in the log as a post's content
+        /// is sealed (the store's content path keys on `author` and `content`).
+        author: UserId,
         /// Which.
         filter: FilterId,
-        /// What it matches: always set when decided; `None` when read back without it (the
-        /// user's key was destroyed by an erasure).
+        /// The phrase: always set when decided; `None` until revealed, and after it when the
+        /// user's key was destroyed by an erasure.
         #[serde(default)]
-        phrase: Option<String>,
+        content: Option<PostContent>,
         /// Only at word boundaries.
         whole_word: bool,
         /// Where it applies.
@@ -173,10 +180,16 @@ impl FilterEvent {
         }
     }
 
+    /// Its payload's version as decided (the store stores `FilterCreated` sealed, as version
+    /// 2, as it does content: docs/events.md).
+    pub fn event_version(&self) -> &'static str {
+        "1"
+    }
+
     /// The filters' user.
     pub fn user(&self) -> UserId {
         match self {
-            Self::FilterCreated { user, .. } | Self::FilterDeleted { user, .. } => *user,
+            Self::FilterCreated { author: user, .. } | Self::FilterDeleted { user, .. } => *user,
         }
     }
 }
@@ -240,9 +253,9 @@ impl UserFilters {
                     return Err(FilterError::LimitReached);
                 }
                 Ok(vec![FilterEvent::FilterCreated {
-                    user,
+                    author: user,
                     filter,
-                    phrase: Some(spec.phrase.0),
+                    content: Some(spec.phrase.into_content()),
                     whole_word: spec.whole_word,
                     contexts: spec.contexts,
                     action: spec.action,
@@ -367,7 +380,8 @@ mod tests {
         let events = UserFilters::default().decide(create(1, None, 0)).unwrap();
         let json = serde_json::to_value(&events[0]).unwrap();
         let body = &json["FilterCreated"];
-        assert_eq!(body["phrase"], "spoiler");
+        assert_eq!(body["content"], "spoiler");
+        assert_eq!(body["author"], 7);
         assert_eq!(body["contexts"], serde_json::json!(["home"]));
         assert_eq!(body["action"], "hide");
         let back: FilterEvent = serde_json::from_value(json).unwrap();

@@ -27,6 +27,10 @@ mod cqrs;
 pub use account::{Account, AccountCommand, AccountError, AccountEvent, TokenStamp};
 pub use bookmark::{Bookmark, BookmarkCommand, BookmarkError, BookmarkEvent, BookmarkServices};
 pub use event::{DecodeError, LogEvent};
+pub use filters::{
+    BadFilterId, BadPhrase, FilterAction, FilterCommand, FilterContext, FilterError, FilterEvent,
+    FilterId, FilterSpec, Phrase, UserFilters,
+};
 pub use ids::{PairId, SelfRelation, UserId, UserIdError};
 pub use like::{BadLikeTarget, Like, LikeCommand, LikeError, LikeEvent, LikeServices, LikeTarget};
 pub use lists::{

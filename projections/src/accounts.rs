@@ -47,7 +47,8 @@ impl MemoryModel for Accounts {
                 | LogEvent::Like(_)
                 | LogEvent::Repost(_)
                 | LogEvent::Bookmark(_)
-                | LogEvent::Lists(_) => {}
+                | LogEvent::Lists(_)
+                | LogEvent::Filters(_) => {}
             }
         }
         self.loaded = replay;
@@ -64,7 +65,8 @@ impl MemoryModel for Accounts {
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
-            | LogEvent::Lists(_) => {}
+            | LogEvent::Lists(_)
+            | LogEvent::Filters(_) => {}
         }
     }
 }

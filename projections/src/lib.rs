@@ -85,6 +85,7 @@ pub fn all(
         Arc::new(engagement::Engagement { keys: keys.clone() }),
         Arc::new(notifications::Notifications),
         Arc::new(lists::Lists),
+        Arc::new(filters::Filters { keys: keys.clone() }),
     ];
     if let Some(caches) = caches {
         projectors.push(Arc::new(feed::inbox_cache::FeedCacheProjector::new(
@@ -127,6 +128,9 @@ pub async fn verify(
     }
     if scope.covers(lists::NAME) {
         checks.push(Box::<lists::verify::ListsCheck>::default());
+    }
+    if scope.covers(filters::NAME) {
+        checks.push(Box::<filters::verify::FiltersCheck>::default());
     }
     if scope.covers(notifications::NAME) {
         checks.push(Box::<notifications::verify::NotificationsCheck>::default());

@@ -2,6 +2,7 @@
 //! `Post` and `Comment`). The feed and engagement queries fill them; a new post's or comment's
 //! answer shows one as it was just written.
 
+use crate::filters::screen::FilterHit;
 use chrono::{DateTime, Utc};
 use relations_domain::{CommentId, CommentPolicy, PostId, QuotePolicy, UserId, Visibility};
 use serde::Serialize;
@@ -51,6 +52,10 @@ pub struct PostView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<QuoteView>, nullable))]
     pub quote: Option<Option<QuoteView>>,
+    /// The reader's `warn` filters its text matches (issue 47), in the order they were made;
+    /// left out when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<Vec<FilterHit>>,
 }
 
 impl PostView {

@@ -1,7 +1,8 @@
 //! What can go wrong when a command meets the store.
 
 use relations_domain::{
-    BookmarkError, LikeError, ListError, PostError, RelationError, RepostError, ThreadError,
+    BookmarkError, FilterError, LikeError, ListError, PostError, RelationError, RepostError,
+    ThreadError,
 };
 
 /// Why a command was not carried out.
@@ -28,6 +29,9 @@ pub enum StoreError {
     /// The domain refused a list command; nothing was appended.
     #[error(transparent)]
     ListRejected(#[from] ListError),
+    /// The domain refused a filter command; nothing was appended.
+    #[error(transparent)]
+    FilterRejected(#[from] FilterError),
     /// A user the command names is erased (issue 25): nothing is decided about them again.
     #[error("the user is erased")]
     Erased,

@@ -14,6 +14,7 @@ pub mod engagement;
 pub mod error;
 mod executor;
 pub mod faults;
+pub mod filters;
 mod guards;
 pub mod idempotency;
 pub mod keys;
@@ -35,6 +36,7 @@ pub use engagement::{
 };
 pub use error::StoreError;
 pub use executor::{panic_message, Executed, Render, Workers};
+pub use filters::{FilterChange, FilterStore};
 pub use guards::erasure::settle_followers;
 pub use idempotency::{BadIdempotencyKey, Idempotency, IdempotencyKey, StoredAnswer};
 pub use keys::{KeyError, Keyring, MasterKey};

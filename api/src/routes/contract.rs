@@ -99,6 +99,19 @@ error_sets! {
         (429, "RATE_LIMITED, with Retry-After"),
         (503, "UNAVAILABLE, with Retry-After"),
     ];
+    /// A filter command's errors (issue 47).
+    FilterCommandErrors = [
+        (400, "INVALID_INPUT: a bad phrase, no context, an unknown one, or no time left"),
+        (401, ""),
+        (403, "USER_BANNED"),
+        (404, "not a live filter of the caller's"),
+        (409, "FILTER_LIMIT_REACHED"),
+        (413, ""),
+        (415, ""),
+        (422, "IDEMPOTENCY_KEY_REUSED"),
+        (429, "RATE_LIMITED, with Retry-After"),
+        (503, "UNAVAILABLE, with Retry-After"),
+    ];
     /// A dismissed suggestion's errors (issue 46).
     DismissErrors = [
         (400, "SELF_RELATION"),

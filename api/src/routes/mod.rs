@@ -11,6 +11,7 @@ mod command;
 mod comments;
 mod contract;
 mod feed;
+mod filters;
 mod liking;
 mod lists;
 pub(crate) mod live;
@@ -50,6 +51,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(feed::router())
         .merge(me::router())
         .merge(lists::router())
+        .merge(filters::router())
         .merge(notifications::router())
         .merge(admin::router())
         .merge(ops::router())

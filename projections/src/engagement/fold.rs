@@ -195,7 +195,8 @@ impl<'a> EngagementChange<'a> {
             )
             | LogEvent::Relation(_)
             | LogEvent::Account(_)
-            | LogEvent::Lists(_) => return None,
+            | LogEvent::Lists(_)
+            | LogEvent::Filters(_) => return None,
         })
     }
 

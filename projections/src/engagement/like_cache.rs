@@ -310,6 +310,7 @@ impl Projector for LikeCacheProjector {
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
             | LogEvent::Lists(_)
+            | LogEvent::Filters(_)
             | LogEvent::Account(_) => return Ok(()),
         };
         let LikeTarget::Post(post) = target else {

@@ -276,7 +276,8 @@ impl<'a> FeedChange<'a> {
             LogEvent::Thread(_)
             | LogEvent::Like(_)
             | LogEvent::Bookmark(_)
-            | LogEvent::Lists(_) => return None,
+            | LogEvent::Lists(_)
+            | LogEvent::Filters(_) => return None,
         })
     }
 }

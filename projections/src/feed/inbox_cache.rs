@@ -416,7 +416,8 @@ impl FeedCacheProjector {
             | LogEvent::Thread(_)
             | LogEvent::Like(_)
             | LogEvent::Bookmark(_)
-            | LogEvent::Lists(_) => {}
+            | LogEvent::Lists(_)
+            | LogEvent::Filters(_) => {}
         }
         Ok(())
     }

@@ -175,6 +175,7 @@ pub(crate) fn post(row: &sqlx::postgres::PgRow) -> Result<(i64, PostView), Proje
                     .map(PostId::from_uuid),
                 row.try_get("quote_detached")?,
             ),
+            filtered: None,
         },
     ))
 }

@@ -385,6 +385,7 @@ impl FeedHub {
                         comment_policy: *comment_policy,
                         quote_count: 0,
                         quote: QuoteView::pending(*quote_of, false),
+                        filtered: None,
                     };
                     StreamItem::Post(position, with_quote(graph, reader, post, quoted))
                 }),
@@ -436,6 +437,7 @@ impl FeedHub {
                 | LogEvent::Like(_)
                 | LogEvent::Bookmark(_)
                 | LogEvent::Lists(_)
+                | LogEvent::Filters(_)
                 | LogEvent::Account(_) => continue,
             };
             newest = newest.max(event.position);
@@ -581,7 +583,8 @@ impl FeedHub {
                 | LogEvent::Like(_)
                 | LogEvent::Repost(_)
                 | LogEvent::Bookmark(_)
-                | LogEvent::Lists(_) => None,
+                | LogEvent::Lists(_)
+                | LogEvent::Filters(_) => None,
             })
             .collect();
         users.sort_unstable();

@@ -93,6 +93,7 @@ impl EdgeChange {
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
             | LogEvent::Lists(_)
+            | LogEvent::Filters(_)
             | LogEvent::Account(_) => None,
         })
     }

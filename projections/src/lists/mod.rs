@@ -64,7 +64,8 @@ pub fn fold(tables: &mut impl ListTables, event: &LogEvent, at: DateTime<Utc>) {
         | LogEvent::Like(_)
         | LogEvent::Repost(_)
         | LogEvent::Bookmark(_)
-        | LogEvent::Account(_) => return,
+        | LogEvent::Account(_)
+        | LogEvent::Filters(_) => return,
     };
     match event {
         ListEvent::ListCreated {

@@ -282,7 +282,7 @@ impl ChangeReader {
             // Bookmarks are private (issue 46): nobody is notified of one.
             LogEvent::Bookmark(_) => vec![],
             // Lists are private (issue 46): nobody is notified of being listed.
-            LogEvent::Lists(_) => vec![],
+            LogEvent::Lists(_) | LogEvent::Filters(_) => vec![],
             LogEvent::Thread(threaded) => thread(threaded, position, at),
             // A deletion takes every notification about the post: a quote's among them.
             LogEvent::Post(PostEvent::PostDeleted { post_id, .. }) => vec![Change::PostDeleted {

@@ -112,6 +112,7 @@ impl RelationChange {
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
             | LogEvent::Lists(_)
+            | LogEvent::Filters(_)
             | LogEvent::Account(_) => None,
         }
     }

@@ -936,7 +936,8 @@ impl MemoryModel for RelationsMemory {
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
-            | LogEvent::Lists(_) => {}
+            | LogEvent::Lists(_)
+            | LogEvent::Filters(_) => {}
         }
     }
 }

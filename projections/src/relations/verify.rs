@@ -101,7 +101,8 @@ impl RelationFold {
             | LogEvent::Like(_)
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
-            | LogEvent::Lists(_) => return Ok(()),
+            | LogEvent::Lists(_)
+            | LogEvent::Filters(_) => return Ok(()),
         };
         match *account {
             AccountEvent::AccountLocked { user } => self.locked.insert(user.get()),

@@ -33,6 +33,7 @@ use relations_store::LogPosition;
 use crate::accounts::Accounts;
 use crate::feed::held::timelines::{Caps, Timelines};
 use crate::feed::held::HeldPosts;
+use crate::filters::memory::FiltersMemory;
 use crate::lists::memory::ListsMemory;
 use crate::relations::memory::RelationsMemory;
 use crate::relations::query::Counts;
@@ -59,6 +60,10 @@ macro_rules! each_model {
             let $model = &mut $replica.lists;
             $body
         }
+        {
+            let $model = &mut $replica.filters;
+            $body
+        }
     }};
 }
 pub(crate) use each_model;
@@ -70,6 +75,7 @@ pub struct Replica {
     accounts: Accounts,
     posts: HeldPosts,
     lists: ListsMemory,
+    filters: FiltersMemory,
     position: LogPosition,
 }
 
@@ -96,6 +102,11 @@ impl Replica {
     /// Every live list and its members (issue 46).
     pub fn lists(&self) -> &ListsMemory {
         &self.lists
+    }
+
+    /// Every user's filters, as a screen each (issue 47).
+    pub fn filters(&self) -> &FiltersMemory {
+        &self.filters
     }
 
     /// Every author's recent posts.

@@ -1,7 +1,8 @@
 //! Post and comment content in the log: sealed on the way in, and the one place every reader
 //! turns a stored payload back into content.
 //!
-//! `PostPublished` and `CommentAdded` are the events that carry content. Version 1 holds it as
+//! `PostPublished`, `CommentAdded` and `FilterCreated` (a filter's phrase, issue 47: personal
+//! data like a post) are the events that carry content. Version 1 holds it as
 //! plain text (`"content": string`), version 2 sealed with its author's data key
 //! (`"sealed": base64(nonce || AES-256-GCM ciphertext)`, no `content`); the command paths write
 //! version 2 only, and `relations migrate` seals the version-1 events an older log holds
@@ -23,7 +24,7 @@ use super::event::RecordedEvent;
 use crate::keys::{KeyError, Keyring};
 
 /// The event types whose payload carries content.
-pub const CONTENT_TYPES: [&str; 2] = ["PostPublished", "CommentAdded"];
+pub const CONTENT_TYPES: [&str; 3] = ["PostPublished", "CommentAdded", "FilterCreated"];
 
 /// The payload version that holds content sealed.
 pub const SEALED_VERSION: &str = "2";

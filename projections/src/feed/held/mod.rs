@@ -238,6 +238,7 @@ impl MemoryModel for HeldPosts {
             LogEvent::Like(_)
             | LogEvent::Bookmark(_)
             | LogEvent::Lists(_)
+            | LogEvent::Filters(_)
             | LogEvent::Thread(_)
             | LogEvent::Account(_)
             | LogEvent::Relation(_) => false,
@@ -270,6 +271,7 @@ impl MemoryModel for HeldPosts {
             | LogEvent::Repost(_)
             | LogEvent::Bookmark(_)
             | LogEvent::Lists(_)
+            | LogEvent::Filters(_)
             | LogEvent::Thread(_)
             | LogEvent::Account(_)
             | LogEvent::Relation(_) => {}

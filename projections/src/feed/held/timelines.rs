@@ -143,6 +143,7 @@ impl HeldPost {
             comment_policy: self.controls.comments,
             quote_count: shown.quotes,
             quote: self.controls.pending(),
+            filtered: None,
         }
     }
 }
