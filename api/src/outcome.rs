@@ -194,6 +194,7 @@ impl From<NewComment> for Commented {
                 pinned: false,
                 deleted: false,
                 liked: Some(false),
+                filtered: None,
             },
             position: new.position,
         }

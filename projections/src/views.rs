@@ -147,4 +147,8 @@ pub struct CommentView {
     /// Whether the bearer likes it (answers to a bearer token only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub liked: Option<bool>,
+    /// The bearer's `warn` filters of context `comments` its text matches (issue 47); left
+    /// out when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<Vec<FilterHit>>,
 }

@@ -95,6 +95,7 @@ fn comment(row: &sqlx::postgres::PgRow) -> Result<CommentView, sqlx::Error> {
         pinned: row.try_get("pinned")?,
         deleted: row.try_get("deleted")?,
         liked: None,
+        filtered: None,
     })
 }
 

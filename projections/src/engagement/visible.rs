@@ -10,6 +10,7 @@ use relations_domain::{CommentId, LikeTarget, PostId, UserId};
 use sqlx::PgPool;
 
 use super::query::{self as read, CommentKey, Sort};
+use crate::filters::screen::{Screening, Verdict};
 use crate::relations::reads::Source;
 use crate::views::CommentView;
 
@@ -23,11 +24,13 @@ pub enum CommentList {
 }
 
 /// Up to `wanted` comments of `list` after `after` that `viewer` may see (`None`: no bearer,
-/// every comment), blocks read from `source`.
+/// every comment), blocks read from `source`, and that the viewer's filters (`screening`, in
+/// context `comments`: issue 47) do not hide; those a `warn` filter matches are marked.
 pub async fn visible(
     pool: &PgPool,
     source: Source<'_>,
     viewer: Option<UserId>,
+    screening: Screening<'_>,
     list: CommentList,
     mut after: Option<CommentKey>,
     wanted: i64,
@@ -41,8 +44,18 @@ pub async fn visible(
         };
         let ended = (batch.len() as i64) < chunk;
         let hidden = hidden(source, viewer, &batch).await?;
-        for (comment, hidden) in batch.into_iter().zip(hidden) {
+        for (mut comment, hidden) in batch.into_iter().zip(hidden) {
             after = Some(CommentKey::of(&comment));
+            let text = comment.content.as_deref().unwrap_or("");
+            let hidden = hidden
+                || match screening.verdict(text) {
+                    Verdict::Show => false,
+                    Verdict::Hide => true,
+                    Verdict::Warn(hits) => {
+                        comment.filtered = Some(hits);
+                        false
+                    }
+                };
             if !hidden {
                 items.push(comment);
                 if items.len() as i64 == wanted {

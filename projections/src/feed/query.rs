@@ -22,6 +22,7 @@ use relations_domain::{ListId, PostId, UserId, Visibility};
 use sqlx::{PgPool, Row};
 
 use crate::error::ProjectionError;
+use crate::filters::screen::{Screening, Verdict};
 
 /// A page of posts by seq (the feed and a timeline), newest first, and the seq to continue below.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,9 +116,15 @@ pub trait PostFilter: Send + Sync {
         posts: &[(UserId, Visibility)],
         recommended: bool,
     ) -> Result<Vec<bool>, ProjectionError>;
+
+    /// The reader's filters as this read applies them (issue 47): none by default.
+    fn screening(&self) -> Screening<'_> {
+        Screening::none()
+    }
 }
 
-/// The posts of `posts` that `filter` keeps, in order.
+/// The posts of `posts` that `filter` keeps, in order: readable, and not hidden by the
+/// reader's filters (those a `warn` filter matches marked).
 async fn keep(
     filter: &dyn PostFilter,
     posts: Vec<(i64, PostView)>,
@@ -128,11 +135,15 @@ async fn keep(
         .map(|(_, p)| (p.author, p.visibility))
         .collect();
     let readable = filter.readable(&asked, recommended).await?;
-    Ok(posts
+    let posts = posts
         .into_iter()
         .zip(readable)
         .filter_map(|(post, keep)| keep.then_some(post))
-        .collect())
+        .collect();
+    let marked = |(_, post): &mut (i64, PostView), hits| post.filtered = Some(hits);
+    Ok(filter
+        .screening()
+        .keep(posts, |(_, post)| &post.content, marked))
 }
 
 /// A post's visibility as `rm_posts` stores it.
@@ -690,8 +701,8 @@ pub async fn read_mark(
 }
 
 /// How many posts of `reader`'s feed are newer than `mark` ([`read_mark`]), pushed and
-/// pulled alike, that `filter` lets them read (counted per author and visibility, then
-/// judged).
+/// pulled alike, that `filter` lets them read and does not hide (counted per author and
+/// visibility, and text when screened, then judged).
 pub async fn new_count(
     pool: &PgPool,
     filter: &dyn PostFilter,
@@ -700,12 +711,16 @@ pub async fn new_count(
     mark: i64,
 ) -> Result<i64, ProjectionError> {
     let (sources, ..) = sources(pool, reader, recommended, (0, 0), None).await?;
-    // Each post counted once, by its author and visibility, when one of its appearances (see
-    // [`hydrate`]) is newer than the mark.
-    let groups: Vec<(i64, String, i64)> = match &sources {
+    // Each post counted once, by its author and visibility (and its text, when the reader's
+    // filters screen it: issue 47), when one of its appearances (see [`hydrate`]) is newer
+    // than the mark.
+    let screening = filter.screening();
+    let screened = screening.active();
+    let groups: Vec<(i64, String, Option<String>, i64)> = match &sources {
         Sources::Following { excluded, .. } => {
             let sql = format!(
                 "SELECT COALESCE(o.author, p.author), COALESCE(o.visibility, p.visibility),
+                        CASE WHEN $4 THEN COALESCE(o.content, p.content) END,
                         count(DISTINCT {ITEM_POST})
                    FROM feed_follows f
                    JOIN rm_posts p ON p.author = f.followee AND NOT p.deleted AND p.seq > $2
@@ -713,7 +728,7 @@ pub async fn new_count(
                    LEFT JOIN rm_posts o ON o.post_id = p.repost_of
                   WHERE f.follower = $1 AND f.followee <> ALL($3) AND {ITEM_LIVE} AND {shown_via}
                     AND (p.repost_of IS NULL OR ({shown_author} AND NOT {blocked}))
-                  GROUP BY 1, 2",
+                  GROUP BY 1, 2, 3",
                 shown_via = shown_to("$1", "p.author"),
                 shown_author = shown_to("$1", "o.author"),
                 blocked = blocked("$1", "o.author"),
@@ -722,6 +737,7 @@ pub async fn new_count(
                 .bind(reader.get())
                 .bind(mark)
                 .bind(excluded)
+                .bind(screened)
                 .fetch_all(pool)
                 .await?
         }
@@ -729,10 +745,11 @@ pub async fn new_count(
         Sources::List { .. } => Vec::new(),
         Sources::Recommended { authors } => {
             let sql = format!(
-                "SELECT p.author, p.visibility, count(*) FROM rm_posts p
+                "SELECT p.author, p.visibility, CASE WHEN $4 THEN p.content END, count(*)
+                   FROM rm_posts p
                   WHERE p.author = ANY($2) AND NOT p.deleted AND p.seq > $3
                     AND p.repost_of IS NULL AND {shown} AND NOT {blocked}
-                  GROUP BY p.author, p.visibility",
+                  GROUP BY 1, 2, 3",
                 shown = shown_to("$1", "p.author"),
                 blocked = blocked("$1", "p.author"),
             );
@@ -740,12 +757,13 @@ pub async fn new_count(
                 .bind(reader.get())
                 .bind(authors)
                 .bind(mark)
+                .bind(screened)
                 .fetch_all(pool)
                 .await?
         }
     };
     let mut asked = Vec::with_capacity(groups.len());
-    for (author, visibility, _) in &groups {
+    for (author, visibility, ..) in &groups {
         let author = UserId::try_from(*author).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
         asked.push((author, self::visibility(visibility)?));
     }
@@ -754,7 +772,13 @@ pub async fn new_count(
     Ok(groups
         .iter()
         .zip(readable)
-        .filter_map(|(group, keep)| keep.then_some(group.2))
+        .filter(|((.., text, _), keep)| {
+            *keep
+                && text
+                    .as_deref()
+                    .is_none_or(|t| screening.verdict(t) != Verdict::Hide)
+        })
+        .map(|((.., count), _)| count)
         .sum())
 }
 

@@ -6,11 +6,12 @@
 //! reading (issue 26).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::Utc;
 use relations_domain::privacy as privacy_rule;
-use relations_domain::{ListId, PostId, UserId};
+use relations_domain::{FilterContext, ListId, PostId, UserId};
 use relations_store::LogPosition;
 use sqlx::PgPool;
 
@@ -22,6 +23,7 @@ use super::quotes;
 use crate::engagement::like_cache::LikeCache;
 use crate::engagement::query::{self as engagement_query, BookmarkKey};
 use crate::error::ProjectionError;
+use crate::filters::screen::{Screen, Screening};
 use crate::privacy::{self, ReadFilter};
 use crate::relations::reads::Source;
 use crate::replica::live::LiveGraph;
@@ -58,11 +60,19 @@ impl FeedReader<'_> {
         size: i64,
         list: Option<ListId>,
     ) -> Result<(SeqPage, i64), ProjectionError> {
+        let now = Utc::now();
+        let screen = self.screen(reader).await?;
+        let context = match list {
+            Some(_) => FilterContext::Lists,
+            None => FilterContext::Home,
+        };
+        let screening = Screening::new(screen.as_deref(), context, now);
         let ask = FeedAsk {
             reader,
             recommended,
-            now: Utc::now(),
+            now,
             list,
+            screening,
         };
         if let Some(mut answer) = self.held_page(ask, start, size) {
             metrics::counter!("relations_feed_pages_total", "source" => "memory").increment(1);
@@ -76,7 +86,10 @@ impl FeedReader<'_> {
             Some(_) => &PgInbox,
             None => &cached,
         };
-        let filter = self.filter(reader);
+        let filter = ReadFilter {
+            screening,
+            ..self.filter(reader)
+        };
         let read = query::feed(
             self.reads,
             inbox,
@@ -117,11 +130,15 @@ impl FeedReader<'_> {
         pending: Option<i64>,
     ) -> Result<i64, ProjectionError> {
         let mark = query::read_mark(self.reads, reader, pending).await?;
+        let now = Utc::now();
+        let screen = self.screen(reader).await?;
+        let screening = Screening::new(screen.as_deref(), FilterContext::Home, now);
         let ask = FeedAsk {
             reader,
             recommended,
-            now: Utc::now(),
+            now,
             list: None,
+            screening,
         };
         let in_memory = self.replica.with(|replica| {
             let behind = self.min_position.is_some_and(|at| replica.position() < at);
@@ -132,7 +149,11 @@ impl FeedReader<'_> {
         match in_memory.flatten() {
             Some(count) => Ok(count),
             None => {
-                query::new_count(self.reads, &self.filter(reader), reader, recommended, mark).await
+                let filter = ReadFilter {
+                    screening,
+                    ..self.filter(reader)
+                };
+                query::new_count(self.reads, &filter, reader, recommended, mark).await
             }
         }
     }
@@ -156,9 +177,11 @@ impl FeedReader<'_> {
             viewer,
             reposts,
         };
+        // A timeline is no context of filters.
         let filter = ReadFilter {
             source: self.source,
             viewer,
+            screening: Screening::none(),
         };
         let mut page = query::timeline(self.reads, &filter, ask, start, size).await?;
         self.engage(&mut page.items, viewer).await?;
@@ -254,7 +277,15 @@ impl FeedReader<'_> {
         ReadFilter {
             source: self.source,
             viewer: Some(reader),
+            screening: Screening::none(),
         }
+    }
+
+    /// `reader`'s filters as a screen (issue 47), none when they have none: the replica's
+    /// when it reflects `min_position`, else projector `filters`' table's (the request waited
+    /// for it).
+    pub async fn screen(&self, reader: UserId) -> Result<Option<Arc<Screen>>, ProjectionError> {
+        crate::filters::screen_for(self.replica, self.reads, self.min_position, reader).await
     }
 
     /// The page from the replica's held timelines (issue 28), with its engagement, when it

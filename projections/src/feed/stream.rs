@@ -22,7 +22,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use relations_domain::privacy;
-use relations_domain::{LogEvent, PostEvent, PostId, RepostEvent, TokenStamp, UserId, Visibility};
+use relations_domain::{
+    FilterContext, LogEvent, PostEvent, PostId, RepostEvent, TokenStamp, UserId, Visibility,
+};
 use relations_store::log::{self, RecordedEvent};
 use relations_store::{Keyring, LogPosition};
 use sqlx::PgPool;
@@ -31,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::quotes::one_level;
 use crate::error::ProjectionError;
+use crate::filters::screen::{Screening, Verdict};
 use crate::replica::live::LiveGraph;
 use crate::replica::Replica;
 use crate::runtime::projector::erased_user;
@@ -324,8 +327,31 @@ impl FeedHub {
         reposter_shown && graph.shows_reposted(reader, post.author, post.visibility, now)
     }
 
-    /// What `signal` sends `reader`, if anything.
+    /// What `signal` sends `reader`, if anything: a post their home filters hide is not sent,
+    /// one a `warn` filter matches is marked (issue 47), by their filters as of the same state.
     fn item_for(
+        &self,
+        graph: &Replica,
+        reader: UserId,
+        position: LogPosition,
+        signal: &Signal,
+        now: DateTime<Utc>,
+    ) -> Option<StreamItem> {
+        let item = self.unscreened_item(graph, reader, position, signal, now)?;
+        let StreamItem::Post(at, mut post) = item else {
+            return Some(item);
+        };
+        let screen = graph.filters().screen(reader);
+        match Screening::new(screen.as_deref(), FilterContext::Home, now).verdict(&post.content) {
+            Verdict::Show => {}
+            Verdict::Hide => return None,
+            Verdict::Warn(hits) => post.filtered = Some(hits),
+        }
+        Some(StreamItem::Post(at, post))
+    }
+
+    /// What `signal` would send `reader` but for their filters.
+    fn unscreened_item(
         &self,
         graph: &Replica,
         reader: UserId,

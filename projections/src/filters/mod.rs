@@ -11,22 +11,44 @@
 //! context is [`screen`]'s.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use relations_domain::{FilterAction, FilterContext, FilterEvent, FilterId, LogEvent};
+use relations_domain::{FilterAction, FilterContext, FilterEvent, FilterId, LogEvent, UserId};
 use relations_store::log::{self, RecordedEvent};
-use relations_store::Keyring;
-use sqlx::PgConnection;
+use relations_store::{Keyring, LogPosition};
+use sqlx::{PgConnection, PgPool};
 
 use crate::error::ProjectionError;
+use crate::replica::live::LiveGraph;
 use crate::runtime::projector::Projector;
+use screen::Screen;
 
 pub mod matching;
 pub mod memory;
 pub mod query;
 pub mod screen;
 pub mod verify;
+
+/// `reader`'s filters as a screen, none when they have none: the replica's when it reflects
+/// `min_position`, else the table's on `reads` (which the caller waited for).
+pub async fn screen_for(
+    replica: &LiveGraph,
+    reads: &PgPool,
+    min_position: Option<LogPosition>,
+    reader: UserId,
+) -> Result<Option<Arc<Screen>>, ProjectionError> {
+    let held = replica.with(|replica| {
+        let behind = min_position.is_some_and(|at| replica.position() < at);
+        (!behind).then(|| replica.filters().screen(reader))
+    });
+    if let Some(screen) = held.flatten() {
+        return Ok(screen);
+    }
+    let filters = query::filters(reads, reader).await?;
+    Ok((!filters.is_empty()).then(|| Arc::new(Screen::new(filters))))
+}
 
 /// The projector's name.
 pub const NAME: &str = "filters";

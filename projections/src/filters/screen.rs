@@ -106,7 +106,7 @@ impl<'s> Screening<'s> {
         }
     }
 
-    /// Nothing screened.
+    /// Nothing screened ([`Default`] too).
     pub fn none() -> Self {
         Self {
             screen: None,
@@ -150,5 +150,11 @@ impl<'s> Screening<'s> {
                 }
             })
             .collect()
+    }
+}
+
+impl Default for Screening<'_> {
+    fn default() -> Self {
+        Self::none()
     }
 }

@@ -68,8 +68,9 @@ use change::{
 pub const NAME: &str = "notifications";
 
 /// What its reads read, and so wait for with `min_position`: its own tables, and projector
-/// `feed`'s `rm_posts` for the posts that groups are about (who may read them, issue 26).
-pub const READS: [&str; 2] = [NAME, crate::feed::NAME];
+/// `feed`'s `rm_posts` for the posts that groups are about (who may read them, issue 26), and
+/// projector `filters`' table for the reader's filters (issue 47).
+pub const READS: [&str; 3] = [NAME, crate::feed::NAME, crate::filters::NAME];
 
 /// See the module docs.
 pub struct Notifications;

@@ -63,6 +63,8 @@ pub struct GroupRow {
     pub ask_author: Option<i64>,
     /// (with `ask_author`)
     pub ask_visibility: Option<String>,
+    /// (with `ask_author`)
+    pub ask_subject: Option<String>,
 }
 
 /// What a group asks of its reader: that they may read the post by `author` (0 when the feed
@@ -73,6 +75,9 @@ pub struct PostAsk {
     pub author: i64,
     /// The post's visibility as `rm_posts` stores it.
     pub visibility: Option<String>,
+    /// The text the group shows of someone else's writing, which the reader's filters of
+    /// context `notifications` judge (issue 47): a `posted` or `quoted` group's post's.
+    pub subject: Option<String>,
 }
 
 impl PostAsk {
@@ -81,9 +86,17 @@ impl PostAsk {
         matches!(kind, "liked_comment" | "replied" | "posted" | "quoted")
     }
 
-    /// From the two columns [`ASK`] selects: `None` when the group asks nothing.
-    pub fn of(author: Option<i64>, visibility: Option<String>) -> Option<Self> {
-        author.map(|author| Self { author, visibility })
+    /// From the three columns [`ASK`] selects: `None` when the group asks nothing.
+    pub fn of(
+        author: Option<i64>,
+        visibility: Option<String>,
+        subject: Option<String>,
+    ) -> Option<Self> {
+        author.map(|author| Self {
+            author,
+            visibility,
+            subject,
+        })
     }
 }
 
@@ -94,12 +107,17 @@ impl PostAsk {
 const ASK: &str = "CASE WHEN g.kind IN ('liked_comment', 'replied', 'posted', 'quoted')
                          AND p.author IS DISTINCT FROM $1
                         THEN coalesce(p.author, 0) END AS ask_author,
-                   p.visibility AS ask_visibility";
+                   p.visibility AS ask_visibility,
+                   CASE WHEN g.kind IN ('posted', 'quoted') THEN p.content END AS ask_subject";
 
 impl GroupRow {
     /// What reading it asks, if anything.
     pub fn ask(&self) -> Option<PostAsk> {
-        PostAsk::of(self.ask_author, self.ask_visibility.clone())
+        PostAsk::of(
+            self.ask_author,
+            self.ask_visibility.clone(),
+            self.ask_subject.clone(),
+        )
     }
 }
 
@@ -211,13 +229,14 @@ pub async fn post_ask(
         "SELECT {ASK} FROM (SELECT $2::text AS kind, $3::uuid AS post) AS g
            LEFT JOIN rm_posts p ON p.post_id = g.post"
     );
-    let (author, visibility): (Option<i64>, Option<String>) = sqlx::query_as(&sql)
-        .bind(user)
-        .bind(kind)
-        .bind(post)
-        .fetch_one(pool)
-        .await?;
-    Ok(PostAsk::of(author, visibility))
+    let (author, visibility, subject): (Option<i64>, Option<String>, Option<String>) =
+        sqlx::query_as(&sql)
+            .bind(user)
+            .bind(kind)
+            .bind(post)
+            .fetch_one(pool)
+            .await?;
+    Ok(PostAsk::of(author, visibility, subject))
 }
 
 /// `user`'s read marker (the start of the log when never set).
@@ -239,19 +258,19 @@ pub async fn unread_count(
     user: i64,
 ) -> Result<Vec<(Option<PostAsk>, i64)>, sqlx::Error> {
     let sql = format!(
-        "SELECT ask_author, ask_visibility, count(*) FROM (
+        "SELECT ask_author, ask_visibility, ask_subject, count(*) FROM (
              SELECT {ASK} FROM notify_groups g
                LEFT JOIN rm_posts p ON p.post_id = g.post
               WHERE g.recipient = $1 AND NOT g.filtered
                 AND (g.tx, g.gp) > (SELECT coalesce(max(m.tx), 0), coalesce(max(m.gp), 0)
                                       FROM notify_marks m WHERE m.user_id = $1)) AS a
-          GROUP BY ask_author, ask_visibility"
+          GROUP BY ask_author, ask_visibility, ask_subject"
     );
-    let rows: Vec<(Option<i64>, Option<String>, i64)> =
+    let rows: Vec<(Option<i64>, Option<String>, Option<String>, i64)> =
         sqlx::query_as(&sql).bind(user).fetch_all(pool).await?;
     Ok(rows
         .into_iter()
-        .map(|(author, visibility, n)| (PostAsk::of(author, visibility), n))
+        .map(|(author, visibility, subject, n)| (PostAsk::of(author, visibility, subject), n))
         .collect())
 }
 

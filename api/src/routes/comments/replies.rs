@@ -15,6 +15,7 @@ use crate::routes::page::Page;
 use crate::routes::query::wait_for_projectors;
 use crate::routes::readable::readable_post;
 use crate::state::AppState;
+use relations_projections::filters::NAME as FILTERS;
 
 /// A comment's replies, oldest first, filtered like the root comments.
 #[utoipa::path(get, path = "/api/v1/comments/{id}/replies", tag = "queries",
@@ -29,7 +30,7 @@ pub async fn replies(
 ) -> Result<Json<CommentPage>, ApiError> {
     let reader = viewer.as_ref().map(|a| a.user);
     readable_post(&state, reader, comment.post, page.min_position).await?;
-    let pool = wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
+    let pool = wait_for_projectors(&state, &[ENGAGEMENT, FILTERS], page.min_position).await?;
     let known = read::comment_by_id(pool, comment).await?;
     // A deleted comment shows (as deleted) while it has replies.
     if !known.is_some_and(|c| !c.deleted || c.reply_count > 0) {

@@ -2,9 +2,13 @@
 //! block) is the read side's (`relations_projections::engagement::visible`); here the page is
 //! cut and its cursor made.
 
+use chrono::Utc;
+use relations_domain::FilterContext;
 use relations_projections::engagement::query::CommentKey;
 use relations_projections::engagement::visible;
 pub use relations_projections::engagement::visible::CommentList;
+use relations_projections::filters::screen::Screening;
+use relations_projections::filters::screen_for;
 use relations_projections::views::CommentView;
 use serde::Serialize;
 use sqlx::PgPool;
@@ -36,7 +40,13 @@ pub async fn visible_page(
 ) -> Result<CommentPage, ApiError> {
     let viewer = viewer.map(|a| a.user);
     let source = graph_source(state, None).await?;
-    let mut items = visible::visible(pool, source, viewer, list, page.after, page.probe()).await?;
+    let screen = match viewer {
+        Some(viewer) => screen_for(&state.graph, pool, page.min_position, viewer).await?,
+        None => None,
+    };
+    let screening = Screening::new(screen.as_deref(), FilterContext::Comments, Utc::now());
+    let (after, wanted) = (page.after, page.probe());
+    let mut items = visible::visible(pool, source, viewer, screening, list, after, wanted).await?;
     let next_cursor = page.cut(&mut items, CommentKey::of);
     if let Some(viewer) = viewer {
         visible::mark_liked(pool, viewer, &mut items).await?;

@@ -4,6 +4,7 @@ use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use relations_domain::{CommentId, PostId, UserId};
+use relations_projections::filters::screen::FilterHit;
 use relations_projections::notifications::change::Kind;
 use relations_projections::notifications::query::{self as notify_read, GroupRow, Reading};
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,7 @@ use crate::routes::page::{CursorKey, Page};
 use crate::routes::query::wait_for_projectors;
 use crate::state::AppState;
 
-use super::visible;
+use super::visible::{self, Seen};
 
 /// One group of notifications.
 #[derive(Debug, Serialize, ToSchema)]
@@ -43,6 +44,10 @@ pub struct NotificationGroup {
     pub unread: bool,
     /// The newest's place in the log: `POST /api/v1/notifications/read` takes it as `up_to`.
     pub position: String,
+    /// The caller's `warn` filters of context `notifications` the text it shows of someone
+    /// else's matches (issue 47); left out when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<Vec<FilterHit>>,
 }
 
 /// A page of groups: `{items, next_cursor}`.
@@ -161,7 +166,10 @@ pub async fn notifications(
     let items = rows
         .into_iter()
         .zip(shown)
-        .filter_map(|(row, shown)| shown.then(|| view(row, marker, types.filtered)))
+        .filter_map(|(row, seen)| match seen {
+            Seen::Hidden => None,
+            Seen::Shown(hits) => Some(view(row, marker, types.filtered, hits)),
+        })
         .collect::<Result<_, _>>()?;
     Ok(Json(NotificationPage { items, next_cursor }))
 }
@@ -171,6 +179,7 @@ fn view(
     row: GroupRow,
     marker: relations_store::LogPosition,
     filtered: bool,
+    warned: Option<Vec<FilterHit>>,
 ) -> Result<NotificationGroup, ApiError> {
     let position = row.position();
     let post = row.post.map(PostId::from_uuid);
@@ -194,5 +203,6 @@ fn view(
         latest_at: row.latest_at,
         unread: !filtered && position > marker,
         position: position.to_string(),
+        filtered: warned,
     })
 }

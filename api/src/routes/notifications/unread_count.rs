@@ -47,7 +47,7 @@ pub async fn unread_count(
     let count = counts
         .iter()
         .zip(shown)
-        .filter_map(|((_, n), shown)| shown.then_some(n))
+        .filter_map(|((_, n), seen)| seen.shown().then_some(n))
         .sum();
     Ok(Json(UnreadCount { count }))
 }

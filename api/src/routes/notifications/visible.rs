@@ -2,8 +2,11 @@
 //! a comment on someone else's post (its likes, its replies), one judgement for the list and
 //! the unread count.
 
-use relations_domain::{UserId, Visibility};
+use chrono::Utc;
+use relations_domain::{FilterContext, UserId, Visibility};
 use relations_projections::feed::query::PostFilter;
+use relations_projections::filters::screen::{FilterHit, Screening, Verdict};
+use relations_projections::filters::{screen_for, NAME as FILTERS};
 use relations_projections::notifications::live::LiveNotification;
 use relations_projections::notifications::query::{self as notify_read, PostAsk};
 use relations_projections::privacy::ReadFilter;
@@ -13,37 +16,71 @@ use crate::error::ApiError;
 use crate::routes::query::{graph_source, wait_for_projectors};
 use crate::state::AppState;
 
-/// For each of `asks` (what reading a group asks: `None`, nothing), whether `viewer` may read
-/// it now: whether they may read the group's post (issue 26's rule, judged on the graph at the
-/// moment of reading, as the feed judges its pages). A post the feed has not folded yet (author
-/// 0), or whose stored visibility does not parse, is read by nobody until it has: a read with
-/// `min_position` waits for the feed too (`relations_projections::notifications::READS`).
+/// How a group shows to its reader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// Not at all: a post they may not read, or a text their filters hide.
+    Hidden,
+    /// Shown, with the `warn` filters its text matches (issue 47), if any.
+    Shown(Option<Vec<FilterHit>>),
+}
+
+impl Seen {
+    /// Whether it shows.
+    pub fn shown(&self) -> bool {
+        matches!(self, Self::Shown(_))
+    }
+}
+
+/// For each of `asks` (what reading a group asks: `None`, nothing), how `viewer` sees it now:
+/// whether they may read the group's post (issue 26's rule, judged on the graph at the moment
+/// of reading, as the feed judges its pages), and what their filters of context
+/// `notifications` do to the text it shows of someone else's (issue 47). A post the feed has
+/// not folded yet (author 0), or whose stored visibility does not parse, is read by nobody
+/// until it has: a read with `min_position` waits for the feed (and the filters) too
+/// (`relations_projections::notifications::READS`).
 pub async fn readable(
     state: &AppState,
     viewer: UserId,
     min_position: Option<LogPosition>,
     asks: &[Option<PostAsk>],
-) -> Result<Vec<bool>, ApiError> {
+) -> Result<Vec<Seen>, ApiError> {
     let known = |ask: &PostAsk| -> Option<(UserId, Visibility)> {
         let author = UserId::try_from(ask.author).ok()?;
         Some((author, ask.visibility.as_deref()?.parse().ok()?))
     };
     let judged: Vec<(UserId, Visibility)> = asks.iter().flatten().filter_map(known).collect();
-    let mut verdicts = if judged.is_empty() {
-        Vec::new()
-    } else {
-        let filter = ReadFilter {
-            source: graph_source(state, min_position).await?,
-            viewer: Some(viewer),
-        };
-        filter.readable(&judged, false).await?
+    if judged.is_empty() {
+        // Nothing to read, nothing to screen: a group that asks is about a post not folded.
+        return Ok(asks
+            .iter()
+            .map(|ask| match ask {
+                None => Seen::Shown(None),
+                Some(_) => Seen::Hidden,
+            })
+            .collect());
     }
-    .into_iter();
+    let filter = ReadFilter {
+        source: graph_source(state, min_position).await?,
+        viewer: Some(viewer),
+        screening: Default::default(),
+    };
+    let mut verdicts = filter.readable(&judged, false).await?.into_iter();
+    let reads = wait_for_projectors(state, &[FILTERS], min_position).await?;
+    let screen = screen_for(&state.graph, reads, min_position, viewer).await?;
+    let screening = Screening::new(screen.as_deref(), FilterContext::Notifications, Utc::now());
     Ok(asks
         .iter()
         .map(|ask| match ask {
-            None => true,
-            Some(ask) => known(ask).is_some() && verdicts.next().unwrap_or(false),
+            None => Seen::Shown(None),
+            Some(ask) if !(known(ask).is_some() && verdicts.next().unwrap_or(false)) => {
+                Seen::Hidden
+            }
+            Some(ask) => match screening.verdict(ask.subject.as_deref().unwrap_or("")) {
+                Verdict::Show => Seen::Shown(None),
+                Verdict::Hide => Seen::Hidden,
+                Verdict::Warn(hits) => Seen::Shown(Some(hits)),
+            },
         })
         .collect())
 }
@@ -65,5 +102,5 @@ pub async fn shown_live(
         Err(error) => return Err(error),
     };
     let ask = notify_read::post_ask(pool, viewer.get(), &n.kind, n.post).await?;
-    Ok(readable(state, viewer, None, &[ask]).await?[0])
+    Ok(readable(state, viewer, None, &[ask]).await?[0].shown())
 }

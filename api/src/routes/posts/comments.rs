@@ -17,6 +17,7 @@ use crate::routes::page::Page;
 use crate::routes::query::wait_for_projectors;
 use crate::routes::readable::readable_post;
 use crate::state::AppState;
+use relations_projections::filters::NAME as FILTERS;
 
 /// The comment list's order.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -52,7 +53,7 @@ pub async fn comments(
             )))
         }
     };
-    let pool = wait_for_projectors(&state, &[ENGAGEMENT], page.min_position).await?;
+    let pool = wait_for_projectors(&state, &[ENGAGEMENT, FILTERS], page.min_position).await?;
     let list = CommentList::Roots(post, sort);
     visible_page(&state, pool, viewer, list, &page)
         .await

@@ -19,6 +19,7 @@ use relations_domain::{ListId, PostId, UserId, Visibility};
 
 use super::timelines::{HeldPost, Timeline};
 use crate::feed::query::SeqPage;
+use crate::filters::screen::{FilterHit, Screening, Verdict};
 use crate::replica::Replica;
 
 /// What a feed read asks.
@@ -33,6 +34,9 @@ pub struct FeedAsk<'a> {
     /// A list of the reader's whose feed is read (issue 46); the home feed when `None`, which
     /// leaves out the members of the reader's exclusive lists.
     pub list: Option<ListId>,
+    /// The reader's filters in the feed's context (issue 47): `hide` leaves a post out,
+    /// `warn` marks it.
+    pub screening: Screening<'a>,
 }
 
 /// How a source's posts are judged.
@@ -78,9 +82,10 @@ struct Source<'g> {
     keeps_reposts: bool,
 }
 
-/// A post a page shows: its author, the post, who brought it (`reposted_by`), and the seq
-/// of the item that shows it (the post's, or a repost's: the cursor).
-type Shown<'g> = (u64, &'g HeldPost, Vec<UserId>, i64);
+/// A post a page shows: its author, the post, who brought it (`reposted_by`), the seq of the
+/// item that shows it (the post's, or a repost's: the cursor), and the warn filters it
+/// matches (issue 47).
+type Shown<'g> = (u64, &'g HeldPost, Vec<UserId>, i64, Option<Vec<FilterHit>>);
 
 /// The sources whose reposts the reader keeps (built for pages with reposts).
 type Reposters = HashSet<u64>;
@@ -192,9 +197,16 @@ impl Replica {
                     let source = &sources[i];
                     left[i] -= 1;
                     let item = &source.timeline.posts[left[i]];
-                    if let Some(shown) = self.appearance(ask, &keeps, source, item, &seen)? {
+                    if let Some(mut shown) = self.appearance(ask, &keeps, source, item, &seen)? {
                         seen.insert(shown.1.id);
-                        found.push(shown);
+                        match ask.screening.verdict(&shown.1.content) {
+                            Verdict::Hide => {}
+                            Verdict::Show => found.push(shown),
+                            Verdict::Warn(hits) => {
+                                shown.4 = Some(hits);
+                                found.push(shown);
+                            }
+                        }
                     }
                     if left[i] > 0 {
                         heap.push((source.timeline.posts[left[i] - 1].seq, i));
@@ -212,10 +224,11 @@ impl Replica {
         let engagement = self.timelines().engagement();
         let items = found
             .into_iter()
-            .map(|(author, post, reposted_by, _)| {
+            .map(|(author, post, reposted_by, _, filtered)| {
                 let shown = engagement.shown(post.id, ask.reader.get() as u64);
                 let mut view = post.view(crate::relations::memory::user(author), shown);
                 view.reposted_by = Some(reposted_by);
+                view.filtered = filtered;
                 view
             })
             .collect();
@@ -235,7 +248,7 @@ impl Replica {
     ) -> Option<Option<Shown<'g>>> {
         let Some((post, author)) = item.repost_of else {
             let shown = !seen.contains(&item.id) && source.judge.keeps(item.visibility);
-            return Some(shown.then(|| (source.author, item, Vec::new(), item.seq)));
+            return Some(shown.then(|| (source.author, item, Vec::new(), item.seq, None)));
         };
         if !source.keeps_reposts || seen.contains(&post) {
             return Some(None);
@@ -258,7 +271,7 @@ impl Replica {
             .iter()
             .take(3)
             .map(|&(_, u)| crate::relations::memory::user(u));
-        Some(Some((author, original, by.collect(), item.seq)))
+        Some(Some((author, original, by.collect(), item.seq, None)))
     }
 
     /// Whether a repost may show `reader` a post of `author` of `visibility` at `now` (a
@@ -313,6 +326,7 @@ impl Replica {
                 .below(i64::MAX)
                 .take_while(|p| p.seq > mark)
                 .filter(|p| source.judge.keeps(p.visibility))
+                .filter(|p| ask.screening.verdict(&p.content) != Verdict::Hide)
                 .count() as i64;
         }
         Some(count)
@@ -373,6 +387,7 @@ mod tests {
             recommended,
             now: now(),
             list: None,
+            screening: Screening::none(),
         }
     }
 
