@@ -848,6 +848,7 @@ async fn a_replica_holding_posts_answers_feed_pages_as_postgresql_does() {
         recommended: &[],
         now: chrono::Utc::now(),
         list: None,
+        screening: Default::default(),
     };
     let (memory, _) = graph
         .with(|g| g.feed_page(ask, None, 10))

@@ -323,6 +323,7 @@ pub(crate) fn home_from_memory(
         recommended: &[],
         now: chrono::Utc::now(),
         list: None,
+        screening: Default::default(),
     };
     let page = graph.with(|g| g.feed_page(ask, None, size)).flatten();
     page.expect("a first page from memory").0.items
@@ -337,6 +338,7 @@ fn memory_first_page(graph: &LiveGraph, reader: i64) -> Option<Vec<String>> {
         recommended: &recommended,
         now: chrono::Utc::now(),
         list: None,
+        screening: Default::default(),
     };
     let (page, _) = graph
         .with(|g| g.feed_page(ask, None, PAGE as i64))

@@ -18,6 +18,7 @@ mod failover;
 mod faults;
 mod feed;
 mod feed_model;
+mod filters;
 mod follow_prefs;
 mod forgotten;
 mod graph;

@@ -88,13 +88,13 @@ impl Matcher {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
     /// The rule said plainly: each phrase searched at every place of the folded text, a whole
     /// word only between two of the segmentation's boundaries.
-    fn reference(phrases: &[(String, bool)], text: &str) -> Vec<usize> {
+    pub(crate) fn reference(phrases: &[(String, bool)], text: &str) -> Vec<usize> {
         let folded = fold(text);
         let words: Vec<&str> = folded.split_word_bounds().collect();
         let mut starts = vec![0];
@@ -162,7 +162,7 @@ mod tests {
         assert_eq!(fold("ß"), "ss");
     }
 
-    fn text() -> impl Strategy<Value = String> {
+    pub(crate) fn text() -> impl Strategy<Value = String> {
         let pieces = prop::sample::select(vec![
             "rust",
             "Rust",
@@ -191,7 +191,7 @@ mod tests {
     }
 
     /// A phrase of one to four characters of a text, so that many are found in a body.
-    fn phrase() -> impl Strategy<Value = String> {
+    pub(crate) fn phrase() -> impl Strategy<Value = String> {
         text()
             .prop_filter("a phrase", |p| !p.is_empty())
             .prop_flat_map(|p| {

@@ -158,3 +158,116 @@ impl Default for Screening<'_> {
         Self::none()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use chrono::TimeDelta;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::filters::matching::tests::{phrase, reference, text};
+
+    const CONTEXTS: [FilterContext; 4] = [
+        FilterContext::Home,
+        FilterContext::Lists,
+        FilterContext::Notifications,
+        FilterContext::Comments,
+    ];
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000, 0).unwrap()
+    }
+
+    /// A filter drawn: its phrase, whole_word, contexts (a mask), hide, and expiry in seconds
+    /// from now (past, now or future; none: never).
+    type Drawn = (String, bool, u8, bool, Option<i64>);
+
+    fn held(n: usize, (phrase, whole_word, mask, hide, expiry): &Drawn) -> HeldFilter {
+        HeldFilter {
+            id: FilterId::from_uuid(uuid::Uuid::from_u128(n as u128 + 1)),
+            user: 7,
+            phrase: Some(phrase.clone()),
+            whole_word: *whole_word,
+            contexts: (0..4)
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| CONTEXTS[i])
+                .collect::<BTreeSet<_>>(),
+            action: match hide {
+                true => FilterAction::Hide,
+                false => FilterAction::Warn,
+            },
+            expires_at: expiry.map(|s| now() + TimeDelta::seconds(s)),
+            created_at: now() - TimeDelta::days(1),
+        }
+    }
+
+    /// The rule said plainly: the matching filters live at now in the context; any hide
+    /// hides, else the warn ones mark, in the order they were made.
+    fn expected(filters: &[HeldFilter], body: &str, context: FilterContext) -> Verdict {
+        let phrases: Vec<(String, bool)> = filters
+            .iter()
+            .map(|f| (f.phrase.clone().unwrap(), f.whole_word))
+            .collect();
+        let matched: Vec<&HeldFilter> = reference(&phrases, body)
+            .into_iter()
+            .map(|i| &filters[i])
+            .filter(|f| f.contexts.contains(&context))
+            .filter(|f| f.expires_at.is_none_or(|e| e > now()))
+            .collect();
+        if matched.iter().any(|f| f.action == FilterAction::Hide) {
+            return Verdict::Hide;
+        }
+        let hits: Vec<FilterHit> = matched
+            .iter()
+            .map(|f| FilterHit {
+                filter: f.id,
+                phrase: f.phrase.clone().unwrap(),
+            })
+            .collect();
+        match hits.is_empty() {
+            true => Verdict::Show,
+            false => Verdict::Warn(hits),
+        }
+    }
+
+    fn drawn() -> impl Strategy<Value = Drawn> {
+        (
+            phrase(),
+            any::<bool>(),
+            0u8..16,
+            any::<bool>(),
+            prop::option::of(-5i64..5),
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn a_screen_agrees_with_the_rule_said_plainly(
+            drawn in prop::collection::vec(drawn(), 0..8),
+            body in text(),
+            context in 0usize..4,
+        ) {
+            let filters: Vec<HeldFilter> = drawn.iter().enumerate().map(|(n, d)| held(n, d)).collect();
+            let context = CONTEXTS[context];
+            let screen = Screen::new(filters.clone());
+            prop_assert_eq!(screen.verdict(&body, context, now()), expected(&filters, &body, context));
+            let screening = Screening::new(Some(&screen), context, now());
+            prop_assert_eq!(screening.verdict(&body), expected(&filters, &body, context));
+        }
+    }
+
+    #[test]
+    fn a_filter_ends_at_its_expiry_and_applies_only_in_its_contexts() {
+        let filter = held(0, &("Spoiler".into(), true, 0b0001, true, Some(10)));
+        let screen = Screen::new(vec![filter]);
+        let (home, lists) = (FilterContext::Home, FilterContext::Lists);
+        assert_eq!(screen.verdict("a SPOILER!", home, now()), Verdict::Hide);
+        assert_eq!(screen.verdict("spoilers", home, now()), Verdict::Show);
+        assert_eq!(screen.verdict("a spoiler", lists, now()), Verdict::Show);
+        let later = now() + TimeDelta::seconds(10);
+        assert_eq!(screen.verdict("a spoiler", home, later), Verdict::Show);
+        assert!(!Screening::new(Some(&screen), home, later).active());
+    }
+}
