@@ -1,6 +1,6 @@
 //! A user's own data, for their archive (`GET /api/v1/me/archive`, issue 25): every follow,
 //! follower, request, block, mute, post, comment, like, repost, bookmark, dismissed
-//! suggestion and list with its members (issue 46) of theirs as the read models hold it, as JSON lines `{"kind", ..., "at"}`. Read section by
+//! suggestion, list with its members (issue 46) and filter (issue 47) of theirs as the read models hold it, as JSON lines `{"kind", ..., "at"}`. Read section by
 //! section in keyset pages (newest first, by `(at, tie)`), so a user with 100k followers costs
 //! one page of memory at a time and holds no connection between pages.
 
@@ -110,6 +110,15 @@ const SECTIONS: &[Section] = &[
                                                                        'since', m.since)
                                                      ORDER BY m.since, m.member), '[]')
                                FROM rm_list_members m WHERE m.list_id = l.list_id)",
+    },
+    // Issue 47: every filter not deleted (an expired one too: it is still the user's data).
+    Section {
+        rows: "rm_filters WHERE user_id = $1",
+        at: "created_at",
+        tie: "filter_id::text",
+        record: "'kind', 'filter', 'id', filter_id, 'phrase', phrase, 'whole_word', whole_word,
+                 'contexts', contexts, 'action', action, 'expires_at', expires_at,
+                 'at', created_at",
     },
 ];
 

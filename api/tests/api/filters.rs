@@ -359,6 +359,18 @@ async fn a_phrase_is_sealed_in_the_log_and_forgotten_at_erasure() {
         stored.0
     );
     assert_eq!(stored.1, "2");
+    // The archive holds it, phrase and all.
+    crate::helpers::projector_reached(&app, "filters", &head(&app).await).await;
+    let (status, _, lines) = crate::erasure::archive(&app, 1).await;
+    assert_eq!(status, StatusCode::OK);
+    let kept = lines
+        .iter()
+        .find(|l| l["kind"] == "filter")
+        .expect("a filter line");
+    assert_eq!(
+        (&kept["phrase"], &kept["contexts"], &kept["action"]),
+        (&json!("a secret phrase"), &json!(["home"]), &json!("hide"))
+    );
     let (status, body) = app.erase_me(1).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let at = head(&app).await;

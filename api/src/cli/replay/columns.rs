@@ -29,6 +29,8 @@ enum Kind {
     Bool,
     /// A list of 64-bit integers (a list's members).
     Ints,
+    /// A list of UTF-8 texts (a filter's contexts).
+    Texts,
 }
 
 impl Kind {
@@ -39,6 +41,7 @@ impl Kind {
             Kind::Time => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
             Kind::Bool => DataType::Boolean,
             Kind::Ints => DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true))),
+            Kind::Texts => DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
         }
     }
 
@@ -52,6 +55,9 @@ impl Kind {
             Kind::Ints => value
                 .as_array()
                 .is_some_and(|items| items.iter().all(Value::is_i64)),
+            Kind::Texts => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_string)),
         }
     }
 }
@@ -80,7 +86,7 @@ const ENVELOPE: [(&str, Kind); 11] = [
 /// The payload's columns: (column, the `data` field it holds, kind), after the envelope's.
 /// One field, `target`, has two kinds (a user id in follow requests, `"post:{id}"` or
 /// `"comment:{id}"` in likes): it has one column per kind, `target` and `like_target`.
-const PAYLOAD: [(&str, &str, Kind); 39] = [
+const PAYLOAD: [(&str, &str, Kind); 44] = [
     ("follower", "follower", Kind::Int),
     ("followee", "followee", Kind::Int),
     ("cause", "cause", Kind::Text),
@@ -120,6 +126,11 @@ const PAYLOAD: [(&str, &str, Kind); 39] = [
     ("title", "title", Kind::Text),
     ("exclusive", "exclusive", Kind::Bool),
     ("members", "members", Kind::Ints),
+    ("filter", "filter", Kind::Text),
+    ("whole_word", "whole_word", Kind::Bool),
+    ("contexts", "contexts", Kind::Texts),
+    ("action", "action", Kind::Text),
+    ("expires_at", "expires_at", Kind::Time),
 ];
 
 /// The table's schema: every column nullable but the sortable pair and the envelope's own.
@@ -202,6 +213,16 @@ fn column<'v>(kind: Kind, values: impl Iterator<Item = Option<&'v Value>>) -> Ar
                 b.append_option(
                     v.and_then(Value::as_array)
                         .map(|items| items.iter().map(Value::as_i64)),
+                )
+            });
+            Arc::new(b.finish())
+        }
+        Kind::Texts => {
+            let mut b = ListBuilder::new(StringBuilder::new());
+            values.for_each(|v| {
+                b.append_option(
+                    v.and_then(Value::as_array)
+                        .map(|items| items.iter().map(Value::as_str)),
                 )
             });
             Arc::new(b.finish())
