@@ -259,31 +259,8 @@ impl From<StoreError> for ApiError {
                 code: "BLOCKED",
                 message: BookmarkError::Blocked.to_string(),
             },
-            StoreError::ListRejected(rejection) => {
-                let message = rejection.to_string();
-                match rejection {
-                    ListError::NotFound => ApiError::NotFound,
-                    ListError::LimitReached => ApiError::Conflict {
-                        code: "LIST_LIMIT_REACHED",
-                        message,
-                    },
-                    ListError::NotFollowing => ApiError::Conflict {
-                        code: "NOT_FOLLOWING",
-                        message,
-                    },
-                }
-            }
-            StoreError::FilterRejected(rejection) => {
-                let message = rejection.to_string();
-                match rejection {
-                    FilterError::NotFound => ApiError::NotFound,
-                    FilterError::LimitReached => ApiError::Conflict {
-                        code: "FILTER_LIMIT_REACHED",
-                        message,
-                    },
-                    FilterError::Invalid => ApiError::InvalidInput(message),
-                }
-            }
+            StoreError::ListRejected(rejection) => list_refused(rejection),
+            StoreError::FilterRejected(rejection) => filter_refused(rejection),
             // A command naming an erased user names nobody.
             StoreError::Erased => ApiError::NotFound,
             StoreError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,
@@ -339,5 +316,34 @@ impl From<ProjectionError> for ApiError {
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
         StoreError::from(error).into()
+    }
+}
+
+/// A list command's refusal (issue 46), as the API answers it.
+fn list_refused(rejection: ListError) -> ApiError {
+    let message = rejection.to_string();
+    match rejection {
+        ListError::NotFound => ApiError::NotFound,
+        ListError::LimitReached => ApiError::Conflict {
+            code: "LIST_LIMIT_REACHED",
+            message,
+        },
+        ListError::NotFollowing => ApiError::Conflict {
+            code: "NOT_FOLLOWING",
+            message,
+        },
+    }
+}
+
+/// A filter command's refusal (issue 47), as the API answers it.
+fn filter_refused(rejection: FilterError) -> ApiError {
+    let message = rejection.to_string();
+    match rejection {
+        FilterError::NotFound => ApiError::NotFound,
+        FilterError::LimitReached => ApiError::Conflict {
+            code: "FILTER_LIMIT_REACHED",
+            message,
+        },
+        FilterError::Invalid => ApiError::InvalidInput(message),
     }
 }

@@ -104,6 +104,23 @@ fn list_store(pool: &sqlx::PgPool, signal: &CommitSignal, config: &Config) -> Li
     ListStore::new(pool.clone(), signal.clone(), config.workers(), render)
 }
 
+/// The engagement commands' store (comments, likes, reposts, bookmarks).
+fn engagement_store(
+    pool: &sqlx::PgPool,
+    keys: &relations_store::Keyring,
+    signal: &CommitSignal,
+    config: &Config,
+) -> EngagementStore {
+    let renders = crate::outcome::engagement_renders();
+    EngagementStore::new(
+        pool.clone(),
+        keys.clone(),
+        signal.clone(),
+        config.workers(),
+        renders,
+    )
+}
+
 /// The filter commands' store (issue 47): it seals phrases with `keys`.
 fn filter_store(
     pool: &sqlx::PgPool,
@@ -152,13 +169,7 @@ impl Application {
             stream_slots: StreamSlots::new(config.streams_per_user),
             notify_hub: Default::default(),
             closing: CancellationToken::new(),
-            engagement: EngagementStore::new(
-                pool.clone(),
-                keys.clone(),
-                signal.clone(),
-                config.workers(),
-                crate::outcome::engagement_renders(),
-            ),
+            engagement: engagement_store(&pool, &keys, &signal, &config),
             lists: list_store(&pool, &signal, &config),
             filters: filter_store(&pool, &keys, &signal, &config),
             relations: RelationStore::new(

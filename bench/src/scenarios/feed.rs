@@ -170,6 +170,7 @@ pub(super) async fn feed_pages(
             // The replica's lists (issue 46) load from this projector: a server whose lists
             // still fold the world's log would measure that beside the pages.
             relations_projections::lists::NAME,
+            relations_projections::filters::NAME,
         ],
     )
     .await?;
@@ -196,6 +197,7 @@ pub(super) async fn feed_pages(
     let mut rows = vec![memory_share(&server, "e. feed pages answered from memory", mode).await];
     if memory && !reposted {
         rows.push(list_pages(&server, scale, &tokens, &stats).await?);
+        rows.push(filtered_pages(&server, scale, &tokens).await?);
     }
     if memory {
         rows.extend(memory_rows(&server).await?);
@@ -268,6 +270,73 @@ async fn list_pages(
     .target(
         "p99 < 5 ms, >= 0.8x the home page",
         stats.ms(0.99) < 5.0 && ratio >= 0.8,
+    ))
+}
+
+/// Readers who make filters (issue 47), and how many each makes.
+const FILTERING_READERS: usize = 20;
+const FILTERS_EACH: usize = 100;
+
+/// The home feed's first page for a reader with 100 filters (issue 47): 20 readers' first
+/// pages at 16 clients, without filters, then again once each has made 100 (`hide` in `home`,
+/// half whole words, Latin and Chinese, matching none of the bench's posts, so that both runs
+/// show the same pages and the difference is the screening).
+async fn filtered_pages(
+    server: &Server,
+    scale: Scale,
+    tokens: &Arc<Vec<String>>,
+) -> anyhow::Result<Row> {
+    let (client, url) = (client(), server.base.clone());
+    let readers: Arc<Vec<String>> =
+        Arc::new(tokens.iter().take(FILTERING_READERS).cloned().collect());
+    let pages = |readers: Arc<Vec<String>>| {
+        let (client, url) = (client.clone(), url.clone());
+        closed_loop(16, scale.run, move |c, i| {
+            let (client, url, readers) = (client.clone(), url.clone(), readers.clone());
+            async move {
+                client
+                    .get(format!("{url}/api/v1/feed"))
+                    .bearer_auth(&readers[(c + i as usize) % readers.len()])
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            }
+        })
+    };
+    let without = pages(readers.clone()).await;
+    for token in readers.iter() {
+        for n in 0..FILTERS_EACH {
+            let phrase = match n % 2 {
+                0 => format!("muted phrase {n}"),
+                _ => format!("静音词{n}"),
+            };
+            let body = serde_json::json!({"phrase": phrase, "whole_word": n % 4 < 2,
+                                          "contexts": ["home", "lists"], "action": "hide"});
+            client
+                .post(format!("{url}/api/v1/filters"))
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await?
+                .error_for_status()?;
+        }
+    }
+    // Every filter folded into the replica before the clock starts.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let with = pages(readers).await;
+    let ratio = with.per_sec() / without.per_sec();
+    Ok(Row::new(
+        "e. feed first page with 100 filters, 16 clients",
+        "from memory, 20 readers of 1,000 followed authors, 100 hide filters each",
+        rate(&with),
+    )
+    .against(
+        format!("the same pages without filters: {}", rate(&without)),
+        ratio,
+    )
+    .target(
+        "p99 < 5 ms, >= 0.7x without filters",
+        with.ms(0.99) < 5.0 && ratio >= 0.7,
     ))
 }
 

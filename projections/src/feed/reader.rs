@@ -285,7 +285,7 @@ impl FeedReader<'_> {
     /// when it reflects `min_position`, else projector `filters`' table's (the request waited
     /// for it).
     pub async fn screen(&self, reader: UserId) -> Result<Option<Arc<Screen>>, ProjectionError> {
-        crate::filters::screen_for(self.replica, self.reads, self.min_position, reader).await
+        crate::filters::read::screen_for(self.replica, self.reads, self.min_position, reader).await
     }
 
     /// The page from the replica's held timelines (issue 28), with its engagement, when it

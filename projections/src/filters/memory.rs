@@ -11,8 +11,9 @@ use relations_domain::{FilterId, LogEvent, UserId};
 use relations_store::LogPosition;
 use sqlx::PgConnection;
 
+use super::held::HeldFilter;
 use super::screen::Screen;
-use super::{FilterTables, HeldFilter};
+use super::FilterTables;
 use crate::replica::MemoryModel;
 use crate::runtime::checkpoint;
 

@@ -10,99 +10,26 @@
 //! How a phrase matches is [`matching`]'s; what a reader's live filters do to a text in a
 //! context is [`screen`]'s.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
-use relations_domain::{FilterAction, FilterContext, FilterEvent, FilterId, LogEvent, UserId};
+use relations_domain::{FilterEvent, FilterId, LogEvent};
 use relations_store::log::{self, RecordedEvent};
-use relations_store::{Keyring, LogPosition};
-use sqlx::{PgConnection, PgPool};
+use relations_store::Keyring;
+use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
-use crate::replica::live::LiveGraph;
 use crate::runtime::projector::Projector;
-use screen::Screen;
+pub use held::{action_name, context_name, HeldFilter};
 
+mod held;
 pub mod matching;
 pub mod memory;
 pub mod query;
+pub mod read;
 pub mod screen;
 pub mod verify;
 
-/// `reader`'s filters as a screen, none when they have none: the replica's when it reflects
-/// `min_position`, else the table's on `reads` (which the caller waited for).
-pub async fn screen_for(
-    replica: &LiveGraph,
-    reads: &PgPool,
-    min_position: Option<LogPosition>,
-    reader: UserId,
-) -> Result<Option<Arc<Screen>>, ProjectionError> {
-    let held = replica.with(|replica| {
-        let behind = min_position.is_some_and(|at| replica.position() < at);
-        (!behind).then(|| replica.filters().screen(reader))
-    });
-    if let Some(screen) = held.flatten() {
-        return Ok(screen);
-    }
-    let filters = query::filters(reads, reader).await?;
-    Ok((!filters.is_empty()).then(|| Arc::new(Screen::new(filters))))
-}
-
 /// The projector's name.
 pub const NAME: &str = "filters";
-
-/// One filter not deleted, as every reader holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeldFilter {
-    /// Its id.
-    pub id: FilterId,
-    /// Whose.
-    pub user: i64,
-    /// Its phrase (none once its user's key is destroyed).
-    pub phrase: Option<String>,
-    /// Only at word boundaries.
-    pub whole_word: bool,
-    /// Where it applies.
-    pub contexts: BTreeSet<FilterContext>,
-    /// What it does.
-    pub action: FilterAction,
-    /// When it ends by itself (none: never).
-    pub expires_at: Option<DateTime<Utc>>,
-    /// When it was made.
-    pub created_at: DateTime<Utc>,
-}
-
-impl HeldFilter {
-    /// Whether it is live at `now`.
-    pub fn live(&self, now: DateTime<Utc>) -> bool {
-        self.expires_at.is_none_or(|e| e > now)
-    }
-
-    /// Whether it applies in `context` at `now`.
-    pub fn applies(&self, context: FilterContext, now: DateTime<Utc>) -> bool {
-        self.contexts.contains(&context) && self.live(now)
-    }
-}
-
-/// A context's name, as the tables and the API write it.
-pub fn context_name(context: FilterContext) -> &'static str {
-    match context {
-        FilterContext::Home => "home",
-        FilterContext::Lists => "lists",
-        FilterContext::Notifications => "notifications",
-        FilterContext::Comments => "comments",
-    }
-}
-
-/// An action's name, as the tables and the API write it.
-pub fn action_name(action: FilterAction) -> &'static str {
-    match action {
-        FilterAction::Hide => "hide",
-        FilterAction::Warn => "warn",
-    }
-}
 
 /// What a fold of filters writes to; each reader of the log keeps its own.
 pub trait FilterTables {

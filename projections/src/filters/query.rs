@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use relations_domain::{FilterAction, FilterContext, FilterId, UserId};
 use sqlx::PgPool;
 
-use super::HeldFilter;
+use super::held::HeldFilter;
 use crate::error::ProjectionError;
 
 /// The columns of a filter, in a row.

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use relations_domain::{FilterAction, FilterContext, FilterId};
 use serde::Serialize;
 
+use super::held::HeldFilter;
 use super::matching::Matcher;
-use super::HeldFilter;
 
 /// A warn filter a text matched, as the answer shows it: `{"filter": id, "phrase"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
+use super::held::HeldFilter;
 use super::memory::FiltersMemory;
 use super::query::{self, FilterRow};
-use super::HeldFilter;
 use crate::error::ProjectionError;
 use crate::runtime::verify::{diff, distinct, Check};
 
@@ -32,8 +32,11 @@ fn compared(f: &HeldFilter) -> FilterCompared {
         f.user,
         f.phrase.clone(),
         f.whole_word,
-        f.contexts.iter().map(|&c| super::context_name(c)).collect(),
-        super::action_name(f.action),
+        f.contexts
+            .iter()
+            .map(|&c| super::held::context_name(c))
+            .collect(),
+        super::held::action_name(f.action),
         f.expires_at.map(|e| e.timestamp_micros()),
         f.created_at.timestamp_micros(),
     )

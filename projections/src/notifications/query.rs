@@ -266,8 +266,8 @@ pub async fn unread_count(
                                       FROM notify_marks m WHERE m.user_id = $1)) AS a
           GROUP BY ask_author, ask_visibility, ask_subject"
     );
-    let rows: Vec<(Option<i64>, Option<String>, Option<String>, i64)> =
-        sqlx::query_as(&sql).bind(user).fetch_all(pool).await?;
+    type Counted = (Option<i64>, Option<String>, Option<String>, i64);
+    let rows: Vec<Counted> = sqlx::query_as(&sql).bind(user).fetch_all(pool).await?;
     Ok(rows
         .into_iter()
         .map(|(author, visibility, subject, n)| (PostAsk::of(author, visibility, subject), n))

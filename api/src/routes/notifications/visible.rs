@@ -5,8 +5,9 @@
 use chrono::Utc;
 use relations_domain::{FilterContext, UserId, Visibility};
 use relations_projections::feed::query::PostFilter;
+use relations_projections::filters::read::screen_for;
 use relations_projections::filters::screen::{FilterHit, Screening, Verdict};
-use relations_projections::filters::{screen_for, NAME as FILTERS};
+use relations_projections::filters::NAME as FILTERS;
 use relations_projections::notifications::live::LiveNotification;
 use relations_projections::notifications::query::{self as notify_read, PostAsk};
 use relations_projections::privacy::ReadFilter;
