@@ -68,6 +68,7 @@ struct World {
     list: String,
     /// Another, deleted by a call.
     doomed_list: String,
+    doomed_filter: String,
 }
 
 async fn arrange(app: &TestApp) -> World {
@@ -114,10 +115,15 @@ async fn arrange(app: &TestApp) -> World {
     let path = format!("/api/v1/lists/{list}/members");
     let (status, body) = app.post_as(1, &path, json!({ "users": [2] })).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    let body = json!({"phrase": "doomed", "contexts": ["home"], "action": "warn"});
+    let (status, made) = app.post_as(1, "/api/v1/filters", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let doomed_filter = made["filter"]["id"].as_str().unwrap().to_owned();
     let (_, at) = app.publish(1, "last").await;
     World {
         list,
         doomed_list,
+        doomed_filter,
         at,
         post,
         doomed,
@@ -368,6 +374,31 @@ fn calls(app: &TestApp, w: &World, method: &str, path: &str) -> Vec<Call> {
                 S::BAD_REQUEST,
             ),
             Call::new("get", "/api/v1/comments/nope/replies", S::NOT_FOUND),
+        ],
+        ("get", "/api/v1/filters") => vec![
+            Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
+            Call::new("get", path, S::UNAUTHORIZED),
+        ],
+        ("post", "/api/v1/filters") => vec![
+            Call::new("post", path, S::CREATED).token(t1.clone()).body(
+                json!({"phrase": "猫", "whole_word": true, "contexts": ["home", "comments"],
+                             "action": "hide", "expires_in_secs": 60}),
+            ),
+            Call::new("post", path, S::BAD_REQUEST)
+                .token(t1.clone())
+                .body(json!({"phrase": "", "contexts": ["home"], "action": "hide"})),
+            Call::new("post", path, S::UNAUTHORIZED)
+                .body(json!({"phrase": "x", "contexts": ["home"], "action": "hide"})),
+        ],
+        ("delete", "/api/v1/filters/{id}") => vec![
+            Call::new(
+                "delete",
+                path.replace("{id}", &w.doomed_filter),
+                S::NOT_FOUND,
+            )
+            .token(t2.clone()),
+            Call::new("delete", path.replace("{id}", &w.doomed_filter), S::OK).token(t1.clone()),
+            Call::new("delete", path.replace("{id}", "nope"), S::NOT_FOUND).token(t1.clone()),
         ],
         ("get", "/api/v1/lists") => vec![
             Call::new("get", format!("{path}?min_position={at}"), S::OK).token(t1.clone()),
