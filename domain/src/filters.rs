@@ -4,6 +4,7 @@
 //! not deleted and its `expires_at` is after that moment, and every reader judges it so.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -78,6 +79,59 @@ pub enum FilterAction {
     Hide,
     /// Kept, marked with the filters it matches.
     Warn,
+}
+
+impl FilterContext {
+    /// The name the API, the events and the read models use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Home => "home",
+            Self::Lists => "lists",
+            Self::Notifications => "notifications",
+            Self::Comments => "comments",
+        }
+    }
+}
+
+/// A string that is not a filter's context or action.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a filter's context or action: {0:?}")]
+pub struct BadFilterName(String);
+
+impl FromStr for FilterContext {
+    type Err = BadFilterName;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "home" => Ok(Self::Home),
+            "lists" => Ok(Self::Lists),
+            "notifications" => Ok(Self::Notifications),
+            "comments" => Ok(Self::Comments),
+            _ => Err(BadFilterName(s.to_owned())),
+        }
+    }
+}
+
+impl FilterAction {
+    /// The name the API, the events and the read models use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hide => "hide",
+            Self::Warn => "warn",
+        }
+    }
+}
+
+impl FromStr for FilterAction {
+    type Err = BadFilterName;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "hide" => Ok(Self::Hide),
+            "warn" => Ok(Self::Warn),
+            _ => Err(BadFilterName(s.to_owned())),
+        }
+    }
 }
 
 /// A filter as its user asked for it.
@@ -387,6 +441,20 @@ mod tests {
         let back: FilterEvent = serde_json::from_value(json).unwrap();
         assert_eq!(back, events[0]);
         assert_eq!("nope".parse::<FilterId>(), Err(BadFilterId));
+        for context in [
+            FilterContext::Home,
+            FilterContext::Lists,
+            FilterContext::Notifications,
+            FilterContext::Comments,
+        ] {
+            assert_eq!(serde_json::to_value(context).unwrap(), context.as_str());
+            assert_eq!(context.as_str().parse(), Ok(context));
+        }
+        for action in [FilterAction::Hide, FilterAction::Warn] {
+            assert_eq!(serde_json::to_value(action).unwrap(), action.as_str());
+            assert_eq!(action.as_str().parse(), Ok(action));
+        }
+        assert!("public".parse::<FilterContext>().is_err());
         assert_eq!(id(5).to_string().parse::<FilterId>(), Ok(id(5)));
     }
 }

@@ -28,8 +28,8 @@ pub use account::{Account, AccountCommand, AccountError, AccountEvent, TokenStam
 pub use bookmark::{Bookmark, BookmarkCommand, BookmarkError, BookmarkEvent, BookmarkServices};
 pub use event::{DecodeError, LogEvent};
 pub use filters::{
-    BadFilterId, BadPhrase, FilterAction, FilterCommand, FilterContext, FilterError, FilterEvent,
-    FilterId, FilterSpec, Phrase, UserFilters,
+    BadFilterId, BadFilterName, BadPhrase, FilterAction, FilterCommand, FilterContext, FilterError,
+    FilterEvent, FilterId, FilterSpec, Phrase, UserFilters,
 };
 pub use ids::{PairId, SelfRelation, UserId, UserIdError};
 pub use like::{BadLikeTarget, Like, LikeCommand, LikeError, LikeEvent, LikeServices, LikeTarget};

@@ -10,7 +10,7 @@ use relations_domain::{CommentId, LikeTarget, PostId, UserId};
 use sqlx::PgPool;
 
 use super::query::{self as read, CommentKey, Sort};
-use crate::filters::screen::{Screening, Verdict};
+use crate::filters::screen::Screening;
 use crate::relations::reads::Source;
 use crate::views::CommentView;
 
@@ -47,16 +47,8 @@ pub async fn visible(
         for (mut comment, hidden) in batch.into_iter().zip(hidden) {
             after = Some(CommentKey::of(&comment));
             let text = comment.content.as_deref().unwrap_or("");
-            let hidden = hidden
-                || match screening.verdict(text) {
-                    Verdict::Show => false,
-                    Verdict::Hide => true,
-                    Verdict::Warn(hits) => {
-                        comment.filtered = Some(hits);
-                        false
-                    }
-                };
-            if !hidden {
+            if let Some(marks) = (!hidden).then(|| screening.shown(text)).flatten() {
+                comment.filtered = marks;
                 items.push(comment);
                 if items.len() as i64 == wanted {
                     return Ok(items);

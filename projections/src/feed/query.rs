@@ -22,7 +22,7 @@ use relations_domain::{ListId, PostId, UserId, Visibility};
 use sqlx::{PgPool, Row};
 
 use crate::error::ProjectionError;
-use crate::filters::screen::{Screening, Verdict};
+use crate::filters::screen::Screening;
 
 /// A page of posts by seq (the feed and a timeline), newest first, and the seq to continue below.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,12 +138,15 @@ async fn keep(
     let posts = posts
         .into_iter()
         .zip(readable)
-        .filter_map(|(post, keep)| keep.then_some(post))
-        .collect();
-    let marked = |(_, post): &mut (i64, PostView), hits| post.filtered = Some(hits);
-    Ok(filter
-        .screening()
-        .keep(posts, |(_, post)| &post.content, marked))
+        .filter_map(|(post, keep)| keep.then_some(post));
+    let screening = filter.screening();
+    Ok(posts
+        .into_iter()
+        .filter_map(|(seq, mut post)| {
+            post.filtered = screening.shown(&post.content)?;
+            Some((seq, post))
+        })
+        .collect())
 }
 
 /// A post's visibility as `rm_posts` stores it.
@@ -773,10 +776,7 @@ pub async fn new_count(
         .iter()
         .zip(readable)
         .filter(|((.., text, _), keep)| {
-            *keep
-                && text
-                    .as_deref()
-                    .is_none_or(|t| screening.verdict(t) != Verdict::Hide)
+            *keep && text.as_deref().is_none_or(|t| screening.shown(t).is_some())
         })
         .map(|((.., count), _)| count)
         .sum())

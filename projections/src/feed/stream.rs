@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::quotes::one_level;
 use crate::error::ProjectionError;
-use crate::filters::screen::{Screening, Verdict};
+use crate::filters::screen::Screening;
 use crate::replica::live::LiveGraph;
 use crate::replica::Replica;
 use crate::runtime::projector::erased_user;
@@ -342,11 +342,8 @@ impl FeedHub {
             return Some(item);
         };
         let screen = graph.filters().screen(reader);
-        match Screening::new(screen.as_deref(), FilterContext::Home, now).verdict(&post.content) {
-            Verdict::Show => {}
-            Verdict::Hide => return None,
-            Verdict::Warn(hits) => post.filtered = Some(hits),
-        }
+        let screening = Screening::new(screen.as_deref(), FilterContext::Home, now);
+        post.filtered = screening.shown(&post.content)?;
         Some(StreamItem::Post(at, post))
     }
 

@@ -1,5 +1,4 @@
-//! A filter as every reader of projector `filters` holds it, and its names as the tables and
-//! the API write them.
+//! A filter as every reader of projector `filters` holds it.
 
 use std::collections::BTreeSet;
 
@@ -36,23 +35,5 @@ impl HeldFilter {
     /// Whether it applies in `context` at `now`.
     pub fn applies(&self, context: FilterContext, now: DateTime<Utc>) -> bool {
         self.contexts.contains(&context) && self.live(now)
-    }
-}
-
-/// A context's name, as the tables and the API write it.
-pub fn context_name(context: FilterContext) -> &'static str {
-    match context {
-        FilterContext::Home => "home",
-        FilterContext::Lists => "lists",
-        FilterContext::Notifications => "notifications",
-        FilterContext::Comments => "comments",
-    }
-}
-
-/// An action's name, as the tables and the API write it.
-pub fn action_name(action: FilterAction) -> &'static str {
-    match action {
-        FilterAction::Hide => "hide",
-        FilterAction::Warn => "warn",
     }
 }

@@ -10,6 +10,8 @@
 //! How a phrase matches is [`matching`]'s; what a reader's live filters do to a text in a
 //! context is [`screen`]'s.
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
 use relations_domain::{FilterEvent, FilterId, LogEvent};
 use relations_store::log::{self, RecordedEvent};
@@ -18,7 +20,7 @@ use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::runtime::projector::Projector;
-pub use held::{action_name, context_name, HeldFilter};
+pub use held::HeldFilter;
 
 mod held;
 pub mod matching;
@@ -95,7 +97,21 @@ impl Projector for Filters {
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let events = log::revealed_to_fold(&self.keys, events).await?;
+        // Only a phrase is opened: a batch of posts and comments alone opens nothing (its
+        // erasures still forget their users' keys).
+        let phrases = events.iter().any(|e| {
+            matches!(
+                e.event,
+                LogEvent::Filters(FilterEvent::FilterCreated { .. })
+            )
+        });
+        let events = match phrases {
+            true => log::revealed_to_fold(&self.keys, events).await?,
+            false => {
+                log::forget_erased(&self.keys, events);
+                Cow::Borrowed(events)
+            }
+        };
         let mut statements = Statements::default();
         for event in events.iter() {
             fold(&mut statements, &event.event);
@@ -126,13 +142,8 @@ impl Statement {
             .bind(f.user)
             .bind(f.phrase)
             .bind(f.whole_word)
-            .bind(
-                f.contexts
-                    .iter()
-                    .map(|&c| context_name(c))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(action_name(f.action))
+            .bind(f.contexts.iter().map(|c| c.as_str()).collect::<Vec<_>>())
+            .bind(f.action.as_str())
             .bind(f.expires_at)
             .bind(f.created_at),
             Self::Delete(user, filter) => {

@@ -2,7 +2,7 @@
 //! load), in the order they were made.
 
 use chrono::{DateTime, Utc};
-use relations_domain::{FilterAction, FilterContext, FilterId, UserId};
+use relations_domain::{BadFilterName, FilterId, UserId};
 use sqlx::PgPool;
 
 use super::held::HeldFilter;
@@ -30,26 +30,16 @@ pub(crate) struct FilterRow {
     created_at: DateTime<Utc>,
 }
 
-/// A row naming a context or an action no filter has.
-#[derive(Debug, thiserror::Error)]
-#[error("rm_filters holds an unknown name {0:?}")]
-pub struct UnknownName(String);
-
 impl TryFrom<FilterRow> for HeldFilter {
-    type Error = UnknownName;
+    type Error = BadFilterName;
 
-    fn try_from(row: FilterRow) -> Result<Self, UnknownName> {
-        let named = |text: &str| serde_json::Value::String(text.to_owned());
+    fn try_from(row: FilterRow) -> Result<Self, BadFilterName> {
         let contexts = row
             .contexts
             .iter()
-            .map(|c| {
-                serde_json::from_value::<FilterContext>(named(c))
-                    .map_err(|_| UnknownName(c.clone()))
-            })
+            .map(|c| c.parse())
             .collect::<Result<_, _>>()?;
-        let action = serde_json::from_value::<FilterAction>(named(&row.action))
-            .map_err(|_| UnknownName(row.action.clone()))?;
+        let action = row.action.parse()?;
         Ok(Self {
             id: FilterId::from_uuid(row.filter_id),
             user: row.user_id,

@@ -128,28 +128,14 @@ impl<'s> Screening<'s> {
         }
     }
 
-    /// `items` without those whose text it hides, each warned one marked (through `mark`,
-    /// given the item and its warn filters), in order.
-    pub fn keep<T>(
-        &self,
-        items: Vec<T>,
-        text: impl Fn(&T) -> &str,
-        mark: impl Fn(&mut T, Vec<FilterHit>),
-    ) -> Vec<T> {
-        if !self.active() {
-            return items;
+    /// How `text` shows: `None` when a `hide` filter matches it, else the `warn` filters it
+    /// matches (`None` when none does), which the read marks it with (`filtered`).
+    pub fn shown(&self, text: &str) -> Option<Option<Vec<FilterHit>>> {
+        match self.verdict(text) {
+            Verdict::Show => Some(None),
+            Verdict::Hide => None,
+            Verdict::Warn(hits) => Some(Some(hits)),
         }
-        items
-            .into_iter()
-            .filter_map(|mut item| match self.verdict(text(&item)) {
-                Verdict::Show => Some(item),
-                Verdict::Hide => None,
-                Verdict::Warn(hits) => {
-                    mark(&mut item, hits);
-                    Some(item)
-                }
-            })
-            .collect()
     }
 }
 

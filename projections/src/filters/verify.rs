@@ -32,11 +32,8 @@ fn compared(f: &HeldFilter) -> FilterCompared {
         f.user,
         f.phrase.clone(),
         f.whole_word,
-        f.contexts
-            .iter()
-            .map(|&c| super::held::context_name(c))
-            .collect(),
-        super::held::action_name(f.action),
+        f.contexts.iter().map(|c| c.as_str()).collect(),
+        f.action.as_str(),
         f.expires_at.map(|e| e.timestamp_micros()),
         f.created_at.timestamp_micros(),
     )

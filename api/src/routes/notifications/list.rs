@@ -162,7 +162,7 @@ pub async fn notifications(
     });
     // Left out after the cut: the cursor goes on below every group read, shown or not.
     let asks: Vec<_> = rows.iter().map(GroupRow::ask).collect();
-    let shown = visible::readable(&state, actor.user, page.min_position, &asks).await?;
+    let shown = visible::readable(&state, pool, actor.user, page.min_position, &asks).await?;
     let items = rows
         .into_iter()
         .zip(shown)

@@ -43,7 +43,7 @@ pub async fn unread_count(
     .await?;
     let counts = notify_read::unread_count(pool, actor.user.get()).await?;
     let asks: Vec<_> = counts.iter().map(|(ask, _)| ask.clone()).collect();
-    let shown = visible::readable(&state, actor.user, p.min_position, &asks).await?;
+    let shown = visible::readable(&state, pool, actor.user, p.min_position, &asks).await?;
     let count = counts
         .iter()
         .zip(shown)

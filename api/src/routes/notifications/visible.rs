@@ -6,12 +6,12 @@ use chrono::Utc;
 use relations_domain::{FilterContext, UserId, Visibility};
 use relations_projections::feed::query::PostFilter;
 use relations_projections::filters::read::screen_for;
-use relations_projections::filters::screen::{FilterHit, Screening, Verdict};
-use relations_projections::filters::NAME as FILTERS;
+use relations_projections::filters::screen::{FilterHit, Screening};
 use relations_projections::notifications::live::LiveNotification;
 use relations_projections::notifications::query::{self as notify_read, PostAsk};
 use relations_projections::privacy::ReadFilter;
 use relations_store::LogPosition;
+use sqlx::PgPool;
 
 use crate::error::ApiError;
 use crate::routes::query::{graph_source, wait_for_projectors};
@@ -38,10 +38,11 @@ impl Seen {
 /// of reading, as the feed judges its pages), and what their filters of context
 /// `notifications` do to the text it shows of someone else's (issue 47). A post the feed has
 /// not folded yet (author 0), or whose stored visibility does not parse, is read by nobody
-/// until it has: a read with `min_position` waits for the feed (and the filters) too
-/// (`relations_projections::notifications::READS`).
+/// until it has: a read with `min_position` waits for the feed (and the filters) too, and
+/// reads the filters from `reads` (`relations_projections::notifications::READS`).
 pub async fn readable(
     state: &AppState,
+    reads: &PgPool,
     viewer: UserId,
     min_position: Option<LogPosition>,
     asks: &[Option<PostAsk>],
@@ -67,7 +68,6 @@ pub async fn readable(
         screening: Default::default(),
     };
     let mut verdicts = filter.readable(&judged, false).await?.into_iter();
-    let reads = wait_for_projectors(state, &[FILTERS], min_position).await?;
     let screen = screen_for(&state.graph, reads, min_position, viewer).await?;
     let screening = Screening::new(screen.as_deref(), FilterContext::Notifications, Utc::now());
     Ok(asks
@@ -77,10 +77,9 @@ pub async fn readable(
             Some(ask) if !(known(ask).is_some() && verdicts.next().unwrap_or(false)) => {
                 Seen::Hidden
             }
-            Some(ask) => match screening.verdict(ask.subject.as_deref().unwrap_or("")) {
-                Verdict::Show => Seen::Shown(None),
-                Verdict::Hide => Seen::Hidden,
-                Verdict::Warn(hits) => Seen::Shown(Some(hits)),
+            Some(ask) => match screening.shown(ask.subject.as_deref().unwrap_or("")) {
+                Some(marks) => Seen::Shown(marks),
+                None => Seen::Hidden,
             },
         })
         .collect())
@@ -103,5 +102,5 @@ pub async fn shown_live(
         Err(error) => return Err(error),
     };
     let ask = notify_read::post_ask(pool, viewer.get(), &n.kind, n.post).await?;
-    Ok(readable(state, viewer, None, &[ask]).await?[0].shown())
+    Ok(readable(state, pool, viewer, None, &[ask]).await?[0].shown())
 }

@@ -19,7 +19,7 @@ use relations_domain::{ListId, PostId, UserId, Visibility};
 
 use super::timelines::{HeldPost, Timeline};
 use crate::feed::query::SeqPage;
-use crate::filters::screen::{FilterHit, Screening, Verdict};
+use crate::filters::screen::{FilterHit, Screening};
 use crate::replica::Replica;
 
 /// What a feed read asks.
@@ -199,13 +199,9 @@ impl Replica {
                     let item = &source.timeline.posts[left[i]];
                     if let Some(mut shown) = self.appearance(ask, &keeps, source, item, &seen)? {
                         seen.insert(shown.1.id);
-                        match ask.screening.verdict(&shown.1.content) {
-                            Verdict::Hide => {}
-                            Verdict::Show => found.push(shown),
-                            Verdict::Warn(hits) => {
-                                shown.4 = Some(hits);
-                                found.push(shown);
-                            }
+                        if let Some(marks) = ask.screening.shown(&shown.1.content) {
+                            shown.4 = marks;
+                            found.push(shown);
                         }
                     }
                     if left[i] > 0 {
@@ -326,7 +322,7 @@ impl Replica {
                 .below(i64::MAX)
                 .take_while(|p| p.seq > mark)
                 .filter(|p| source.judge.keeps(p.visibility))
-                .filter(|p| ask.screening.verdict(&p.content) != Verdict::Hide)
+                .filter(|p| ask.screening.shown(&p.content).is_some())
                 .count() as i64;
         }
         Some(count)
