@@ -23,9 +23,10 @@ crate::ids::uuid_id!(
 );
 
 /// A filter's phrase: 1 to 100 characters (SPEC's rule), none of them NUL. Made only by
-/// [`Phrase::parse`] (no deserializer skips its check); the event keeps its text.
+/// [`Phrase::parse`] (no deserializer skips its check); the event carries it as content,
+/// sealed like a post's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Phrase(String);
+pub struct Phrase(PostContent);
 
 /// Why a text is not a phrase.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,19 +40,16 @@ impl Phrase {
     /// `text` as a phrase.
     pub fn parse(text: &str) -> Result<Self, BadPhrase> {
         match crate::ids::short_text(text, Self::MAX_CHARS) {
-            true => Ok(Self(text.to_owned())),
+            true => PostContent::try_from(text.to_owned())
+                .map(Self)
+                .map_err(|_| BadPhrase),
             false => Err(BadPhrase),
         }
     }
 
     /// The text.
     pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The text as the log carries it: in a content slot, sealed like a post's.
-    fn into_content(self) -> PostContent {
-        PostContent::try_from(self.0).expect("a phrase is within a post's content")
+        self.0.as_str()
     }
 }
 
@@ -216,7 +214,8 @@ pub enum FilterEvent {
         /// When.
         created_at: DateTime<Utc>,
     },
-    /// `user` deleted `filter`.
+    /// `user` deleted `filter`, live; or, decided with a `FilterCreated` of theirs, `filter`
+    /// had ended by itself (its expiry passed) and is cleared away.
     FilterDeleted {
         /// Whose.
         user: UserId,
@@ -306,16 +305,26 @@ impl UserFilters {
                 if self.live_count(at) >= MAX_LIVE {
                     return Err(FilterError::LimitReached);
                 }
-                Ok(vec![FilterEvent::FilterCreated {
+                // The filters that have ended by themselves go with it, so that a user's
+                // stream (and every read model) holds at most the live ones and those ended
+                // since their last creation: never more than twice the limit.
+                let ended = self
+                    .filters
+                    .keys()
+                    .filter(|&&f| !self.live(f, at))
+                    .map(|&filter| FilterEvent::FilterDeleted { user, filter });
+                let mut events: Vec<FilterEvent> = ended.collect();
+                events.push(FilterEvent::FilterCreated {
                     author: user,
                     filter,
-                    content: Some(spec.phrase.into_content()),
+                    content: Some(spec.phrase.0),
                     whole_word: spec.whole_word,
                     contexts: spec.contexts,
                     action: spec.action,
                     expires_at: spec.expires_at,
                     created_at: at,
-                }])
+                });
+                Ok(events)
             }
             FilterCommand::Delete { user, filter, at } => match self.live(filter, at) {
                 true => Ok(vec![FilterEvent::FilterDeleted { user, filter }]),
@@ -393,8 +402,20 @@ mod tests {
             run(&mut filters, create(100, None, 5)),
             Err(FilterError::LimitReached)
         );
-        // Once the first has expired, there is room again; the same id again changes nothing.
-        assert_eq!(run(&mut filters, create(100, None, 10)), Ok(1));
+        // Once the first has expired, there is room again, and the ended one is cleared away
+        // with the creation; the same id again changes nothing.
+        let events = filters.decide(create(100, None, 10)).unwrap();
+        assert_eq!(
+            events[0],
+            FilterEvent::FilterDeleted {
+                user: u(),
+                filter: id(0)
+            }
+        );
+        assert!(matches!(events[1], FilterEvent::FilterCreated { .. }));
+        assert_eq!(events.len(), 2);
+        events.into_iter().for_each(|e| filters.apply(e));
+        assert_eq!(filters.filters.len(), 100);
         assert_eq!(run(&mut filters, create(100, None, 11)), Ok(0));
         assert_eq!(filters.live_count(at(11)), 100);
     }

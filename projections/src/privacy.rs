@@ -8,8 +8,6 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-
-use crate::filters::screen::Screening;
 use relations_domain::privacy::{self, Access, Privacy, Reader};
 use relations_domain::{UserId, Visibility};
 
@@ -110,16 +108,10 @@ pub struct ReadFilter<'a> {
     pub source: Source<'a>,
     /// Who reads.
     pub viewer: Option<UserId>,
-    /// The reader's filters in the read's context (issue 47; none for a read outside them).
-    pub screening: Screening<'a>,
 }
 
 #[async_trait]
 impl PostFilter for ReadFilter<'_> {
-    fn screening(&self) -> Screening<'_> {
-        self.screening
-    }
-
     async fn readable(
         &self,
         posts: &[(UserId, Visibility)],

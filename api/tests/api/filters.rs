@@ -187,6 +187,13 @@ async fn at_most_a_hundred_live_filters_and_an_expired_one_leaves_room() {
     let (status, answer) = make(&app, 1, one_more).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     assert_eq!(listed(&app, 1).await.len(), 100);
+    // The ended one was cleared away with that creation: the table holds the 100 live ones.
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM rm_filters WHERE user_id = 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(kept, 100);
+    assert_verified(&app).await;
 }
 
 #[tokio::test]

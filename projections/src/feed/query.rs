@@ -116,15 +116,9 @@ pub trait PostFilter: Send + Sync {
         posts: &[(UserId, Visibility)],
         recommended: bool,
     ) -> Result<Vec<bool>, ProjectionError>;
-
-    /// The reader's filters as this read applies them (issue 47): none by default.
-    fn screening(&self) -> Screening<'_> {
-        Screening::none()
-    }
 }
 
-/// The posts of `posts` that `filter` keeps, in order: readable, and not hidden by the
-/// reader's filters (those a `warn` filter matches marked).
+/// The posts of `posts` that `filter` keeps, in order.
 async fn keep(
     filter: &dyn PostFilter,
     posts: Vec<(i64, PostView)>,
@@ -135,18 +129,23 @@ async fn keep(
         .map(|(_, p)| (p.author, p.visibility))
         .collect();
     let readable = filter.readable(&asked, recommended).await?;
-    let posts = posts
-        .into_iter()
-        .zip(readable)
-        .filter_map(|(post, keep)| keep.then_some(post));
-    let screening = filter.screening();
     Ok(posts
         .into_iter()
-        .filter_map(|(seq, mut post)| {
-            post.filtered = screening.shown(&post.content)?;
-            Some((seq, post))
-        })
+        .zip(readable)
+        .filter_map(|(post, keep)| keep.then_some(post))
         .collect())
+}
+
+/// The posts of `posts` that `screening` does not hide (issue 47), in order, those a `warn`
+/// filter matches marked.
+fn screened(
+    posts: Vec<(i64, PostView)>,
+    screening: Screening<'_>,
+) -> impl Iterator<Item = (i64, PostView)> + '_ {
+    posts.into_iter().filter_map(move |(seq, mut post)| {
+        post.filtered = screening.shown(&post.content)?;
+        Some((seq, post))
+    })
 }
 
 /// A post's visibility as `rm_posts` stores it.
@@ -621,6 +620,7 @@ pub async fn feed(
     pool: &PgPool,
     inbox: &dyn Inbox,
     filter: &dyn PostFilter,
+    screening: Screening<'_>,
     reader: UserId,
     recommended: &[UserId],
     start: PageStart,
@@ -678,7 +678,10 @@ pub async fn feed(
         let Some(&lowest) = round.last() else { break };
         let hydrated = hydrate(pool, reader, &round, &sources, start.max_time).await?;
         let recommended = matches!(sources, Sources::Recommended { .. });
-        found.extend(keep(filter, hydrated, recommended).await?);
+        found.extend(screened(
+            keep(filter, hydrated, recommended).await?,
+            screening,
+        ));
         if found.len() as i64 > size || (exhausted && round.len() < want as usize) {
             break;
         }
@@ -709,6 +712,7 @@ pub async fn read_mark(
 pub async fn new_count(
     pool: &PgPool,
     filter: &dyn PostFilter,
+    screening: Screening<'_>,
     reader: UserId,
     recommended: &[UserId],
     mark: i64,
@@ -717,7 +721,6 @@ pub async fn new_count(
     // Each post counted once, by its author and visibility (and its text, when the reader's
     // filters screen it: issue 47), when one of its appearances (see [`hydrate`]) is newer
     // than the mark.
-    let screening = filter.screening();
     let screened = screening.active();
     let groups: Vec<(i64, String, Option<String>, i64)> = match &sources {
         Sources::Following { excluded, .. } => {
@@ -776,7 +779,7 @@ pub async fn new_count(
         .iter()
         .zip(readable)
         .filter(|((.., text, _), keep)| {
-            *keep && text.as_deref().is_none_or(|t| screening.shown(t).is_some())
+            *keep && text.as_deref().is_none_or(|t| !screening.hides(t))
         })
         .map(|((.., count), _)| count)
         .sum())

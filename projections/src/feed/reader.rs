@@ -86,14 +86,12 @@ impl FeedReader<'_> {
             Some(_) => &PgInbox,
             None => &cached,
         };
-        let filter = ReadFilter {
-            screening,
-            ..self.filter(reader)
-        };
+        let filter = self.filter(reader);
         let read = query::feed(
             self.reads,
             inbox,
             &filter,
+            screening,
             reader,
             recommended,
             start,
@@ -149,11 +147,8 @@ impl FeedReader<'_> {
         match in_memory.flatten() {
             Some(count) => Ok(count),
             None => {
-                let filter = ReadFilter {
-                    screening,
-                    ..self.filter(reader)
-                };
-                query::new_count(self.reads, &filter, reader, recommended, mark).await
+                let filter = self.filter(reader);
+                query::new_count(self.reads, &filter, screening, reader, recommended, mark).await
             }
         }
     }
@@ -177,11 +172,9 @@ impl FeedReader<'_> {
             viewer,
             reposts,
         };
-        // A timeline is no context of filters.
         let filter = ReadFilter {
             source: self.source,
             viewer,
-            screening: Screening::none(),
         };
         let mut page = query::timeline(self.reads, &filter, ask, start, size).await?;
         self.engage(&mut page.items, viewer).await?;
@@ -277,7 +270,6 @@ impl FeedReader<'_> {
         ReadFilter {
             source: self.source,
             viewer: Some(reader),
-            screening: Screening::none(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! A reader's filters as every read judges with them: which of their live filters in a
-//! context match a text, and what that does to it ([`Verdict`]). Built once per change of the
+//! context match a text, and what that does to it ([`Marks`]). Built once per change of the
 //! reader's filters (the replica keeps one per user) or per read from the tables (a read
 //! ahead of the replica).
 
@@ -21,16 +21,10 @@ pub struct FilterHit {
     pub phrase: String,
 }
 
-/// What a reader's filters do to a text in a context.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// No live filter of the context matches: shown as it is.
-    Show,
-    /// A live `hide` filter matches: left out.
-    Hide,
-    /// Only live `warn` filters match: shown, marked with them (in the order they were made).
-    Warn(Vec<FilterHit>),
-}
+/// How a text shows to a reader, when it shows: with the `warn` filters it matches (in the
+/// order they were made), or `None` when none does. A text a `hide` filter matches does not
+/// show (`Option<Marks>` is `None`).
+pub type Marks = Option<Vec<FilterHit>>;
 
 /// A reader's filters, searched together.
 #[derive(Debug, Clone)]
@@ -60,29 +54,38 @@ impl Screen {
         self.filters.iter().any(|f| f.applies(context, now))
     }
 
-    /// What the filters live at `now` in `context` do to `text`.
-    pub fn verdict(&self, text: &str, context: FilterContext, now: DateTime<Utc>) -> Verdict {
-        if !self.applies(context, now) {
-            return Verdict::Show;
-        }
+    /// How `text` shows by the filters live at `now` in `context`: `None` when a `hide` one
+    /// matches, else its marks.
+    pub fn shown(&self, text: &str, context: FilterContext, now: DateTime<Utc>) -> Option<Marks> {
         let mut warned = Vec::new();
-        for index in self.matcher.matching(text) {
-            let filter = &self.filters[index];
-            if !filter.applies(context, now) {
-                continue;
-            }
+        for filter in self.matched(text, context, now) {
             match filter.action {
-                FilterAction::Hide => return Verdict::Hide,
+                FilterAction::Hide => return None,
                 FilterAction::Warn => warned.push(FilterHit {
                     filter: filter.id,
                     phrase: filter.phrase.clone().unwrap_or_default(),
                 }),
             }
         }
-        match warned.is_empty() {
-            true => Verdict::Show,
-            false => Verdict::Warn(warned),
-        }
+        Some((!warned.is_empty()).then_some(warned))
+    }
+
+    /// Whether a `hide` filter live at `now` in `context` matches `text` (a count's question:
+    /// no marks made).
+    pub fn hides(&self, text: &str, context: FilterContext, now: DateTime<Utc>) -> bool {
+        (self.matched(text, context, now)).any(|f| f.action == FilterAction::Hide)
+    }
+
+    /// The filters live at `now` in `context` that match `text`, in the order they were made.
+    fn matched<'s>(
+        &'s self,
+        text: &str,
+        context: FilterContext,
+        now: DateTime<Utc>,
+    ) -> impl Iterator<Item = &'s HeldFilter> {
+        (self.matcher.matching(text).into_iter())
+            .map(|index| &self.filters[index])
+            .filter(move |f| f.applies(context, now))
     }
 }
 
@@ -120,22 +123,19 @@ impl<'s> Screening<'s> {
         self.screen.is_some()
     }
 
-    /// What it does to `text`.
-    pub fn verdict(&self, text: &str) -> Verdict {
+    /// How `text` shows: `None` when a `hide` filter matches it, else the `warn` filters it
+    /// matches (`None` when none does), which the read marks it with (`filtered`).
+    pub fn shown(&self, text: &str) -> Option<Marks> {
         match self.screen {
-            Some(screen) => screen.verdict(text, self.context, self.now),
-            None => Verdict::Show,
+            Some(screen) => screen.shown(text, self.context, self.now),
+            None => Some(None),
         }
     }
 
-    /// How `text` shows: `None` when a `hide` filter matches it, else the `warn` filters it
-    /// matches (`None` when none does), which the read marks it with (`filtered`).
-    pub fn shown(&self, text: &str) -> Option<Option<Vec<FilterHit>>> {
-        match self.verdict(text) {
-            Verdict::Show => Some(None),
-            Verdict::Hide => None,
-            Verdict::Warn(hits) => Some(Some(hits)),
-        }
+    /// Whether it hides `text` (a count's question).
+    pub fn hides(&self, text: &str) -> bool {
+        self.screen
+            .is_some_and(|screen| screen.hides(text, self.context, self.now))
     }
 }
 
@@ -191,7 +191,7 @@ mod tests {
 
     /// The rule said plainly: the matching filters live at now in the context; any hide
     /// hides, else the warn ones mark, in the order they were made.
-    fn expected(filters: &[HeldFilter], body: &str, context: FilterContext) -> Verdict {
+    fn expected(filters: &[HeldFilter], body: &str, context: FilterContext) -> Option<Marks> {
         let phrases: Vec<(String, bool)> = filters
             .iter()
             .map(|f| (f.phrase.clone().unwrap(), f.whole_word))
@@ -203,7 +203,7 @@ mod tests {
             .filter(|f| f.expires_at.is_none_or(|e| e > now()))
             .collect();
         if matched.iter().any(|f| f.action == FilterAction::Hide) {
-            return Verdict::Hide;
+            return None;
         }
         let hits: Vec<FilterHit> = matched
             .iter()
@@ -212,10 +212,7 @@ mod tests {
                 phrase: f.phrase.clone().unwrap(),
             })
             .collect();
-        match hits.is_empty() {
-            true => Verdict::Show,
-            false => Verdict::Warn(hits),
-        }
+        Some((!hits.is_empty()).then_some(hits))
     }
 
     fn drawn() -> impl Strategy<Value = Drawn> {
@@ -238,9 +235,12 @@ mod tests {
             let filters: Vec<HeldFilter> = drawn.iter().enumerate().map(|(n, d)| held(n, d)).collect();
             let context = CONTEXTS[context];
             let screen = Screen::new(filters.clone());
-            prop_assert_eq!(screen.verdict(&body, context, now()), expected(&filters, &body, context));
+            let expected = expected(&filters, &body, context);
+            prop_assert_eq!(screen.shown(&body, context, now()), expected.clone());
+            prop_assert_eq!(screen.hides(&body, context, now()), expected.is_none());
             let screening = Screening::new(Some(&screen), context, now());
-            prop_assert_eq!(screening.verdict(&body), expected(&filters, &body, context));
+            prop_assert_eq!(screening.shown(&body), expected.clone());
+            prop_assert_eq!(screening.hides(&body), expected.is_none());
         }
     }
 
@@ -249,11 +249,11 @@ mod tests {
         let filter = held(0, &("Spoiler".into(), true, 0b0001, true, Some(10)));
         let screen = Screen::new(vec![filter]);
         let (home, lists) = (FilterContext::Home, FilterContext::Lists);
-        assert_eq!(screen.verdict("a SPOILER!", home, now()), Verdict::Hide);
-        assert_eq!(screen.verdict("spoilers", home, now()), Verdict::Show);
-        assert_eq!(screen.verdict("a spoiler", lists, now()), Verdict::Show);
+        assert_eq!(screen.shown("a SPOILER!", home, now()), None);
+        assert_eq!(screen.shown("spoilers", home, now()), Some(None));
+        assert_eq!(screen.shown("a spoiler", lists, now()), Some(None));
         let later = now() + TimeDelta::seconds(10);
-        assert_eq!(screen.verdict("a spoiler", home, later), Verdict::Show);
+        assert_eq!(screen.shown("a spoiler", home, later), Some(None));
         assert!(!Screening::new(Some(&screen), home, later).active());
     }
 }

@@ -251,23 +251,29 @@ pub async fn marker(pool: &PgPool, user: i64) -> Result<LogPosition, sqlx::Error
 }
 
 /// How many of `user`'s groups have something newer than their marker, by what reading them
-/// asks ([`PostAsk`]): the caller counts those the user may read. Filtered groups (issue 47)
-/// are never unread.
+/// asks ([`PostAsk`]; its `subject` only when the caller's filters `screened` it, so that a
+/// reader with none is counted per post author and visibility alone): the caller counts those
+/// the user may read. Filtered groups (issue 47) are never unread.
 pub async fn unread_count(
     pool: &PgPool,
     user: i64,
+    screened: bool,
 ) -> Result<Vec<(Option<PostAsk>, i64)>, sqlx::Error> {
     let sql = format!(
-        "SELECT ask_author, ask_visibility, ask_subject, count(*) FROM (
+        "SELECT ask_author, ask_visibility, CASE WHEN $2 THEN ask_subject END, count(*) FROM (
              SELECT {ASK} FROM notify_groups g
                LEFT JOIN rm_posts p ON p.post_id = g.post
               WHERE g.recipient = $1 AND NOT g.filtered
                 AND (g.tx, g.gp) > (SELECT coalesce(max(m.tx), 0), coalesce(max(m.gp), 0)
                                       FROM notify_marks m WHERE m.user_id = $1)) AS a
-          GROUP BY ask_author, ask_visibility, ask_subject"
+          GROUP BY 1, 2, 3"
     );
     type Counted = (Option<i64>, Option<String>, Option<String>, i64);
-    let rows: Vec<Counted> = sqlx::query_as(&sql).bind(user).fetch_all(pool).await?;
+    let rows: Vec<Counted> = sqlx::query_as(&sql)
+        .bind(user)
+        .bind(screened)
+        .fetch_all(pool)
+        .await?;
     Ok(rows
         .into_iter()
         .map(|(author, visibility, subject, n)| (PostAsk::of(author, visibility, subject), n))

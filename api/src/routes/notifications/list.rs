@@ -18,7 +18,7 @@ use crate::routes::page::{CursorKey, Page};
 use crate::routes::query::wait_for_projectors;
 use crate::state::AppState;
 
-use super::visible::{self, Seen};
+use super::visible;
 
 /// One group of notifications.
 #[derive(Debug, Serialize, ToSchema)]
@@ -162,14 +162,13 @@ pub async fn notifications(
     });
     // Left out after the cut: the cursor goes on below every group read, shown or not.
     let asks: Vec<_> = rows.iter().map(GroupRow::ask).collect();
-    let shown = visible::readable(&state, pool, actor.user, page.min_position, &asks).await?;
+    let screen = visible::screen(&state, pool, page.min_position, actor.user).await?;
+    let screening = visible::screening(screen.as_deref());
+    let shown = visible::readable(&state, actor.user, page.min_position, screening, &asks).await?;
     let items = rows
         .into_iter()
         .zip(shown)
-        .filter_map(|(row, seen)| match seen {
-            Seen::Hidden => None,
-            Seen::Shown(hits) => Some(view(row, marker, types.filtered, hits)),
-        })
+        .filter_map(|(row, seen)| seen.map(|marks| view(row, marker, types.filtered, marks)))
         .collect::<Result<_, _>>()?;
     Ok(Json(NotificationPage { items, next_cursor }))
 }

@@ -41,13 +41,15 @@ pub async fn unread_count(
         p.min_position,
     )
     .await?;
-    let counts = notify_read::unread_count(pool, actor.user.get()).await?;
+    let screen = visible::screen(&state, pool, p.min_position, actor.user).await?;
+    let screening = visible::screening(screen.as_deref());
+    let counts = notify_read::unread_count(pool, actor.user.get(), screening.active()).await?;
     let asks: Vec<_> = counts.iter().map(|(ask, _)| ask.clone()).collect();
-    let shown = visible::readable(&state, pool, actor.user, p.min_position, &asks).await?;
+    let shown = visible::readable(&state, actor.user, p.min_position, screening, &asks).await?;
     let count = counts
         .iter()
         .zip(shown)
-        .filter_map(|((_, n), seen)| seen.shown().then_some(n))
+        .filter_map(|((_, n), seen)| seen.is_some().then_some(n))
         .sum();
     Ok(Json(UnreadCount { count }))
 }

@@ -2,11 +2,13 @@
 //! a comment on someone else's post (its likes, its replies), one judgement for the list and
 //! the unread count.
 
+use std::sync::Arc;
+
 use chrono::Utc;
 use relations_domain::{FilterContext, UserId, Visibility};
 use relations_projections::feed::query::PostFilter;
 use relations_projections::filters::read::screen_for;
-use relations_projections::filters::screen::{FilterHit, Screening};
+use relations_projections::filters::screen::{Marks, Screen, Screening};
 use relations_projections::notifications::live::LiveNotification;
 use relations_projections::notifications::query::{self as notify_read, PostAsk};
 use relations_projections::privacy::ReadFilter;
@@ -17,36 +19,21 @@ use crate::error::ApiError;
 use crate::routes::query::{graph_source, wait_for_projectors};
 use crate::state::AppState;
 
-/// How a group shows to its reader.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seen {
-    /// Not at all: a post they may not read, or a text their filters hide.
-    Hidden,
-    /// Shown, with the `warn` filters its text matches (issue 47), if any.
-    Shown(Option<Vec<FilterHit>>),
-}
-
-impl Seen {
-    /// Whether it shows.
-    pub fn shown(&self) -> bool {
-        matches!(self, Self::Shown(_))
-    }
-}
-
-/// For each of `asks` (what reading a group asks: `None`, nothing), how `viewer` sees it now:
+/// For each of `asks` (what reading a group asks: `None`, nothing), how `viewer` sees it now
+/// (`None`: not at all; else the marks of the `warn` filters its text matches):
 /// whether they may read the group's post (issue 26's rule, judged on the graph at the moment
 /// of reading, as the feed judges its pages), and what their filters of context
 /// `notifications` do to the text it shows of someone else's (issue 47). A post the feed has
 /// not folded yet (author 0), or whose stored visibility does not parse, is read by nobody
-/// until it has: a read with `min_position` waits for the feed (and the filters) too, and
-/// reads the filters from `reads` (`relations_projections::notifications::READS`).
+/// until it has: a read with `min_position` waits for the feed (and the filters: [`screen`])
+/// too (`relations_projections::notifications::READS`).
 pub async fn readable(
     state: &AppState,
-    reads: &PgPool,
     viewer: UserId,
     min_position: Option<LogPosition>,
+    screening: Screening<'_>,
     asks: &[Option<PostAsk>],
-) -> Result<Vec<Seen>, ApiError> {
+) -> Result<Vec<Option<Marks>>, ApiError> {
     let known = |ask: &PostAsk| -> Option<(UserId, Visibility)> {
         let author = UserId::try_from(ask.author).ok()?;
         Some((author, ask.visibility.as_deref()?.parse().ok()?))
@@ -56,31 +43,20 @@ pub async fn readable(
         // Nothing to read, nothing to screen: a group that asks is about a post not folded.
         return Ok(asks
             .iter()
-            .map(|ask| match ask {
-                None => Seen::Shown(None),
-                Some(_) => Seen::Hidden,
-            })
+            .map(|ask| ask.is_none().then_some(None))
             .collect());
     }
     let filter = ReadFilter {
         source: graph_source(state, min_position).await?,
         viewer: Some(viewer),
-        screening: Default::default(),
     };
     let mut verdicts = filter.readable(&judged, false).await?.into_iter();
-    let screen = screen_for(&state.graph, reads, min_position, viewer).await?;
-    let screening = Screening::new(screen.as_deref(), FilterContext::Notifications, Utc::now());
     Ok(asks
         .iter()
         .map(|ask| match ask {
-            None => Seen::Shown(None),
-            Some(ask) if !(known(ask).is_some() && verdicts.next().unwrap_or(false)) => {
-                Seen::Hidden
-            }
-            Some(ask) => match screening.shown(ask.subject.as_deref().unwrap_or("")) {
-                Some(marks) => Seen::Shown(marks),
-                None => Seen::Hidden,
-            },
+            None => Some(None),
+            Some(ask) if !(known(ask).is_some() && verdicts.next().unwrap_or(false)) => None,
+            Some(ask) => screening.shown(ask.subject.as_deref().unwrap_or("")),
         })
         .collect())
 }
@@ -102,5 +78,23 @@ pub async fn shown_live(
         Err(error) => return Err(error),
     };
     let ask = notify_read::post_ask(pool, viewer.get(), &n.kind, n.post).await?;
-    Ok(readable(state, pool, viewer, None, &[ask]).await?[0].shown())
+    let screen = screen(state, pool, None, viewer).await?;
+    let screening = screening(screen.as_deref());
+    Ok(readable(state, viewer, None, screening, &[ask]).await?[0].is_some())
+}
+
+/// `viewer`'s filters (issue 47), from the replica when it reflects `min_position`, else from
+/// `reads` (waited for [`relations_projections::notifications::READS`]).
+pub async fn screen(
+    state: &AppState,
+    reads: &PgPool,
+    min_position: Option<LogPosition>,
+    viewer: UserId,
+) -> Result<Option<Arc<Screen>>, ApiError> {
+    Ok(screen_for(&state.graph, reads, min_position, viewer).await?)
+}
+
+/// `screen` as a notification read applies it: in context `notifications`, now.
+pub fn screening(screen: Option<&Screen>) -> Screening<'_> {
+    Screening::new(screen, FilterContext::Notifications, Utc::now())
 }

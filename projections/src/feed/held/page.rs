@@ -322,7 +322,7 @@ impl Replica {
                 .below(i64::MAX)
                 .take_while(|p| p.seq > mark)
                 .filter(|p| source.judge.keeps(p.visibility))
-                .filter(|p| ask.screening.shown(&p.content).is_some())
+                .filter(|p| !ask.screening.hides(&p.content))
                 .count() as i64;
         }
         Some(count)
