@@ -88,6 +88,8 @@ struct World {
     position: String,
     /// A list of the owner's, with `AUTHOR` in it (issue 46).
     list: String,
+    /// A filter of the owner's (issue 47).
+    filter: String,
 }
 
 /// One documented operation, with what it is called with.
@@ -120,7 +122,7 @@ impl Door {
         match (self.method.as_str(), self.template.as_str()) {
             ("delete", "/api/v1/me") => 4,
             ("post", "/api/v1/me/logout") => 3,
-            ("delete", "/api/v1/lists/{id}") => 2,
+            ("delete", "/api/v1/lists/{id}" | "/api/v1/filters/{id}") => 2,
             ("delete", _)
             | ("post", "/api/v1/admin/users/{id}/erase" | "/api/v1/relation/block") => 1,
             _ => 0,
@@ -160,6 +162,9 @@ fn forbidden(door: &Door, caller: Caller) -> Option<&'static str> {
     }
     if path.starts_with("/api/v1/lists/") {
         return Some("a list is its owner's alone: anyone else's is 404");
+    }
+    if path.starts_with("/api/v1/filters/") {
+        return Some("a filter is its owner's alone: anyone else's is 404");
     }
     if door.on_content() && !door.public {
         return Some("a post for followers does not exist for others, nor do its comments");
@@ -229,6 +234,10 @@ async fn world(app: &TestApp) -> World {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{made}");
     let list = made["list"]["id"].as_str().unwrap().to_owned();
+    let body = json!({ "phrase": "doors", "contexts": ["home"], "action": "warn" });
+    let (status, made) = app.post_as(OWNER, "/api/v1/filters", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let filter = made["filter"]["id"].as_str().unwrap().to_owned();
     app.command("block", OWNER, BLOCKED).await;
     app.command("block", AUTHOR, BLOCKED).await;
     let admin = |path: String, body: Value| async move {
@@ -259,6 +268,7 @@ async fn world(app: &TestApp) -> World {
         public_secret,
         position,
         list,
+        filter,
     }
 }
 
@@ -360,6 +370,8 @@ fn path_value(template: &str, world: &World, public: bool) -> String {
         OWNER.to_string()
     } else if template.starts_with("/api/v1/lists/") {
         world.list.clone()
+    } else if template.starts_with("/api/v1/filters/") {
+        world.filter.clone()
     } else if template.starts_with("/api/v1/posts/") {
         match public {
             true => world.public_post.clone(),
@@ -401,6 +413,8 @@ fn body_for(doc: &Value, kind: &str, schema: &Value, world: &World) -> (&'static
             "target" => json!(OWNER),
             "content" => json!("knock knock"),
             "title" => json!("door"),
+            "phrase" => json!("door"),
+            "contexts" => json!(["home"]),
             "users" => json!([AUTHOR]),
             "up_to" if property["type"] == "integer" => json!(0),
             "up_to" => json!(world.position),
