@@ -132,6 +132,13 @@ pub fn integral<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64
     Integral::deserialize(deserializer).map(|i| i.0)
 }
 
+/// [`integral`] for an optional field (null or absent: `None`; with `#[serde(default)]`).
+pub fn optional_integral<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<i64>, D::Error> {
+    Option::<Integral>::deserialize(deserializer).map(|v| v.map(|v| v.0))
+}
+
 /// Deserializes a [`UserId`] field of a JSON body written as any integral JSON number (query
 /// strings use `UserId`'s own `Deserialize`, which reads their text).
 pub fn integral_user<'de, D: serde::Deserializer<'de>>(

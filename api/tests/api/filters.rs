@@ -119,6 +119,7 @@ async fn a_filter_is_made_listed_and_deleted_and_bad_ones_change_nothing() {
         json!({"phrase": "x", "contexts": ["home"], "action": "hide", "expires_in_secs": 0}),
         json!({"phrase": "x", "contexts": ["home"], "action": "hide", "expires_in_secs": i64::MAX}),
         json!({"phrase": "x", "contexts": ["home"], "action": "hide", "extra": 1}),
+        json!({"phrase": "x", "contexts": ["home"], "action": "hide", "expires_in_secs": 1.5}),
         json!({"contexts": ["home"], "action": "hide"}),
     ];
     for body in bad {
@@ -160,6 +161,12 @@ async fn a_filter_is_made_listed_and_deleted_and_bad_ones_change_nothing() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "a deleted filter is gone");
+    // An integral number written with a fraction's point is an integer (JSON Schema's rule).
+    let body =
+        json!({"phrase": "x", "contexts": ["home"], "action": "hide", "expires_in_secs": 120.0});
+    let (status, answer) = make(&app, 1, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["filter"]["expires_in_secs"], 120);
     assert_verified(&app).await;
 }
 

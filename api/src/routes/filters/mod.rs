@@ -47,7 +47,7 @@ pub struct NewFilter {
     /// What it does to what it matches.
     pub action: FilterAction,
     /// Seconds until it ends by itself (1 to ten years); null or absent: never.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "relations_domain::ids::optional_integral")]
     #[schema(minimum = 1, maximum = 315_360_000)]
     pub expires_in_secs: Option<i64>,
 }

@@ -25,15 +25,9 @@ pub struct MuteBody {
     #[serde(deserialize_with = "relations_domain::ids::integral_user")]
     pub target: UserId,
     /// How long, in seconds (1 to ten years); null or absent: until unmuted.
-    #[serde(default, deserialize_with = "optional_integral")]
+    #[serde(default, deserialize_with = "relations_domain::ids::optional_integral")]
     #[schema(minimum = 1, maximum = 316224000)]
     pub duration_secs: Option<i64>,
-}
-
-fn optional_integral<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<i64>, D::Error> {
-    Option::<relations_domain::ids::Integral>::deserialize(deserializer).map(|v| v.map(|v| v.0))
 }
 
 /// Mutes the target: their posts leave the caller's feed and new-post count until the mute
