@@ -256,11 +256,16 @@ async fn hide_and_warn_hold_in_the_home_feed_new_count_and_list_feeds() {
         feed.iter().all(|(_, f)| f.is_null()),
         "no warn filter at home: {feed:?}"
     );
+    // The same from PostgreSQL (a time bound is never answered from memory).
+    let from_postgres = page(&app, 1, "/api/v1/feed?max_time=2100-01-01T00:00:00Z").await;
+    assert_eq!(from_postgres, feed);
     // The list feed shows 3's posts, each that holds "cat" marked with the warn filter.
     let listed_feed = page(&app, 1, &format!("/api/v1/lists/{list}/feed")).await;
     assert_eq!(contents(&listed_feed), ["concatenate the cats", "我喜欢猫"]);
     assert_eq!(listed_feed[0].1, json!([{"filter": cat, "phrase": "cat"}]));
     assert!(listed_feed[1].1.is_null());
+    let path = format!("/api/v1/lists/{list}/feed?max_time=2100-01-01T00:00:00Z");
+    assert_eq!(page(&app, 1, &path).await, listed_feed);
     // new_count counts only what the feed would show.
     for content in ["new spoiler", "new and plain"] {
         app.publish(2, content).await;

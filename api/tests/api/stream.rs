@@ -664,3 +664,29 @@ async fn a_quote_arrives_live_with_its_quoted_post_as_the_reader_may_see_it() {
     );
     assert_eq!(event.data["quote"]["content"], json!("quoted in the open"));
 }
+
+#[tokio::test]
+async fn the_readers_home_filters_hold_on_the_live_stream() {
+    let app = spawn_app().await;
+    one_follows_two(&app, &app).await;
+    // 1 hides "spoiler" and warns of "finale" at home.
+    let mut ids = Vec::new();
+    for (phrase, action) in [("spoiler", "hide"), ("Finale", "warn")] {
+        let body = json!({ "phrase": phrase, "contexts": ["home"], "action": action });
+        let (status, made) = app.post_as(1, "/api/v1/filters", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{made}");
+        ids.push(made["filter"]["id"].clone());
+    }
+    let mut reader = Reader::connect(&app, 1, None).await;
+    for content in ["a SPOILER here", "the finale", "plain"] {
+        app.publish(2, content).await;
+    }
+    // The hidden post never arrives; the warned one arrives marked, the plain one as it is.
+    let event = reader.next(DELIVERY).await.expect("the warned post");
+    assert_eq!(event.data["content"], "the finale", "{}", event.data);
+    let marks = json!([{ "filter": ids[1], "phrase": "Finale" }]);
+    assert_eq!(event.data["filtered"], marks);
+    let event = reader.next(DELIVERY).await.expect("the plain post");
+    assert_eq!(event.data["content"], "plain", "{}", event.data);
+    assert!(event.data.get("filtered").is_none(), "{}", event.data);
+}
