@@ -199,6 +199,19 @@ position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
 printf '\n$ GET eve\x27s filtered notifications (dave, who does not follow her, liked her post)\n'
 curl -s "$base/api/v1/notifications?filtered=true&min_position=$position" -H "authorization: Bearer $eve"; echo
 echo
+echo "== demo: dave hides \"spoiler\" and is warned of \"finale\" in his home feed; carol posts both: the spoiler never shows, the finale shows marked (filtered)"
+curl -s -X POST "$base/api/v1/filters" -H "authorization: Bearer $dave" \
+  -H 'content-type: application/json' -d '{"phrase": "spoiler", "contexts": ["home"], "action": "hide"}'; echo
+curl -s -X POST "$base/api/v1/filters" -H "authorization: Bearer $dave" \
+  -H 'content-type: application/json' -d '{"phrase": "Finale", "whole_word": true, "contexts": ["home"], "action": "warn", "expires_in_secs": 86400}'; echo
+curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $carol" \
+  -H 'content-type: application/json' -d '{"content": "SPOILER: the butler did it"}' >/dev/null
+out=$(curl -s -X POST "$base/api/v1/posts" -H "authorization: Bearer $carol" \
+  -H 'content-type: application/json' -d '{"content": "the finale airs tonight"}')
+position=$(echo "$out" | sed -n 's/.*"position":"\([^"]*\)".*/\1/p')
+printf '\n$ GET dave\x27s home feed (the finale marked, the spoiler left out)\n'
+curl -s "$base/api/v1/feed?size=2&min_position=$position" -H "authorization: Bearer $dave"; echo
+echo
 admin=$("$bin" token --user 1 --admin)
 echo "== operator page: $base/admin#token=$admin&user=$b_id"
 echo "== carol's live feed: curl -N -H 'authorization: Bearer $carol' $base/api/v1/feed/stream"
