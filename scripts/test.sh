@@ -34,7 +34,16 @@ scripts/audit.sh
 # The Kafka tests' background processes log here (one file each); a failed run's story.
 rm -rf target/kafka-logs
 log=$(mktemp)
-cargo test --workspace --locked "$@" 2>&1 | tee "$log"
+# One test asserts a latency (issue 30: /metrics answers from memory in well under 50 ms with
+# PostgreSQL stopped): it runs alone after the suite, not beside another test's server on the
+# same two cores (beside the suite its median scrape went from 5 ms to 50 ms).
+latency=faults::metrics_answer_from_memory_while_postgres_is_stopped
+if [ $# -eq 0 ]; then
+  cargo test --workspace --locked -- --skip "$latency" 2>&1 | tee "$log"
+  cargo test -p relations-api --test api --locked -- --exact "$latency" 2>&1 | tee -a "$log"
+else
+  cargo test --workspace --locked "$@" 2>&1 | tee "$log"
+fi
 # One closing line for the whole run (cargo prints one per test binary, the last often empty).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log"

@@ -482,8 +482,9 @@ async fn metrics_answer_from_memory_while_postgres_is_stopped() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // From memory: none waits on the database (its connect timeout alone is a second), and the
-    // typical one takes well under 50 ms even in a debug build sharing two cores with the whole
-    // suite (the p99 of a release build is measured by bench (l)).
+    // typical one takes well under 50 ms in a debug build (about 5 ms alone: `scripts/test.sh`
+    // runs this test by itself after the suite, whose other servers on the same two cores made
+    // it ten times slower; the p99 of a release build is measured by bench (l)).
     took.sort();
     assert!(
         took[took.len() / 2] < Duration::from_millis(50)
