@@ -34,13 +34,13 @@ scripts/audit.sh
 # The Kafka tests' background processes log here (one file each); a failed run's story.
 rm -rf target/kafka-logs
 log=$(mktemp)
-# One test asserts a latency (issue 30: /metrics answers from memory in well under 50 ms with
-# PostgreSQL stopped): it runs alone after the suite, not beside another test's server on the
-# same two cores (beside the suite its median scrape went from 5 ms to 50 ms).
-latency=faults::metrics_answer_from_memory_while_postgres_is_stopped
+# The fault tests assert latencies (issue 30: /metrics from memory with PostgreSQL stopped;
+# commands with Redis killed skip it at once): they run by themselves after the suite, not
+# beside another test's server on the same two cores (beside the suite, medians of 5 ms
+# became 50-70 ms and crossed their bounds in two of this session's four full runs).
 if [ $# -eq 0 ]; then
-  cargo test --workspace --locked -- --skip "$latency" 2>&1 | tee "$log"
-  cargo test -p relations-api --test api --locked -- --exact "$latency" 2>&1 | tee -a "$log"
+  cargo test --workspace --locked -- --skip faults:: 2>&1 | tee "$log"
+  cargo test -p relations-api --test api --locked -- faults:: 2>&1 | tee -a "$log"
 else
   cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 fi
