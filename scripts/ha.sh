@@ -146,7 +146,12 @@ bootstrap:
     synchronous_node_count: 1
     postgresql:
       use_pg_rewind: true
-      use_slots: true
+      # No replication slots: a promoted node makes its standbys' slots only on its next loop,
+      # so a standby that follows it at once is refused for want of its slot and tries again
+      # only after wal_retrieve_retry_interval (5 s); strict mode takes no write meanwhile
+      # (RELIABILITY.md: 5 s of every failover). wal_keep_size keeps the WAL a standby that
+      # was briefly away needs; one away longer is cloned afresh by Patroni.
+      use_slots: false
       parameters:
         wal_level: replica
         hot_standby: 'on'
@@ -289,6 +294,12 @@ sync_ok() { # some node is the synchronous standby (and so may be promoted)
   return 1
 }
 
+# Every other node streams from the primary: the cluster is whole again, and the next fault
+# is a single fault (a standby still rewinding after the last one could not take over).
+all_streaming() {
+  [ "$(psql_at "$HA_WRITE_PORT" 3 "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = $((HA_NODES - 1)) ]
+}
+
 other_leader() { # the node number, other than $1 (if any), whose Patroni says it is primary, or nothing
   local n
   for n in $(seq 1 "$HA_NODES"); do
@@ -386,6 +397,7 @@ ride_out() {
   log "writes commit through 127.0.0.1:$HA_WRITE_PORT $t_write s after the fault began"
   wait_for 120 "a replica through 127.0.0.1:$HA_READ_PORT" replica_ok
   wait_for 120 "a synchronous standby" sync_ok
+  wait_for 120 "every standby streaming" all_streaming
   printf 'fault -> promoted: %s s\nfault -> writes accepted: %s s\n' "$t_promoted" "$t_write"
 }
 other_leader_found() { [ -n "$(other_leader "$1")" ]; }
@@ -471,6 +483,7 @@ cmd_failover() {
   if [ "$HA_REJOIN" = 1 ]; then
     wait_for 60 "a replica through 127.0.0.1:$HA_READ_PORT" replica_ok
     wait_for 60 "a synchronous standby" sync_ok
+    wait_for 120 "every standby streaming" all_streaming
   fi
   printf 'crash -> promoted: %s s\ncrash -> writes accepted: %s s\n' "$t_promoted" "$t_write"
 }
