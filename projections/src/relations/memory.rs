@@ -7,8 +7,9 @@
 //!
 //! Memory (issue 48, item 2: at most 40 bytes a follow): each user has a dense [`Slot`], and
 //! an edge names users by slot (4 bytes), not by id (8). A follow is written at both ends with
-//! its time (a [`Link`], 12 bytes): in the follower's `following`, sorted by slot, and in the
-//! followee's `followers`, in the order of `(since, follower)`, so a followers page reads its
+//! its time (12 bytes): in the follower's `following`, sorted by slot (slots and times in two
+//! columns, [`Followees`], so a walk reads 4 bytes a follow), and in the followee's
+//! `followers`, as [`Link`]s in the order of `(since, follower)`, so a followers page reads its
 //! keys in place (finding each time through the follower's node instead cost a 1M-user
 //! world's followers page a quarter of its throughput). So a follow costs 24 bytes, and a user
 //! about 110 (their node and their slot in the index). The follow limit bounds `following`,
@@ -71,6 +72,86 @@ impl Link {
     }
 }
 
+/// Whom a user follows, sorted by slot, as two columns: the slots alone are what a walk over
+/// many users' followees reads (suggestions visit a million of them), and they take a third of
+/// a [`Link`]'s bytes; a time is read only for the entry found. A snapshot holds them as links.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(from = "Vec<Link>", into = "Vec<Link>")]
+struct Followees {
+    slots: Vec<Slot>,
+    since: Vec<Micros>,
+}
+
+impl From<Vec<Link>> for Followees {
+    fn from(links: Vec<Link>) -> Self {
+        Self {
+            slots: links.iter().map(|l| l.slot()).collect(),
+            since: links.iter().map(|l| l.since()).collect(),
+        }
+    }
+}
+
+impl From<Followees> for Vec<Link> {
+    fn from(f: Followees) -> Self {
+        f.iter().collect()
+    }
+}
+
+impl Followees {
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The bytes its two columns hold.
+    fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * size_of::<Slot>() + self.since.capacity() * size_of::<Micros>()
+    }
+
+    fn reserve_exact(&mut self, n: usize) {
+        self.slots.reserve_exact(n);
+        self.since.reserve_exact(n);
+    }
+
+    /// The slots, ascending.
+    fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// Where `slot` is (`Ok`), or would go (`Err`).
+    fn find(&self, slot: Slot) -> Result<usize, usize> {
+        self.slots.binary_search(&slot)
+    }
+
+    fn since(&self, i: usize) -> Micros {
+        self.since[i]
+    }
+
+    fn insert(&mut self, i: usize, link: Link) {
+        self.slots.insert(i, link.slot());
+        self.since.insert(i, link.since());
+    }
+
+    /// Appends a link whose slot is above every slot held (a load's sorted pass).
+    fn push(&mut self, link: Link) {
+        debug_assert!(self.slots.last().is_none_or(|&s| s < link.slot()));
+        self.slots.push(link.slot());
+        self.since.push(link.since());
+    }
+
+    fn remove(&mut self, i: usize) {
+        self.slots.remove(i);
+        self.since.remove(i);
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Link> + '_ {
+        (self.slots.iter().zip(&self.since)).map(|(&slot, &since)| Link { slot, since })
+    }
+}
+
 /// A user's blocks and the requests they were sent: few users have any, so they live apart
 /// and cost a node one pointer.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -87,7 +168,7 @@ struct Node {
     /// The user's id.
     id: u64,
     /// Whom they follow, sorted by slot.
-    following: Vec<Link>,
+    following: Followees,
     /// Who follows them, ascending by `(since, follower's id)`.
     followers: Vec<Link>,
     /// Their blocks and the requests they were sent, when they have any.
@@ -107,9 +188,9 @@ impl Node {
     /// Since when they follow the user at `slot`, if they do.
     fn follows(&self, slot: Slot) -> Option<Micros> {
         self.following
-            .binary_search_by_key(&slot, |f| f.slot())
+            .find(slot)
             .ok()
-            .map(|i| self.following[i].since())
+            .map(|i| self.following.since(i))
     }
 
     /// Their list `kind` (blocks or requests), if they have one.
@@ -174,6 +255,25 @@ fn table_bytes<T>(capacity: usize) -> usize {
     capacity * (std::mem::size_of::<T>() + 1)
 }
 
+/// A counter of the suggestion walk ([`RelationsMemory::reached`]), one a user: as narrow as
+/// the walk allows, so that its table stays in cache (2 bytes a user when the caller follows
+/// fewer than 65,536, as any follow limit short of that ensures).
+trait Count: Copy + Default + Eq + Into<u32> {
+    fn bump(&mut self);
+}
+
+impl Count for u16 {
+    fn bump(&mut self) {
+        *self += 1;
+    }
+}
+
+impl Count for u32 {
+    fn bump(&mut self) {
+        *self += 1;
+    }
+}
+
 impl RelationsMemory {
     /// The graph of a snapshot taken at `position`: its load reads nothing, and its fold
     /// skips the log up to `position`.
@@ -223,7 +323,7 @@ impl RelationsMemory {
                         + (l.blocking.capacity() + l.requested_by.capacity())
                             * size_of::<(Micros, u64)>()
                 });
-                (n.following.capacity() + n.followers.capacity()) * size_of::<Link>() + lists
+                n.following.heap_bytes() + n.followers.capacity() * size_of::<Link>() + lists
             })
             .sum();
         let mutes: usize = self
@@ -417,11 +517,10 @@ impl RelationsMemory {
             return vec![];
         };
         let mut via: Vec<(u64, Slot)> = (node.following.iter())
-            .map(|f| (self.nodes[f.slot() as usize].id, f.slot()))
+            .map(|f: Link| (self.nodes[f.slot() as usize].id, f.slot()))
             .filter(|&(id, _)| !graph_hidden(standing(id).1, Reader::Follower))
             .collect();
         via.sort_unstable();
-        let (counts, touched) = self.reached(&via);
         let (id, muted) = (user.get() as u64, self.muter(user, now));
         let excluded = |slot: Slot, other: u64| {
             slot == me
@@ -436,11 +535,39 @@ impl RelationsMemory {
                     banned || graph_hidden(privacy, Reader::Other)
                 }
         };
+        let best = match u16::try_from(via.len()) {
+            Ok(_) => self.best::<u16>(&via, limit, excluded),
+            Err(_) => self.best::<u32>(&via, limit, excluded),
+        };
+        best.into_iter()
+            .map(|(Reverse(count), other, slot)| Suggestion {
+                user: self::user(other),
+                count: i64::from(count),
+                followed_by: (via.iter())
+                    .filter(|&&(_, v)| self.nodes[v as usize].follows(slot).is_some())
+                    .take(3)
+                    .map(|&(v, _)| self::user(v))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The best `limit` users whom `via`'s users follow, by how many of them do, then by id,
+    /// none `excluded` (asked only of those that would enter): `(count, id, slot)`, best
+    /// first. Counted in `C`, which must hold `via.len()`.
+    fn best<C: Count>(
+        &self,
+        via: &[(u64, Slot)],
+        limit: usize,
+        excluded: impl Fn(Slot, u64) -> bool,
+    ) -> Vec<(std::cmp::Reverse<u32>, u64, Slot)> {
+        use std::cmp::Reverse;
+        let (counts, touched) = self.reached::<C>(via);
         // The kept worst on top: the lowest count, then the highest id.
         let mut best: std::collections::BinaryHeap<(Reverse<u32>, u64, Slot)> =
             std::collections::BinaryHeap::with_capacity(limit + 1);
         for slot in touched {
-            let count = counts[slot as usize];
+            let count: u32 = counts[slot as usize].into();
             // Below the kept worst's count, nothing else need be read (most users walked).
             let full = best.len() >= limit;
             if full && best.peek().is_none_or(|worst| count < worst.0 .0) {
@@ -458,43 +585,39 @@ impl RelationsMemory {
         }
         let mut best = best.into_vec();
         best.sort_unstable();
-        best.into_iter()
-            .map(|(Reverse(count), other, slot)| Suggestion {
-                user: self::user(other),
-                count: i64::from(count),
-                followed_by: (via.iter())
-                    .filter(|&&(_, v)| self.nodes[v as usize].follows(slot).is_some())
-                    .take(3)
-                    .map(|&(v, _)| self::user(v))
-                    .collect(),
-            })
-            .collect()
+        best
     }
 
     /// How many of `via`'s users follow each user (a counter per slot), and the users
-    /// reached.
-    fn reached(&self, via: &[(u64, Slot)]) -> (Vec<u32>, Vec<Slot>) {
-        let mut counts = vec![0u32; self.nodes.len()];
-        let follows = |&(_, slot): &(u64, Slot)| &self.nodes[slot as usize].following;
-        let visits: usize = via.iter().map(|v| follows(v).len()).sum();
+    /// reached. The walk is most of a suggestion's cost (a million follows for a caller
+    /// following 1,000 who each follow 1,000): it reads each followee's slots alone, in plain
+    /// nested loops (a `flat_map` kept a branch per follow), into counters as narrow as `C`.
+    fn reached<C: Count>(&self, via: &[(u64, Slot)]) -> (Vec<C>, Vec<Slot>) {
+        let mut counts = vec![C::default(); self.nodes.len()];
+        let follows = |slot: Slot| self.nodes[slot as usize].following.slots();
+        let visits: usize = via.iter().map(|&(_, v)| follows(v).len()).sum();
         // A walk as long as the table is counted without noting whom it reached, and the table
         // read whole afterwards (cheaper than a branch on every follow); a short walk notes
         // each user it reaches first, so it reads no more of the table than it wrote.
         let touched: Vec<Slot> = if visits >= counts.len() / 4 {
-            for f in via.iter().flat_map(follows) {
-                counts[f.slot() as usize] += 1;
+            for &(_, v) in via {
+                for &f in follows(v) {
+                    counts[f as usize].bump();
+                }
             }
             (0..counts.len() as Slot)
-                .filter(|&s| counts[s as usize] != 0)
+                .filter(|&s| counts[s as usize] != C::default())
                 .collect()
         } else {
             let mut touched = Vec::new();
-            for f in via.iter().flat_map(follows) {
-                let count = &mut counts[f.slot() as usize];
-                if *count == 0 {
-                    touched.push(f.slot());
+            for &(_, v) in via {
+                for &f in follows(v) {
+                    let count = &mut counts[f as usize];
+                    if *count == C::default() {
+                        touched.push(f);
+                    }
+                    count.bump();
                 }
-                *count += 1;
             }
             touched
         };
@@ -505,7 +628,7 @@ impl RelationsMemory {
     fn follow(&mut self, a: u64, b: u64, at: Micros) -> bool {
         let (sa, sb) = (self.slot_or_add(a), self.slot_or_add(b));
         let following = &mut self.nodes[sa as usize].following;
-        let Err(i) = following.binary_search_by_key(&sb, |f| f.slot()) else {
+        let Err(i) = following.find(sb) else {
             return false;
         };
         following.insert(
@@ -530,10 +653,10 @@ impl RelationsMemory {
             return false;
         };
         let node = &self.nodes[sa as usize];
-        let Ok(i) = node.following.binary_search_by_key(&sb, |f| f.slot()) else {
+        let Ok(i) = node.following.find(sb) else {
             return false;
         };
-        let key = (node.following[i].since(), a);
+        let key = (node.following.since(i), a);
         let followers = &self.nodes[sb as usize].followers;
         let j = self.follower_place(followers, key);
         let j = match followers.get(j) {
@@ -613,8 +736,10 @@ impl RelationsMemory {
 
     /// Whom `user` follows, by id.
     pub(crate) fn followees(&self, user: UserId) -> impl ExactSizeIterator<Item = u64> + '_ {
-        let following = self.node(user).map_or(&[][..], |(_, n)| &n.following[..]);
-        following.iter().map(|f| self.nodes[f.slot() as usize].id)
+        let following = self
+            .node(user)
+            .map_or(&[][..], |(_, n)| n.following.slots());
+        following.iter().map(|&f| self.nodes[f as usize].id)
     }
 
     /// Whether `a` follows `b`, by id.
@@ -681,7 +806,7 @@ impl RelationsMemory {
     /// Whom `user` follows, newest first, `limit` after skipping `offset`.
     pub fn following(&self, user: UserId, offset: i64, limit: i64) -> Vec<ListEntry> {
         let all = self.node(user).map_or_else(Vec::new, |(_, n)| {
-            let id = |f: &Link| self.nodes[f.slot() as usize].id;
+            let id = |f: Link| self.nodes[f.slot() as usize].id;
             n.following.iter().map(|f| (f.since(), id(f))).collect()
         });
         newest(all, offset, limit)
