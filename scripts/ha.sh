@@ -150,7 +150,7 @@ bootstrap:
       # so a standby that follows it at once is refused for want of its slot and tries again
       # only after wal_retrieve_retry_interval (5 s); strict mode takes no write meanwhile
       # (RELIABILITY.md: 5 s of every failover). wal_keep_size keeps the WAL a standby that
-      # was briefly away needs; one away longer is cloned afresh by Patroni.
+      # was briefly away needs; one away past it stays behind until `patronictl reinit`.
       use_slots: false
       parameters:
         wal_level: replica
@@ -297,7 +297,9 @@ sync_ok() { # some node is the synchronous standby (and so may be promoted)
 # Every other node streams from the primary: the cluster is whole again, and the next fault
 # is a single fault (a standby still rewinding after the last one could not take over).
 all_streaming() {
-  [ "$(psql_at "$HA_WRITE_PORT" 3 "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = $((HA_NODES - 1)) ]
+  local n
+  n=$(psql_at "$HA_WRITE_PORT" 3 "SELECT count(DISTINCT application_name) FROM pg_stat_replication WHERE state = 'streaming'") || return 1
+  [ "${n:-0}" -ge $((HA_NODES - 1)) ]
 }
 
 other_leader() { # the node number, other than $1 (if any), whose Patroni says it is primary, or nothing

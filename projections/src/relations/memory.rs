@@ -12,7 +12,7 @@
 //! `followers`, as [`Link`]s in the order of `(since, follower)`, so a followers page reads its
 //! keys in place (finding each time through the follower's node instead cost a 1M-user
 //! world's followers page a quarter of its throughput). So a follow costs 24 bytes, and a user
-//! about 110 (their node and their slot in the index). The follow limit bounds `following`,
+//! about 134 (their node of 96 and their slot in the index). The follow limit bounds `following`,
 //! so a relation check is two binary searches of at most `follow_limit` entries.
 
 // Hashed with foldhash (seeded per process): a relation check or a known-followers walk is a
@@ -501,8 +501,8 @@ impl RelationsMemory {
     /// rule, walked in memory. Issue 26's [`relations_domain::privacy::graph_hidden`] is asked of
     /// each followee (whom `user` follows) and of each user suggested (whom `user` does not);
     /// `standing` says whether a user is banned, and their settings. Every follow of each
-    /// followee whose graph is not hidden is counted in a table indexed by slot (a 4-byte
-    /// counter a user, zeroed pages from the allocator: 4 MiB at 1M users), and the best
+    /// followee whose graph is not hidden is counted in a table indexed by slot (a 2-byte
+    /// counter a user when the caller follows fewer than 65,536: 2 MiB at 1M users), and the best
     /// `limit` are kept in a bounded heap, the exclusions asked only of those that would enter.
     pub fn suggestions(
         &self,
@@ -566,12 +566,12 @@ impl RelationsMemory {
         // The kept worst on top: the lowest count, then the highest id.
         let mut best: std::collections::BinaryHeap<(Reverse<u32>, u64, Slot)> =
             std::collections::BinaryHeap::with_capacity(limit + 1);
-        for slot in touched {
-            let count: u32 = counts[slot as usize].into();
-            // Below the kept worst's count, nothing else need be read (most users walked).
-            let full = best.len() >= limit;
-            if full && best.peek().is_none_or(|worst| count < worst.0 .0) {
-                continue;
+        // The least count that may enter: 1 until `limit` are kept, then the kept worst's.
+        // Below it nothing else need be read (most users walked).
+        let mut floor = 1;
+        let mut consider = |slot: Slot, count: u32| {
+            if count < floor {
+                return;
             }
             let other = self.nodes[slot as usize].id;
             let key = (Reverse(count), other, slot);
@@ -581,7 +581,16 @@ impl RelationsMemory {
                 if best.len() > limit {
                     best.pop();
                 }
+                if best.len() >= limit {
+                    floor = best.peek().map_or(floor, |worst| worst.0 .0);
+                }
             }
+        };
+        match touched {
+            Some(touched) => {
+                (touched.into_iter()).for_each(|s| consider(s, counts[s as usize].into()))
+            }
+            None => (counts.iter().enumerate()).for_each(|(s, &c)| consider(s as Slot, c.into())),
         }
         let mut best = best.into_vec();
         best.sort_unstable();
@@ -589,39 +598,36 @@ impl RelationsMemory {
     }
 
     /// How many of `via`'s users follow each user (a counter per slot), and the users
-    /// reached. The walk is most of a suggestion's cost (a million follows for a caller
-    /// following 1,000 who each follow 1,000): it reads each followee's slots alone, in plain
-    /// nested loops (a `flat_map` kept a branch per follow), into counters as narrow as `C`.
-    fn reached<C: Count>(&self, via: &[(u64, Slot)]) -> (Vec<C>, Vec<Slot>) {
+    /// reached, unless the walk was as long as the table (then it is read whole). The walk is
+    /// most of a suggestion's cost (a million follows for a caller following 1,000 who each
+    /// follow 1,000): it reads each followee's slots alone, in plain nested loops (a
+    /// `flat_map` kept a branch per follow), into counters as narrow as `C`.
+    fn reached<C: Count>(&self, via: &[(u64, Slot)]) -> (Vec<C>, Option<Vec<Slot>>) {
         let mut counts = vec![C::default(); self.nodes.len()];
         let follows = |slot: Slot| self.nodes[slot as usize].following.slots();
         let visits: usize = via.iter().map(|&(_, v)| follows(v).len()).sum();
-        // A walk as long as the table is counted without noting whom it reached, and the table
-        // read whole afterwards (cheaper than a branch on every follow); a short walk notes
-        // each user it reaches first, so it reads no more of the table than it wrote.
-        let touched: Vec<Slot> = if visits >= counts.len() / 4 {
+        // A walk as long as the table is counted without noting whom it reached (cheaper than
+        // a branch on every follow); a short walk notes each user it reaches first, so that
+        // no more of the table is read than was written.
+        if visits >= counts.len() / 4 {
             for &(_, v) in via {
                 for &f in follows(v) {
                     counts[f as usize].bump();
                 }
             }
-            (0..counts.len() as Slot)
-                .filter(|&s| counts[s as usize] != C::default())
-                .collect()
-        } else {
-            let mut touched = Vec::new();
-            for &(_, v) in via {
-                for &f in follows(v) {
-                    let count = &mut counts[f as usize];
-                    if *count == C::default() {
-                        touched.push(f);
-                    }
-                    count.bump();
+            return (counts, None);
+        }
+        let mut touched = Vec::new();
+        for &(_, v) in via {
+            for &f in follows(v) {
+                let count = &mut counts[f as usize];
+                if *count == C::default() {
+                    touched.push(f);
                 }
+                count.bump();
             }
-            touched
-        };
-        (counts, touched)
+        }
+        (counts, Some(touched))
     }
 
     /// Adds follows(a, b) unless it holds; whether it was added.
@@ -1221,6 +1227,44 @@ mod tests {
         );
         let ids: Vec<i64> = page.iter().map(|e| e.user.get()).collect();
         assert_eq!(ids, vec![6, 5], "ties on time by id, descending");
+    }
+
+    proptest::proptest! {
+        /// The walk's best are those a plain count of followees' follows gives, with counters
+        /// of either width, whether the table is read whole (a long walk) or only where the
+        /// walk reached (a short one): callers follow few or many of 40 users.
+        #[test]
+        fn the_suggestion_walk_counts_as_a_plain_count(
+            follows in proptest::collection::vec((1..=40i64, 1..=40i64), 0..400),
+            limit in 1..6usize,
+        ) {
+            let mut g = RelationsMemory::default();
+            for &(a, b) in &follows {
+                if a != b {
+                    g.change(follow(a, b, a * 100 + b));
+                }
+            }
+            for caller in 1..=40u64 {
+                let Some(slot) = g.slot(caller) else { continue };
+                let via: Vec<(u64, Slot)> = (g.nodes[slot as usize].following.slots().iter())
+                    .map(|&s| (g.nodes[s as usize].id, s))
+                    .collect();
+                let mut counts = std::collections::BTreeMap::<u64, u32>::new();
+                for &(v, _) in &via {
+                    for w in g.followees(u(v as i64)) {
+                        *counts.entry(w).or_default() += 1;
+                    }
+                }
+                let mut plain: Vec<(u32, u64)> = counts.into_iter().map(|(w, c)| (c, w)).collect();
+                plain.sort_by_key(|&(c, w)| (std::cmp::Reverse(c), w));
+                plain.truncate(limit);
+                let walked = |best: Vec<(std::cmp::Reverse<u32>, u64, Slot)>| -> Vec<(u32, u64)> {
+                    best.into_iter().map(|(c, w, _)| (c.0, w)).collect()
+                };
+                proptest::prop_assert_eq!(&walked(g.best::<u16>(&via, limit, |_, _| false)), &plain);
+                proptest::prop_assert_eq!(&walked(g.best::<u32>(&via, limit, |_, _| false)), &plain);
+            }
+        }
     }
 
     /// The compact graph against a plain reference (issue 48, item 2): random follows,
