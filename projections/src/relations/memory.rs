@@ -255,25 +255,6 @@ fn table_bytes<T>(capacity: usize) -> usize {
     capacity * (std::mem::size_of::<T>() + 1)
 }
 
-/// A counter of the suggestion walk ([`RelationsMemory::reached`]), one a user: as narrow as
-/// the walk allows, so that its table stays in cache (2 bytes a user when the caller follows
-/// fewer than 65,536, as any follow limit short of that ensures).
-trait Count: Copy + Default + Eq + Into<u32> {
-    fn bump(&mut self);
-}
-
-impl Count for u16 {
-    fn bump(&mut self) {
-        *self += 1;
-    }
-}
-
-impl Count for u32 {
-    fn bump(&mut self) {
-        *self += 1;
-    }
-}
-
 impl RelationsMemory {
     /// The graph of a snapshot taken at `position`: its load reads nothing, and its fold
     /// skips the log up to `position`.
@@ -501,8 +482,8 @@ impl RelationsMemory {
     /// rule, walked in memory. Issue 26's [`relations_domain::privacy::graph_hidden`] is asked of
     /// each followee (whom `user` follows) and of each user suggested (whom `user` does not);
     /// `standing` says whether a user is banned, and their settings. Every follow of each
-    /// followee whose graph is not hidden is counted in a table indexed by slot (a 2-byte
-    /// counter a user when the caller follows fewer than 65,536: 2 MiB at 1M users), and the best
+    /// followee whose graph is not hidden is counted in a table indexed by slot (a 4-byte
+    /// counter a user, zeroed pages from the allocator: 4 MiB at 1M users), and the best
     /// `limit` are kept in a bounded heap, the exclusions asked only of those that would enter.
     pub fn suggestions(
         &self,
@@ -516,8 +497,8 @@ impl RelationsMemory {
         let Some((me, node)) = self.node(user) else {
             return vec![];
         };
-        let mut via: Vec<(u64, Slot)> = (node.following.iter())
-            .map(|f: Link| (self.nodes[f.slot() as usize].id, f.slot()))
+        let mut via: Vec<(u64, Slot)> = (node.following.slots().iter())
+            .map(|&f| (self.nodes[f as usize].id, f))
             .filter(|&(id, _)| !graph_hidden(standing(id).1, Reader::Follower))
             .collect();
         via.sort_unstable();
@@ -535,11 +516,7 @@ impl RelationsMemory {
                     banned || graph_hidden(privacy, Reader::Other)
                 }
         };
-        let best = match u16::try_from(via.len()) {
-            Ok(_) => self.best::<u16>(&via, limit, excluded),
-            Err(_) => self.best::<u32>(&via, limit, excluded),
-        };
-        best.into_iter()
+        (self.best(&via, limit, excluded).into_iter())
             .map(|(Reverse(count), other, slot)| Suggestion {
                 user: self::user(other),
                 count: i64::from(count),
@@ -554,15 +531,15 @@ impl RelationsMemory {
 
     /// The best `limit` users whom `via`'s users follow, by how many of them do, then by id,
     /// none `excluded` (asked only of those that would enter): `(count, id, slot)`, best
-    /// first. Counted in `C`, which must hold `via.len()`.
-    fn best<C: Count>(
+    /// first.
+    fn best(
         &self,
         via: &[(u64, Slot)],
         limit: usize,
         excluded: impl Fn(Slot, u64) -> bool,
     ) -> Vec<(std::cmp::Reverse<u32>, u64, Slot)> {
         use std::cmp::Reverse;
-        let (counts, touched) = self.reached::<C>(via);
+        let (counts, touched) = self.reached(via);
         // The kept worst on top: the lowest count, then the highest id.
         let mut best: std::collections::BinaryHeap<(Reverse<u32>, u64, Slot)> =
             std::collections::BinaryHeap::with_capacity(limit + 1);
@@ -587,10 +564,8 @@ impl RelationsMemory {
             }
         };
         match touched {
-            Some(touched) => {
-                (touched.into_iter()).for_each(|s| consider(s, counts[s as usize].into()))
-            }
-            None => (counts.iter().enumerate()).for_each(|(s, &c)| consider(s as Slot, c.into())),
+            Some(touched) => (touched.into_iter()).for_each(|s| consider(s, counts[s as usize])),
+            None => (counts.iter().enumerate()).for_each(|(s, &c)| consider(s as Slot, c)),
         }
         let mut best = best.into_vec();
         best.sort_unstable();
@@ -601,9 +576,9 @@ impl RelationsMemory {
     /// reached, unless the walk was as long as the table (then it is read whole). The walk is
     /// most of a suggestion's cost (a million follows for a caller following 1,000 who each
     /// follow 1,000): it reads each followee's slots alone, in plain nested loops (a
-    /// `flat_map` kept a branch per follow), into counters as narrow as `C`.
-    fn reached<C: Count>(&self, via: &[(u64, Slot)]) -> (Vec<C>, Option<Vec<Slot>>) {
-        let mut counts = vec![C::default(); self.nodes.len()];
+    /// `flat_map` kept a branch per follow).
+    fn reached(&self, via: &[(u64, Slot)]) -> (Vec<u32>, Option<Vec<Slot>>) {
+        let mut counts = vec![0u32; self.nodes.len()];
         let follows = |slot: Slot| self.nodes[slot as usize].following.slots();
         let visits: usize = via.iter().map(|&(_, v)| follows(v).len()).sum();
         // A walk as long as the table is counted without noting whom it reached (cheaper than
@@ -612,7 +587,7 @@ impl RelationsMemory {
         if visits >= counts.len() / 4 {
             for &(_, v) in via {
                 for &f in follows(v) {
-                    counts[f as usize].bump();
+                    counts[f as usize] += 1;
                 }
             }
             return (counts, None);
@@ -621,10 +596,10 @@ impl RelationsMemory {
         for &(_, v) in via {
             for &f in follows(v) {
                 let count = &mut counts[f as usize];
-                if *count == C::default() {
+                if *count == 0 {
                     touched.push(f);
                 }
-                count.bump();
+                *count += 1;
             }
         }
         (counts, Some(touched))
@@ -1230,9 +1205,9 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The walk's best are those a plain count of followees' follows gives, with counters
-        /// of either width, whether the table is read whole (a long walk) or only where the
-        /// walk reached (a short one): callers follow few or many of 40 users.
+        /// The walk's best are those a plain count of followees' follows gives, whether the
+        /// table is read whole (a long walk) or only where the walk reached (a short one):
+        /// callers follow few or many of 40 users.
         #[test]
         fn the_suggestion_walk_counts_as_a_plain_count(
             follows in proptest::collection::vec((1..=40i64, 1..=40i64), 0..400),
@@ -1261,8 +1236,7 @@ mod tests {
                 let walked = |best: Vec<(std::cmp::Reverse<u32>, u64, Slot)>| -> Vec<(u32, u64)> {
                     best.into_iter().map(|(c, w, _)| (c.0, w)).collect()
                 };
-                proptest::prop_assert_eq!(&walked(g.best::<u16>(&via, limit, |_, _| false)), &plain);
-                proptest::prop_assert_eq!(&walked(g.best::<u32>(&via, limit, |_, _| false)), &plain);
+                proptest::prop_assert_eq!(&walked(g.best(&via, limit, |_, _| false)), &plain);
             }
         }
     }
