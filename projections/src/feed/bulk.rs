@@ -1,20 +1,19 @@
 //! A rebuild of the feed in memory (issue 28, item 4): the whole log folded into the feed's
-//! tables in memory ([`FeedMemory`], by the one fold), then every table written with one `COPY`
-//! each, in its key's order. The rebuild tests compare every table with what the runner wrote.
+//! tables in memory ([`FeedMemory`], by the one fold), then every table's rows laid out for
+//! `COPY` ([`CopyOut`]), in its key's order. The rebuild tests compare every table with what the runner wrote.
 
 use std::fmt::Write as _;
 
 use async_trait::async_trait;
 use relations_store::log::{self, RecordedEvent};
 use relations_store::Keyring;
-use sqlx::PgConnection;
 
 use super::fold::{fold_events, in_memory};
 use super::memory::{AuthorRow, FeedMemory, Inbox};
 use super::Settings;
 use crate::error::ProjectionError;
+use crate::runtime::copy_out::{copy_nullable_timestamp, copy_text, copy_timestamp, CopyOut};
 use crate::runtime::projector::BulkFold;
-use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_text, copy_timestamp};
 
 /// The feed's read model, folded in memory.
 pub(super) struct FeedBulk {
@@ -47,21 +46,22 @@ impl BulkFold for FeedBulk {
         in_memory(fold_events(&mut self.tables, &events))
     }
 
-    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+    fn write(self: Box<Self>, out: &CopyOut) -> Result<(), ProjectionError> {
         let tables = &self.tables;
-        write_posts_and_follows(tables, conn).await?;
-        write_authors(tables, conn).await?;
-        write_inboxes(tables, conn).await?;
-        write_banned_and_mutes(tables, conn).await
+        write_posts_and_follows(tables, out);
+        write_authors(tables, out);
+        write_inboxes(tables, out);
+        write_banned_and_mutes(tables, out);
+        Ok(())
     }
 }
 
 /// `rm_posts` in seq order, `feed_follows` in key order.
-async fn write_posts_and_follows(
-    tables: &FeedMemory,
-    conn: &mut PgConnection,
-) -> Result<(), ProjectionError> {
-    let mut rows = String::with_capacity(tables.posts.len() * 96);
+fn write_posts_and_follows(tables: &FeedMemory, out: &CopyOut) {
+    let mut rows = out.table(
+        "rm_posts (post_id, seq, author, content, created_at, deleted, visibility, repost_of,
+                   quote_of, quote_policy, quote_detached, comment_policy)",
+    );
     for (at, post) in tables.posts.iter().enumerate() {
         let content = post.content.as_deref().map(copy_text);
         writeln!(
@@ -80,23 +80,13 @@ async fn write_posts_and_follows(
             post.quote_detached,
             post.comment_policy,
         )
-        .expect("a String");
+        .expect("rows in memory");
     }
-    copy_in(
-        conn,
-        "rm_posts (post_id, seq, author, content, created_at, deleted, visibility, repost_of,
-                   quote_of, quote_policy, quote_detached, comment_policy)",
-        rows,
-    )
-    .await?;
-    let mut rows = String::with_capacity(tables.following.len() * 24);
+    let mut rows = out.table("feed_follows (follower, followee, show_reposts)");
     for pair @ (follower, followee) in &tables.following {
         let shown = !tables.hiding_reposts.contains(pair);
-        writeln!(rows, "{follower}\t{followee}\t{shown}").expect("a String");
+        writeln!(rows, "{follower}\t{followee}\t{shown}").expect("rows in memory");
     }
-    let target = "feed_follows (follower, followee, show_reposts)";
-    copy_in(conn, target, rows).await?;
-    Ok(())
 }
 
 /// A post id for `COPY`, or its null.
@@ -105,77 +95,46 @@ fn or_null(post: Option<uuid::Uuid>) -> String {
 }
 
 /// `feed_authors` and `feed_mode_changes`, in key order.
-async fn write_authors(
-    tables: &FeedMemory,
-    conn: &mut PgConnection,
-) -> Result<(), ProjectionError> {
+fn write_authors(tables: &FeedMemory, out: &CopyOut) {
     let mut authors: Vec<(&i64, &AuthorRow)> = tables.authors.iter().collect();
     authors.sort_unstable_by_key(|(author, _)| **author);
-    let mut rows = String::with_capacity(authors.len() * 24);
+    let mut rows = out.table("feed_authors (author, followers, posts, pulled)");
     for (author, row) in authors {
         let (followers, posts, pulled) = (row.followers, row.posts, row.pulled);
-        writeln!(rows, "{author}\t{followers}\t{posts}\t{pulled}").expect("a String");
+        writeln!(rows, "{author}\t{followers}\t{posts}\t{pulled}").expect("rows in memory");
     }
-    copy_in(
-        conn,
-        "feed_authors (author, followers, posts, pulled)",
-        rows,
-    )
-    .await?;
-    let mut rows = String::new();
+    let mut rows = out.table("feed_mode_changes (transaction_id, global_position, author, pulled)");
     for ((tx, gp, author), pulled) in &tables.mode_changes {
-        writeln!(rows, "{tx}\t{gp}\t{author}\t{pulled}").expect("a String");
+        writeln!(rows, "{tx}\t{gp}\t{author}\t{pulled}").expect("rows in memory");
     }
-    copy_in(
-        conn,
-        "feed_mode_changes (transaction_id, global_position, author, pulled)",
-        rows,
-    )
-    .await?;
-    Ok(())
 }
 
 /// `feed_inbox` and `feed_readers`, in reader order.
-async fn write_inboxes(
-    tables: &FeedMemory,
-    conn: &mut PgConnection,
-) -> Result<(), ProjectionError> {
+fn write_inboxes(tables: &FeedMemory, out: &CopyOut) {
     let mut readers: Vec<(&i64, &Inbox)> = tables.inboxes.iter().collect();
     readers.sort_unstable_by_key(|(reader, _)| **reader);
-    let entries = readers
-        .iter()
-        .map(|(_, inbox)| inbox.entries.len())
-        .sum::<usize>();
-    let mut rows = String::with_capacity(entries * 24);
+    let mut rows = out.table("feed_inbox (reader, seq, author)");
     for (reader, inbox) in &readers {
         for (seq, author) in &inbox.entries {
-            writeln!(rows, "{reader}\t{seq}\t{author}").expect("a String");
+            writeln!(rows, "{reader}\t{seq}\t{author}").expect("rows in memory");
         }
     }
-    copy_in(conn, "feed_inbox (reader, seq, author)", rows).await?;
-    let mut rows = String::with_capacity(readers.len() * 24);
+    let mut rows = out.table("feed_readers (reader, size, watermark)");
     for (reader, inbox) in &readers {
         let (size, watermark) = (inbox.entries.len(), inbox.watermark);
-        writeln!(rows, "{reader}\t{size}\t{watermark}").expect("a String");
+        writeln!(rows, "{reader}\t{size}\t{watermark}").expect("rows in memory");
     }
-    copy_in(conn, "feed_readers (reader, size, watermark)", rows).await?;
-    Ok(())
 }
 
 /// `feed_banned` and `feed_mutes`.
-async fn write_banned_and_mutes(
-    tables: &FeedMemory,
-    conn: &mut PgConnection,
-) -> Result<(), ProjectionError> {
-    let mut rows = String::new();
+fn write_banned_and_mutes(tables: &FeedMemory, out: &CopyOut) {
+    let mut rows = out.table("feed_banned (author)");
     for author in &tables.banned {
-        writeln!(rows, "{author}").expect("a String");
+        writeln!(rows, "{author}").expect("rows in memory");
     }
-    copy_in(conn, "feed_banned (author)", rows).await?;
-    let mut rows = String::new();
+    let mut rows = out.table("feed_mutes (muter, muted, until)");
     for ((muter, muted), until) in &tables.mutes {
         let until = copy_nullable_timestamp(*until);
-        writeln!(rows, "{muter}\t{muted}\t{until}").expect("a String");
+        writeln!(rows, "{muter}\t{muted}\t{until}").expect("rows in memory");
     }
-    copy_in(conn, "feed_mutes (muter, muted, until)", rows).await
 }

@@ -27,8 +27,8 @@ use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
 use crate::relations::fold::{EdgeKind, RelationChange};
+use crate::runtime::copy_out::{copy_timestamp, CopyOut};
 use crate::runtime::projector::{erased_user, BulkFold, Projector};
-use crate::runtime::rebuild::{copy_in, copy_timestamp};
 
 /// The projector's name.
 pub const NAME: &str = "history";
@@ -193,8 +193,9 @@ impl BulkFold for HistoryBulk {
         Ok(())
     }
 
-    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
-        let mut rows = String::with_capacity(self.changes.len() * 64);
+    fn write(self: Box<Self>, out: &CopyOut) -> Result<(), ProjectionError> {
+        let mut rows =
+            out.table("rm_relation_history (subject, object, tx, gp, kind, present, at)");
         for c in &self.changes {
             writeln!(
                 rows,
@@ -207,13 +208,8 @@ impl BulkFold for HistoryBulk {
                 c.present,
                 copy_timestamp(c.at)
             )
-            .expect("a String");
+            .expect("rows in memory");
         }
-        copy_in(
-            conn,
-            "rm_relation_history (subject, object, tx, gp, kind, present, at)",
-            rows,
-        )
-        .await
+        Ok(())
     }
 }

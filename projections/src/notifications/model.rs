@@ -12,7 +12,6 @@ use std::sync::Arc;
 use foldhash::{HashMap, HashSet}; // a rebuild folds millions: SipHash and B-tree keys of text cost
 
 use async_trait::async_trait;
-use sqlx::PgConnection;
 
 use chrono::{DateTime, Utc};
 use relations_domain::{LogEvent, NotificationPolicy, PostId, RelationEvent};
@@ -24,8 +23,8 @@ use super::change::{
     admits, comment_causes, disposed, is_filtered, Cause, Change, ChangeReader, GroupDelta,
 };
 use crate::error::ProjectionError;
+use crate::runtime::copy_out::{copy_nullable_timestamp, copy_text, copy_timestamp, CopyOut};
 use crate::runtime::projector::BulkFold;
-use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_text, copy_timestamp};
 
 /// A live cause's key: (recipient, cause), its text shared by the indexes.
 type Key = (i64, Arc<str>);
@@ -301,7 +300,7 @@ impl Model {
 }
 
 /// The whole log folded in memory for a rebuild ([`Model`], as `verify` folds it), then every
-/// table written with one `COPY`.
+/// table's rows laid out for `COPY` ([`CopyOut`]).
 #[derive(Debug, Default)]
 pub(super) struct NotificationsBulk {
     model: Model,
@@ -318,11 +317,13 @@ impl BulkFold for NotificationsBulk {
         self.model.fold(event)
     }
 
-    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+    fn write(self: Box<Self>, out: &CopyOut) -> Result<(), ProjectionError> {
         let model = &self.model;
-        let mut rows = String::with_capacity(model.causes.len() * 96);
-        // Each recipient's causes together, in log order, as their reads find them (the
-        // secondary indexes are built after the COPY, sorting for themselves).
+        // `kind` for the previous release's instances only (see `insert_causes`).
+        let mut rows = out
+            .table("notify_causes (recipient, cause, grp, kind, actor, post, comment, tx, gp, at)");
+        // Each recipient's causes together, in log order, as their reads find them (every
+        // index is built after the rows, sorting for itself).
         let mut causes: Vec<&Cause> = model.causes.values().collect();
         causes.sort_unstable_by_key(|c| (c.recipient, c.position));
         for c in causes {
@@ -339,13 +340,12 @@ impl BulkFold for NotificationsBulk {
                 nullable(c.comment),
                 copy_timestamp(c.at),
             )
-            .expect("a String");
+            .expect("rows in memory");
         }
-        // `kind` for the previous release's instances only (see `insert_causes`).
-        let target =
-            "notify_causes (recipient, cause, grp, kind, actor, post, comment, tx, gp, at)";
-        copy_in(conn, target, rows).await?;
-        let mut rows = String::new();
+        let mut rows = out.table(
+            "notify_groups (recipient, grp, kind, post, comment, count, actors, tx, gp, \
+             latest_at, place_tx, place_gp, filtered)",
+        );
         for (g, place) in model.groups() {
             let actors: Vec<String> = g.actors.iter().map(i64::to_string).collect();
             let (tx, gp) = (g.position.transaction_id, g.position.global_position);
@@ -363,37 +363,26 @@ impl BulkFold for NotificationsBulk {
                 copy_timestamp(g.at),
                 is_filtered(&g.group),
             )
-            .expect("a String");
+            .expect("rows in memory");
         }
-        let target = "notify_groups (recipient, grp, kind, post, comment, count, actors, tx, gp, \
-                      latest_at, place_tx, place_gp, filtered)";
-        copy_in(conn, target, rows).await?;
-        let mut rows = String::new();
+        let mut rows = out.table("notify_comments (post, n, author, post_author)");
         for ((post, n), (author, post_author)) in &model.comments {
-            writeln!(rows, "{post}\t{n}\t{author}\t{post_author}").expect("a String");
+            writeln!(rows, "{post}\t{n}\t{author}\t{post_author}").expect("rows in memory");
         }
-        copy_in(conn, "notify_comments (post, n, author, post_author)", rows).await?;
-        let mut rows = String::new();
+        let mut rows = out.table("notify_mutes (muter, muted, until)");
         for ((muter, muted), until) in &model.mutes {
             let until = copy_nullable_timestamp(*until);
-            writeln!(rows, "{muter}\t{muted}\t{until}").expect("a String");
+            writeln!(rows, "{muter}\t{muted}\t{until}").expect("rows in memory");
         }
-        copy_in(conn, "notify_mutes (muter, muted, until)", rows).await?;
-        let mut rows = String::new();
+        let mut rows = out.table("notify_watchers (author, watcher)");
         for (author, watcher) in &model.watchers {
-            writeln!(rows, "{author}\t{watcher}").expect("a String");
+            writeln!(rows, "{author}\t{watcher}").expect("rows in memory");
         }
-        copy_in(conn, "notify_watchers (author, watcher)", rows).await?;
-        let mut rows = String::new();
+        let mut rows = out.table("notify_policies (user_id, not_following, not_followers)");
         for (user, policy) in &model.policies {
             let (a, b) = (policy.not_following.as_str(), policy.not_followers.as_str());
-            writeln!(rows, "{user}\t{a}\t{b}").expect("a String");
+            writeln!(rows, "{user}\t{a}\t{b}").expect("rows in memory");
         }
-        copy_in(
-            conn,
-            "notify_policies (user_id, not_following, not_followers)",
-            rows,
-        )
-        .await
+        Ok(())
     }
 }

@@ -20,8 +20,8 @@ use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
 use crate::error::ProjectionError;
+use crate::runtime::copy_out::{copy_nullable_timestamp, copy_timestamp, CopyOut};
 use crate::runtime::projector::{erased_user, BulkFold, Projector};
-use crate::runtime::rebuild::{copy_in, copy_nullable_timestamp, copy_timestamp};
 use fold::{
     EdgeKind, EdgeTables, ErasableTables, FollowCounts, RelationChange, RelationTables, UserPair,
 };
@@ -564,68 +564,50 @@ impl BulkFold for RelationsBulk {
         Ok(())
     }
 
-    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+    fn write(self: Box<Self>, out: &CopyOut) -> Result<(), ProjectionError> {
         copy_edges(
-            conn,
+            out,
             "rm_follows (follower, followee, since)",
             &self.edges.follows,
-        )
-        .await?;
+        );
         copy_edges(
-            conn,
+            out,
             "rm_blocks (blocker, blocked, since)",
             &self.edges.blocks,
-        )
-        .await?;
-        copy_edges(
-            conn,
-            "rm_follow_requests (requester, target, since)",
-            &self.edges.requests,
-        )
-        .await?;
-        let mut mutes = String::new();
+        );
+        let target = "rm_follow_requests (requester, target, since)";
+        copy_edges(out, target, &self.edges.requests);
+        let mut mutes = out.table("rm_mutes (muter, muted, since, until)");
         for (&(a, b), (since, until)) in &self.mutes {
             let until = copy_nullable_timestamp(*until);
-            writeln!(mutes, "{a}\t{b}\t{}\t{until}", copy_timestamp(*since)).expect("a String");
+            writeln!(mutes, "{a}\t{b}\t{}\t{until}", copy_timestamp(*since))
+                .expect("rows in memory");
         }
-        copy_in(conn, "rm_mutes (muter, muted, since, until)", mutes).await?;
-        let mut prefs = String::new();
+        let mut prefs = out.table("rm_follow_prefs (follower, followee, show_reposts, notify)");
         for (&(a, b), p) in &self.prefs {
-            writeln!(prefs, "{a}\t{b}\t{}\t{}", p.show_reposts, p.notify).expect("a String");
+            writeln!(prefs, "{a}\t{b}\t{}\t{}", p.show_reposts, p.notify).expect("rows in memory");
         }
-        let target = "rm_follow_prefs (follower, followee, show_reposts, notify)";
-        copy_in(conn, target, prefs).await?;
         let target = "rm_dismissals (user_id, dismissed, since)";
-        copy_edges(conn, target, &self.dismissals).await?;
+        copy_edges(out, target, &self.dismissals);
         // In user order (a BTreeMap); users whose follows all ended have no row.
-        let mut rows = String::with_capacity(self.counts.len() * 24);
+        let mut rows = out.table("rm_follow_counts (user_id, following, followers, friends)");
         for (user, (following, followers, friends)) in self.counts {
             if (following, followers, friends) != (0, 0, 0) {
-                writeln!(rows, "{user}\t{following}\t{followers}\t{friends}").expect("a String");
+                writeln!(rows, "{user}\t{following}\t{followers}\t{friends}")
+                    .expect("rows in memory");
             }
         }
-        copy_in(
-            conn,
-            "rm_follow_counts (user_id, following, followers, friends)",
-            rows,
-        )
-        .await
+        Ok(())
     }
 }
 
-/// COPYs `edges` (with their `since`) into `target`.
-async fn copy_edges(
-    conn: &mut PgConnection,
-    target: &str,
-    edges: &HashMap<UserPair, DateTime<Utc>>,
-) -> Result<(), ProjectionError> {
-    // In primary-key order: the key's index then grows at its end instead of splitting pages
-    // all over (2.5x faster on 1.4M edges here).
+/// `edges` (with their `since`) as the rows of `target`, in the key's order (the order the
+/// reads by follower find them in).
+fn copy_edges(out: &CopyOut, target: &str, edges: &HashMap<UserPair, DateTime<Utc>>) {
     let mut sorted: Vec<(&UserPair, &DateTime<Utc>)> = edges.iter().collect();
     sorted.sort_unstable_by_key(|(edge, _)| **edge);
-    let mut rows = String::with_capacity(edges.len() * 48);
+    let mut rows = out.table(target);
     for (&(a, b), since) in sorted {
-        writeln!(rows, "{a}\t{b}\t{}", copy_timestamp(*since)).expect("a String");
+        writeln!(rows, "{a}\t{b}\t{}", copy_timestamp(*since)).expect("rows in memory");
     }
-    copy_in(conn, target, rows).await
 }

@@ -3,6 +3,7 @@
 //! read-your-writes waits, rebuilds and verification.
 
 pub mod checkpoint;
+pub mod copy_out;
 pub mod health;
 pub mod log_watch;
 pub mod projector;

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use relations_store::log::RecordedEvent;
 use sqlx::PgConnection;
 
+use super::copy_out::CopyOut;
 use crate::error::ProjectionError;
 
 /// A fold of the log into tables. `apply` runs inside the runner's transaction, which also
@@ -75,8 +76,10 @@ pub trait BulkFold: Send {
         Ok(())
     }
 
-    /// Writes the result into the projector's (empty) tables, on `conn`'s search_path.
-    async fn write(self: Box<Self>, conn: &mut PgConnection) -> Result<(), ProjectionError>;
+    /// Lays out the result as the rows of the projector's (empty) tables, each table's in
+    /// `COPY`'s text format ([`CopyOut::table`]); the runtime writes them as they come, on a
+    /// thread of the blocking pool.
+    fn write(self: Box<Self>, out: &CopyOut) -> Result<(), ProjectionError>;
 }
 
 /// The user `event` erases, if it is a `UserErased` (issue 25): every reader folds it

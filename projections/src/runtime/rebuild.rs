@@ -10,11 +10,11 @@
 
 use std::sync::Arc;
 
-use relations_store::db::end_transaction;
 use relations_store::{log, LogPosition};
 use sqlx::{Connection, PgConnection, PgPool};
 
 use super::checkpoint;
+use super::copy_out;
 use super::projector::{BulkFold, Projector};
 use super::runner::apply_batch;
 use super::shared_log::Batch;
@@ -38,27 +38,15 @@ pub async fn rebuild(
     projector: Arc<dyn Projector>,
     progress: impl Fn(u64, u64),
 ) -> Result<RebuildReport, ProjectionError> {
-    let mut conn = pool.acquire().await?.detach();
-    // The service's sessions refuse a statement over 30 s and a transaction idle for 10 s
-    // (`relations_store::db::connect`). A rebuild's own connection is an operator's bulk job:
-    // at 1M users its index builds take minutes, and its write transaction idles while the
-    // process lays out millions of rows between statements (the first 1M-user rebuild died of
-    // the idle timeout). Its session only: the connection is closed at the end.
-    sqlx::query("SET statement_timeout = 0")
-        .execute(&mut conn)
-        .await?;
-    sqlx::query("SET idle_in_transaction_session_timeout = '10min'")
-        .execute(&mut conn)
-        .await?;
+    let mut conn = session(pool.acquire().await?.detach(), None).await?;
     let shadow = Shadow::create(&mut conn, projector.as_ref()).await?;
     let total = log::count_after(&mut conn, LogPosition::START).await? as u64;
     let mut applied = 0u64;
     progress(0, total);
     if let Some(bulk) = projector.bulk() {
-        applied = fold_in_memory(&mut conn, projector.as_ref(), bulk, |n| {
-            progress(n, total.max(n))
-        })
-        .await?;
+        let progress = |n| progress(n, total.max(n));
+        applied =
+            fold_in_memory(pool, &mut conn, &shadow, projector.as_ref(), bulk, progress).await?;
     }
     loop {
         let mut tx = conn.begin().await?;
@@ -83,13 +71,37 @@ pub async fn rebuild(
     })
 }
 
+/// A rebuild's connection, `conn`, on the shadows' search_path if `shadow` is given. The
+/// service's sessions refuse a statement over 30 s and a transaction idle for 10 s
+/// (`relations_store::db::connect`). A rebuild's connections are an operator's bulk job: at 1M
+/// users its index builds take minutes, and a transaction may idle while the process lays out
+/// millions of rows between statements (the first 1M-user rebuild died of the idle timeout).
+/// Their sessions only: they are closed at the end.
+async fn session(
+    mut conn: PgConnection,
+    shadow: Option<&Shadow>,
+) -> Result<PgConnection, ProjectionError> {
+    sqlx::query("SET statement_timeout = 0")
+        .execute(&mut conn)
+        .await?;
+    sqlx::query("SET idle_in_transaction_session_timeout = '10min'")
+        .execute(&mut conn)
+        .await?;
+    if let Some(shadow) = shadow {
+        shadow.enter(&mut conn).await?;
+    }
+    Ok(conn)
+}
+
 /// Events read per round trip by the in-memory fold.
 const BULK_BATCH: i64 = 50_000;
 
 /// Folds the whole log below the horizon in memory, writes the result into the shadow tables,
 /// and moves the shadow checkpoint to the last event folded; how many events that was.
 async fn fold_in_memory(
+    pool: &PgPool,
     conn: &mut PgConnection,
+    shadow: &Shadow,
     projector: &dyn Projector,
     mut bulk: Box<dyn BulkFold>,
     progress: impl Fn(u64),
@@ -115,107 +127,22 @@ async fn fold_in_memory(
         events = folded,
         "log folded in memory"
     );
-    let mut tx = conn.begin().await?;
-    let written = async {
-        // Secondary indexes are built once over the loaded rows, not row by row.
-        let deferred = drop_secondary_indexes(&mut tx, projector).await?;
-        bulk.write(&mut tx).await?;
-        for index in &deferred {
-            sqlx::query(index).execute(&mut *tx).await?;
-        }
-        checkpoint::advance(&mut tx, projector.name(), after, folded as usize).await?;
-        Ok::<_, ProjectionError>(())
+    // The rows go out over this connection and as many more as the machine has cores (two
+    // at most beside it), each on the shadows' search_path.
+    let writers = std::thread::available_parallelism().map_or(1, |n| n.get().min(3)) - 1;
+    let mut more = Vec::with_capacity(writers);
+    for _ in 0..writers {
+        more.push(session(pool.acquire().await?.detach(), Some(shadow)).await?);
     }
-    .await;
-    end_transaction(tx, written, |_| true).await?;
+    let mut conns: Vec<&mut PgConnection> = vec![&mut *conn];
+    conns.extend(more.iter_mut());
+    copy_out::write(conns, projector.tables(), move |out| bulk.write(out)).await?;
+    for extra in more {
+        extra.close().await?;
+    }
+    checkpoint::advance(&mut *conn, projector.name(), after, folded as usize).await?;
     tracing::info!(projector = projector.name(), "read model written");
     Ok(folded)
-}
-
-/// COPYs tab-separated `rows` (COPY's text format: [`copy_text`], [`copy_timestamp`], `\N`
-/// for NULL) into `target` (`table (columns)`): how every [`BulkFold`] writes.
-pub(crate) async fn copy_in(
-    conn: &mut PgConnection,
-    target: &str,
-    rows: String,
-) -> Result<(), ProjectionError> {
-    let mut copy = conn
-        .copy_in_raw(&format!("COPY {target} FROM STDIN"))
-        .await?;
-    copy.send(rows.into_bytes()).await?;
-    copy.finish().await?;
-    Ok(())
-}
-
-/// `text` as a field of COPY's text format (its backslashes, tabs and line ends escaped).
-pub(crate) fn copy_text(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains(['\\', '\t', '\n', '\r']) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut escaped = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\\' => escaped.push_str("\\\\"),
-            '\t' => escaped.push_str("\\t"),
-            '\n' => escaped.push_str("\\n"),
-            '\r' => escaped.push_str("\\r"),
-            c => escaped.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(escaped)
-}
-
-/// `at` as a field of COPY's text format, cut to PostgreSQL's microseconds as sqlx cuts a
-/// bound value (PostgreSQL would round a longer fraction, and a rebuild would then differ from
-/// the runner by a microsecond).
-pub(crate) fn copy_timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
-    use chrono::{Datelike as _, Timelike as _};
-    // Written field by field: chrono's `format` parses its pattern on every call, which was
-    // 6% of a notifications rebuild.
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}+00",
-        at.year(),
-        at.month(),
-        at.day(),
-        at.hour(),
-        at.minute(),
-        at.second(),
-        at.timestamp_subsec_micros().min(999_999),
-    )
-}
-
-/// [`copy_timestamp`], or COPY's NULL (`\N`) for `None`.
-pub(crate) fn copy_nullable_timestamp(at: Option<chrono::DateTime<chrono::Utc>>) -> String {
-    at.map_or_else(|| "\\N".to_owned(), copy_timestamp)
-}
-
-/// Drops the indexes of the projector's tables on `conn`'s search_path (the shadows) that back
-/// no constraint, and returns the statements that make them again.
-async fn drop_secondary_indexes(
-    conn: &mut PgConnection,
-    projector: &dyn Projector,
-) -> Result<Vec<String>, ProjectionError> {
-    let tables: Vec<&str> = projector.tables().to_vec();
-    let indexes: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT n.nspname::text, i.relname::text, pg_get_indexdef(x.indexrelid)
-           FROM pg_index x
-           JOIN pg_class i ON i.oid = x.indexrelid
-           JOIN pg_class t ON t.oid = x.indrelid
-           JOIN pg_namespace n ON n.oid = t.relnamespace
-          WHERE n.nspname = current_schema() AND t.relname = ANY($1)
-            AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)",
-    )
-    .bind(&tables)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut recreate = Vec::with_capacity(indexes.len());
-    for (schema, name, definition) in indexes {
-        sqlx::query(&format!("DROP INDEX {schema}.{name}"))
-            .execute(&mut *conn)
-            .await?;
-        recreate.push(definition);
-    }
-    Ok(recreate)
 }
 
 /// Applies the next batch after the (shadow) checkpoint; `None` when caught up.
@@ -262,11 +189,19 @@ impl Shadow {
             .execute(&mut *conn)
             .await?;
         }
+        let shadow = Self { live, schema };
+        shadow.enter(&mut *conn).await?;
+        checkpoint::register(&mut *conn, name).await?;
+        Ok(shadow)
+    }
+
+    /// Points `conn`'s search_path at the shadows, then the live schema.
+    async fn enter(&self, conn: &mut PgConnection) -> Result<(), ProjectionError> {
+        let (schema, live) = (&self.schema, &self.live);
         sqlx::query(&format!("SET search_path = {schema}, {live}"))
             .execute(&mut *conn)
             .await?;
-        checkpoint::register(&mut *conn, name).await?;
-        Ok(Self { live, schema })
+        Ok(())
     }
 
     /// Gathers the planner's statistics of the shadow tables, which they keep when they are
@@ -429,26 +364,4 @@ pub async fn running(pool: &PgPool) -> Result<Vec<RunningRebuild>, sqlx::Error> 
     )
     .fetch_all(pool)
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_timestamp_for_copy_is_what_chronos_pattern_writes() {
-        for micros in [
-            0,
-            1,
-            1_700_000_000_123_456,
-            1_764_201_600_999_999,
-            -1_000_001,
-        ] {
-            let at = chrono::DateTime::from_timestamp_micros(micros).unwrap();
-            let at = at + chrono::Duration::nanoseconds(789);
-            let pattern = at.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string();
-            assert_eq!(copy_timestamp(at), pattern);
-        }
-        assert_eq!(copy_nullable_timestamp(None), "\\N");
-    }
 }
