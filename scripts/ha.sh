@@ -143,7 +143,14 @@ bootstrap:
     maximum_lag_on_failover: 1048576
     synchronous_mode: true
     synchronous_mode_strict: true
-    synchronous_node_count: 1
+    # Every standby synchronous (Patroni names as many as stream, up to two). With one, a
+    # standby left asynchronous may hold WAL the synchronous one never received when the
+    # primary dies; Patroni may promote only the synchronous one, and the other must then
+    # wait for pg_rewind before it can follow: strict mode takes no write meanwhile
+    # (RELIABILITY.md: 6 of 53 failovers in a trial, 6 s more each). With both synchronous, both
+    # may be promoted and Patroni's leader race takes the one with the most WAL, which the
+    # other can follow as it is. A commit then waits for both standbys' flush.
+    synchronous_node_count: 2
     postgresql:
       use_pg_rewind: true
       # No replication slots: a promoted node makes its standbys' slots only on its next loop,
@@ -294,12 +301,20 @@ sync_ok() { # some node is the synchronous standby (and so may be promoted)
   return 1
 }
 
-# Every other node streams from the primary: the cluster is whole again, and the next fault
-# is a single fault (a standby still rewinding after the last one could not take over).
+# Every other node streams from the primary and is a synchronous standby in Patroni's /sync
+# key: the cluster is whole again, and the next fault is a single fault (a standby still
+# rewinding after the last one could not take over, and one not yet in /sync could not race
+# for it; see synchronous_node_count above).
 all_streaming() {
   local n
   n=$(psql_at "$HA_WRITE_PORT" 3 "SELECT count(DISTINCT application_name) FROM pg_stat_replication WHERE state = 'streaming'") || return 1
-  [ "${n:-0}" -ge $((HA_NODES - 1)) ]
+  [ "${n:-0}" -ge $((HA_NODES - 1)) ] || return 1
+  n=0
+  local node
+  for node in $(seq 1 "$HA_NODES"); do
+    curl -sf -o /dev/null --max-time 0.5 "http://127.0.0.1:$(rest_port "$node")/sync" && n=$((n + 1))
+  done
+  [ "$n" -ge $((HA_NODES - 1)) ]
 }
 
 other_leader() { # the node number, other than $1 (if any), whose Patroni says it is primary, or nothing
@@ -340,6 +355,7 @@ cmd_start() {
   if [ "$HA_NODES" -ge 2 ]; then
     wait_for 60 "a replica through 127.0.0.1:$HA_READ_PORT" replica_ok
     wait_for 60 "a synchronous standby" sync_ok
+    wait_for 60 "every standby streaming and synchronous" all_streaming
   fi
   log "up (leader node$(leader), ready after $(since "$t0") s): write postgres://postgres:$PASSWORD@127.0.0.1:$HA_WRITE_PORT/postgres, read postgres://postgres:$PASSWORD@127.0.0.1:$HA_READ_PORT/postgres"
 }
@@ -399,7 +415,7 @@ ride_out() {
   log "writes commit through 127.0.0.1:$HA_WRITE_PORT $t_write s after the fault began"
   wait_for 120 "a replica through 127.0.0.1:$HA_READ_PORT" replica_ok
   wait_for 120 "a synchronous standby" sync_ok
-  wait_for 120 "every standby streaming" all_streaming
+  wait_for 120 "every standby streaming and synchronous" all_streaming
   printf 'fault -> promoted: %s s\nfault -> writes accepted: %s s\n' "$t_promoted" "$t_write"
 }
 other_leader_found() { [ -n "$(other_leader "$1")" ]; }
@@ -485,7 +501,7 @@ cmd_failover() {
   if [ "$HA_REJOIN" = 1 ]; then
     wait_for 60 "a replica through 127.0.0.1:$HA_READ_PORT" replica_ok
     wait_for 60 "a synchronous standby" sync_ok
-    wait_for 120 "every standby streaming" all_streaming
+    wait_for 120 "every standby streaming and synchronous" all_streaming
   fi
   printf 'crash -> promoted: %s s\ncrash -> writes accepted: %s s\n' "$t_promoted" "$t_write"
 }
