@@ -310,11 +310,12 @@ all_streaming() {
   n=$(psql_at "$HA_WRITE_PORT" 3 "SELECT count(DISTINCT application_name) FROM pg_stat_replication WHERE state = 'streaming'") || return 1
   [ "${n:-0}" -ge $((HA_NODES - 1)) ] || return 1
   n=0
-  local node
+  local node want=$((HA_NODES - 1))
+  [ "$want" -le 2 ] || want=2 # synchronous_node_count
   for node in $(seq 1 "$HA_NODES"); do
     curl -sf -o /dev/null --max-time 0.5 "http://127.0.0.1:$(rest_port "$node")/sync" && n=$((n + 1))
   done
-  [ "$n" -ge $((HA_NODES - 1)) ]
+  [ "$n" -ge "$want" ]
 }
 
 other_leader() { # the node number, other than $1 (if any), whose Patroni says it is primary, or nothing

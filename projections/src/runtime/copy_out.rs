@@ -5,9 +5,10 @@
 //! is laid out, and two chunks (of one table or of two) are written at once.
 //!
 //! The tables are written without any index: [`write`] drops them all (the primary keys and
-//! unique constraints too) before the first row and builds them again after the last, each
-//! table's on a connection of its own. A sorted build of a finished table is cheaper than
-//! millions of inserts into its B-trees, and the tables' builds run side by side.
+//! unique constraints too) before the first row and builds them again after the last, as many
+//! at once as there are connections, then attaches the constraints to their indexes. A sorted
+//! build of a finished table is cheaper than millions of inserts into its B-trees, and the
+//! builds run side by side.
 //!
 //! Each connection writes in transactions of its own: the shadow tables are no one's but the
 //! rebuild's until the swap, and a rebuild that stops half way is started again from empty
@@ -74,6 +75,10 @@ impl fmt::Write for TableRows<'_> {
     /// and nothing else ([`copy_text`] escapes them inside a field), and `writeln!` writes it
     /// as the end of its last piece.
     fn write_str(&mut self, s: &str) -> fmt::Result {
+        // The writing side stopped on an error (which it reports): nothing more is kept.
+        if self.out.chunks.is_closed() {
+            return Ok(());
+        }
         let chunk = self.out.chunk;
         if self.rows.capacity() == 0 {
             self.rows.reserve(chunk + chunk / 16);
@@ -186,10 +191,13 @@ async fn drop_indexes(
                                  n.nspname, t.relname, c.conname) END,
                 pg_get_indexdef(x.indexrelid),
                 CASE WHEN c.oid IS NOT NULL THEN
-                  format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s USING INDEX %I', n.nspname,
+                  format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s USING INDEX %I%s', n.nspname,
                          t.relname, c.conname,
                          CASE c.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END,
-                         i.relname) END
+                         i.relname,
+                         CASE WHEN NOT c.condeferrable THEN ''
+                              WHEN c.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+                              ELSE ' DEFERRABLE' END) END
            FROM pg_index x
            JOIN pg_class i ON i.oid = x.indexrelid
            JOIN pg_class t ON t.oid = x.indrelid
@@ -198,8 +206,7 @@ async fn drop_indexes(
              ON c.conindid = x.indexrelid AND c.conrelid = t.oid AND c.contype IN ('p', 'u')
           WHERE n.nspname = current_schema() AND t.relname = ANY($1)
             AND NOT EXISTS (SELECT 1 FROM pg_constraint o
-                             WHERE o.conindid = x.indexrelid AND o.conrelid = t.oid
-                               AND o.contype NOT IN ('p', 'u'))
+                             WHERE o.conindid = x.indexrelid AND o.contype NOT IN ('p', 'u'))
           ORDER BY t.relname, i.relname",
     )
     .bind(&tables)
