@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use crate::error::ProjectionError;
 
 /// About how many bytes of rows go to PostgreSQL in one `COPY`.
-pub(crate) const CHUNK: usize = 8 << 20;
+const CHUNK: usize = 8 << 20;
 
 /// One `COPY`: its target (`table (columns)`) and its rows.
 struct Chunk {
@@ -75,18 +75,20 @@ impl fmt::Write for TableRows<'_> {
     /// and nothing else ([`copy_text`] escapes them inside a field), and `writeln!` writes it
     /// as the end of its last piece.
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        // The writing side stopped on an error (which it reports): nothing more is kept.
-        if self.out.chunks.is_closed() {
-            return Ok(());
-        }
         let chunk = self.out.chunk;
         if self.rows.capacity() == 0 {
             self.rows.reserve(chunk + chunk / 16);
         }
         self.rows.push_str(s);
         if self.rows.len() >= chunk && s.ends_with('\n') {
-            let rows = std::mem::take(&mut self.rows);
-            self.out.send(&self.target, rows);
+            if self.out.chunks.is_closed() {
+                // The writing side stopped on an error, which it reports: the rest is dropped
+                // a chunk at a time instead of being sent.
+                self.rows.clear();
+            } else {
+                let rows = std::mem::take(&mut self.rows);
+                self.out.send(&self.target, rows);
+            }
         }
         Ok(())
     }
