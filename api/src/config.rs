@@ -122,24 +122,26 @@ pub struct ReadSideConfig {
     #[command(flatten)]
     feed: FeedConfig,
     #[command(flatten)]
+    fans: FanConfig,
+    #[command(flatten)]
     database: DatabaseConfig,
     #[command(flatten)]
     keys: KeysConfig,
 }
 
 impl ReadSideConfig {
-    /// The pool, the keyring over it and the feed's settings.
+    /// The pool, the keyring over it and the projectors' settings.
     pub async fn connect(
         &self,
     ) -> anyhow::Result<(
         sqlx::PgPool,
         relations_store::Keyring,
-        relations_projections::feed::Settings,
+        relations_projections::Settings,
     )> {
         let master_key = self.keys.master_key()?;
         let pool = self.database.connect().await?;
         let keys = relations_store::Keyring::new(master_key, pool.clone());
-        Ok((pool, keys, self.feed.settings()))
+        Ok((pool, keys, projector_settings(self.feed, self.fans)))
     }
 }
 
@@ -202,6 +204,27 @@ impl FeedConfig {
             big_v_threshold: i64::from(self.big_v_threshold),
             inbox_cap: i64::from(self.feed_inbox_cap),
         }
+    }
+}
+
+/// How projector `following` keeps followers (every process that runs or rebuilds it needs the
+/// same value).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct FanConfig {
+    /// An account with at least this many followers has them kept in a table of its own
+    /// (seed 001's routes; issue 48).
+    #[arg(long, env = "RELATIONS_FAN_TABLE_THRESHOLD", default_value_t = 100_000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub fan_table_threshold: u32,
+}
+
+/// Every projector's settings, from their parts of the configuration.
+pub fn projector_settings(feed: FeedConfig, fans: FanConfig) -> relations_projections::Settings {
+    relations_projections::Settings {
+        feed: feed.settings(),
+        relations: relations_projections::relations::Settings {
+            fan_table_threshold: i64::from(fans.fan_table_threshold),
+        },
     }
 }
 
@@ -287,6 +310,9 @@ pub struct Config {
     /// The feed's push/pull threshold and inbox cap.
     #[command(flatten)]
     pub feed: FeedConfig,
+    /// Where an account's followers are kept once they are many.
+    #[command(flatten)]
+    pub fans: FanConfig,
     /// Posts each instance holds in memory per author, for feed pages and `new_count`
     /// answered without PostgreSQL (issue 28); 0 reads every feed page from PostgreSQL.
     #[arg(long, env = "RELATIONS_FEED_MEMORY_PER_AUTHOR", default_value_t = 32)]

@@ -153,7 +153,8 @@ impl Application {
             .with_context(|| format!("binding {}", config.http_addr))?;
         let signal = CommitSignal::spawn(pool.clone());
         let caches = Caches::new(redis.clone(), config.feed.settings());
-        let projectors = relations_projections::all(config.feed.settings(), &keys, Some(&caches));
+        let settings = crate::config::projector_settings(config.feed, config.fans);
+        let projectors = relations_projections::all(settings, &keys, Some(&caches));
         let (runners, relay) = read_side(&config, &pool, &projectors)?;
         let relayed = config.kafka.kafka_brokers.is_some();
         let projectors = projector_entries(&projectors, &runners, relayed, &relay);

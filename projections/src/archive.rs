@@ -29,7 +29,7 @@ const SECTIONS: &[Section] = &[
                  'show_reposts', COALESCE(p.show_reposts, true), 'notify', COALESCE(p.notify, false)",
     },
     Section {
-        rows: "rm_follows WHERE followee = $1",
+        rows: "rm_fans WHERE route = rm_fan_route($1) AND followee = $1",
         at: "since",
         tie: "follower",
         record: "'kind', 'follower', 'user', follower, 'at', since",

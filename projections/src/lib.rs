@@ -68,17 +68,24 @@ impl Caches {
     }
 }
 
+/// The projectors' tunables (every process that runs or rebuilds them needs the same values).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings {
+    /// Projector `feed`'s.
+    pub feed: feed::Settings,
+    /// Projector `following`'s.
+    pub relations: relations::Settings,
+}
+
 /// Every projector, in the order they are reported; the cache projectors only with caches.
 /// `keys` open the content the feed and engagement read models keep.
-pub fn all(
-    feed: feed::Settings,
-    keys: &Keyring,
-    caches: Option<&Caches>,
-) -> Vec<Arc<dyn Projector>> {
+pub fn all(settings: Settings, keys: &Keyring, caches: Option<&Caches>) -> Vec<Arc<dyn Projector>> {
     let mut projectors: Vec<Arc<dyn Projector>> = vec![
-        Arc::new(relations::Relations),
+        Arc::new(relations::Relations {
+            settings: settings.relations,
+        }),
         Arc::new(feed::Feed {
-            settings: feed,
+            settings: settings.feed,
             keys: keys.clone(),
         }),
         Arc::new(history::History),
@@ -99,8 +106,10 @@ pub fn all(
 }
 
 /// The read-model projector called `name` (the ones `rebuild` can rebuild).
-pub fn by_name(name: &str, feed: feed::Settings, keys: &Keyring) -> Option<Arc<dyn Projector>> {
-    all(feed, keys, None).into_iter().find(|p| p.name() == name)
+pub fn by_name(name: &str, settings: Settings, keys: &Keyring) -> Option<Arc<dyn Projector>> {
+    all(settings, keys, None)
+        .into_iter()
+        .find(|p| p.name() == name)
 }
 
 /// Every difference between the read models in `scope` (and always the write side's guard

@@ -68,7 +68,7 @@ pub async fn run(args: ProjectArgs) -> anyhow::Result<()> {
     let caches = args
         .redis
         .connect()?
-        .map(|redis| relations_projections::Caches::new(redis, settings));
+        .map(|redis| relations_projections::Caches::new(redis, settings.feed));
     let projectors: Vec<_> = relations_projections::all(settings, &keys, caches.as_ref())
         .into_iter()
         .filter(|p| args.wanted(p.name()))

@@ -23,7 +23,7 @@ pub async fn run(args: VerifyArgs) -> anyhow::Result<()> {
         whole_log: args.whole_log,
         projectors: args.only,
     };
-    let differences = relations_projections::verify(&pool, settings, &keys, &scope).await?;
+    let differences = relations_projections::verify(&pool, settings.feed, &keys, &scope).await?;
     if differences.is_empty() {
         println!("read models agree with the log");
         return Ok(());

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use relations_api::auth::JwtKeys;
 use relations_api::config::{
-    Config, DatabaseConfig, FeedConfig, JwtConfig, KafkaConfig, KeysConfig, RedisConfig,
+    Config, DatabaseConfig, FanConfig, FeedConfig, JwtConfig, KafkaConfig, KeysConfig, RedisConfig,
 };
 use relations_api::Application;
 use relations_domain::UserId;
@@ -123,6 +123,9 @@ pub async fn test_config() -> Config {
         feed: FeedConfig {
             big_v_threshold: 5000,
             feed_inbox_cap: 1000,
+        },
+        fans: FanConfig {
+            fan_table_threshold: 100_000,
         },
         feed_memory_per_author: 32,
         feed_memory_posts: 4_000_000,

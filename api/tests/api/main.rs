@@ -15,6 +15,7 @@ mod doors;
 mod engagement;
 mod erasure;
 mod failover;
+mod fan_tables;
 mod faults;
 mod feed;
 mod feed_model;

@@ -6,8 +6,13 @@ use crate::harness::{Row, Server};
 
 /// (f) server memory, and bytes per follow edge.
 pub async fn memory(server: &Server, pool: &PgPool) -> anyhow::Result<Vec<Row>> {
-    let (edges, follows, feed_follows): (i64, i64, i64) = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM rm_follows), pg_total_relation_size('rm_follows'),
+    // The split tables' bytes are their partitions' (issue 48, item 3).
+    let (edges, follows, fans, feed_follows): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM rm_follows),
+                (SELECT sum(pg_total_relation_size(relid))::bigint
+                   FROM pg_partition_tree('rm_follows')),
+                (SELECT sum(pg_total_relation_size(relid))::bigint
+                   FROM pg_partition_tree('rm_fans')),
                 pg_total_relation_size('feed_follows')",
     )
     .fetch_one(pool)
@@ -34,6 +39,11 @@ pub async fn memory(server: &Server, pool: &PgPool) -> anyhow::Result<Vec<Row>> 
             "f. memory",
             "PostgreSQL bytes per follow edge: rm_follows (table and its indexes)",
             format!("{:.0} B", per(follows)),
+        ),
+        Row::new(
+            "f. memory",
+            "PostgreSQL bytes per follow edge: rm_fans (the followers by followee)",
+            format!("{:.0} B", per(fans)),
         ),
         Row::new(
             "f. memory",

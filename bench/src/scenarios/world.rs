@@ -88,21 +88,29 @@ pub async fn world(env: &mut Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
 /// Where the database's bytes go, per follow: each table of 10 B a follow or more (its heap,
 /// its TOAST, each index), biggest first (issue 48, item 1).
 async fn where_bytes_go(pool: &PgPool, scenario: &str, follows: u64) -> anyhow::Result<Row> {
+    // A partition's bytes count as its partitioned table's, its index's as the parent index's.
     let parts: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT t.relname::text, 'heap', pg_relation_size(t.oid)
+        "WITH parent AS (SELECT h.inhrelid AS oid, p.relname::text AS name
+                           FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent),
+              part AS (
+         SELECT t.oid AS t, 'heap' AS part, pg_relation_size(t.oid) AS bytes
            FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
           WHERE n.nspname = current_schema() AND t.relkind = 'r'
          UNION ALL
-         SELECT t.relname::text, 'TOAST', pg_total_relation_size(t.reltoastrelid)
+         SELECT t.oid, 'TOAST', pg_total_relation_size(t.reltoastrelid)
            FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
           WHERE n.nspname = current_schema() AND t.relkind = 'r' AND t.reltoastrelid <> 0
          UNION ALL
-         SELECT t.relname::text, i.relname::text, pg_relation_size(i.oid)
+         SELECT t.oid, coalesce(pi.name, i.relname::text), pg_relation_size(i.oid)
            FROM pg_index x
            JOIN pg_class i ON i.oid = x.indexrelid
            JOIN pg_class t ON t.oid = x.indrelid
            JOIN pg_namespace n ON n.oid = t.relnamespace
-          WHERE n.nspname = current_schema() AND t.relkind = 'r'",
+           LEFT JOIN parent pi ON pi.oid = i.oid
+          WHERE n.nspname = current_schema() AND t.relkind = 'r')
+         SELECT coalesce(pt.name, c.relname::text), part.part, sum(part.bytes)::bigint
+           FROM part JOIN pg_class c ON c.oid = part.t LEFT JOIN parent pt ON pt.oid = part.t
+          GROUP BY 1, 2",
     )
     .fetch_all(pool)
     .await?;

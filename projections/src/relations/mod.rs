@@ -26,6 +26,7 @@ use fold::{
     EdgeKind, EdgeTables, ErasableTables, FollowCounts, RelationChange, RelationTables, UserPair,
 };
 
+mod fans;
 pub mod fold;
 pub mod memory;
 pub mod query;
@@ -35,8 +36,29 @@ pub mod verify;
 /// The projector's name.
 pub const NAME: &str = "following";
 
-/// See the module docs.
-pub struct Relations;
+/// Projector `following` (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct Relations {
+    /// How it lays out its tables.
+    pub settings: Settings,
+}
+
+/// How projector `following` lays out its tables (every process that runs or rebuilds it needs
+/// the same values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// An account with at least this many followers has them kept in a table of its own
+    /// (`RELATIONS_FAN_TABLE_THRESHOLD`; seed 001's routes).
+    pub fan_table_threshold: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            fan_table_threshold: 100_000,
+        }
+    }
+}
 
 #[async_trait]
 impl Projector for Relations {
@@ -47,6 +69,8 @@ impl Projector for Relations {
     fn tables(&self) -> &'static [&'static str] {
         &[
             "rm_follows",
+            "rm_fans",
+            "rm_fan_routes",
             "rm_follow_counts",
             "rm_blocks",
             "rm_mutes",
@@ -57,7 +81,10 @@ impl Projector for Relations {
     }
 
     fn bulk(&self) -> Option<Box<dyn BulkFold>> {
-        Some(Box::<RelationsBulk>::default())
+        Some(Box::new(RelationsBulk {
+            settings: self.settings,
+            ..RelationsBulk::default()
+        }))
     }
 
     /// The batch's net effect in a handful of statements: the touched edges' rows are read
@@ -72,12 +99,12 @@ impl Projector for Relations {
         let mut start = 0;
         for (i, event) in events.iter().enumerate() {
             if let Some(user) = erased_user(event) {
-                apply_relations(conn, &events[start..i]).await?;
+                apply_relations(conn, self.settings, &events[start..i]).await?;
                 erase(conn, user).await?;
                 start = i + 1;
             }
         }
-        apply_relations(conn, &events[start..]).await
+        apply_relations(conn, self.settings, &events[start..]).await
     }
 }
 
@@ -85,6 +112,7 @@ impl Projector for Relations {
 /// they touch.
 async fn apply_relations(
     conn: &mut PgConnection,
+    settings: Settings,
     events: &[RecordedEvent],
 ) -> Result<(), ProjectionError> {
     let mut changes = Vec::with_capacity(events.len());
@@ -101,13 +129,13 @@ async fn apply_relations(
             count.add_to(&mut deltas);
         }
     }
-    tables.write(conn, deltas).await
+    tables.write(conn, settings, deltas).await
 }
 
 /// Folds `user`'s erasure set-based, as [`fold::erase`] folds it in memory: the other side's
 /// counters lose each follow of or by the user (and a friend where both held), every row of
-/// the user goes. (Their followers' rule-3 counts were settled by the erasure itself, in the
-/// store.)
+/// the user goes, their followers' table of its own too. (Their followers' rule-3 counts were
+/// settled by the erasure itself, in the store.)
 async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError> {
     let statements = [
         // In ascending user order, like every other writer of these rows.
@@ -116,14 +144,25 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError
                     (count(*) = 2)::int::bigint AS fd
                FROM (SELECT followee AS u, 0 AS fg, 1 AS fr FROM rm_follows WHERE follower = $1
                      UNION ALL
-                     SELECT follower, 1, 0 FROM rm_follows WHERE followee = $1) AS x
+                     SELECT follower, 1, 0 FROM rm_fans
+                      WHERE route = rm_fan_route($1) AND followee = $1) AS x
               GROUP BY u ORDER BY u)
          UPDATE rm_follow_counts c
             SET following = c.following - d.fg, followers = c.followers - d.fr,
                 friends = c.friends - d.fd
            FROM d WHERE c.user_id = d.u",
         "DELETE FROM rm_follow_counts WHERE user_id = $1",
-        "DELETE FROM rm_follows WHERE follower = $1 OR followee = $1",
+        // The user's follows, in both tables: found by follower in `rm_follows`, and by
+        // follower in `rm_fans` through them (before they go).
+        "DELETE FROM rm_fans x USING rm_follows f
+          WHERE f.follower = $1 AND x.followee = f.followee AND x.since = f.since
+            AND x.follower = $1",
+        "DELETE FROM rm_follows WHERE follower = $1",
+        // Their followers' follows: found by followee in `rm_fans`.
+        "DELETE FROM rm_follows f USING rm_fans x
+          WHERE x.route = rm_fan_route($1) AND x.followee = $1
+            AND f.follower = x.follower AND f.followee = $1",
+        "DELETE FROM rm_fans WHERE route = rm_fan_route($1) AND followee = $1",
         "DELETE FROM rm_blocks WHERE blocker = $1 OR blocked = $1",
         "DELETE FROM rm_follow_requests WHERE requester = $1 OR target = $1",
         "DELETE FROM rm_mutes WHERE muter = $1 OR muted = $1",
@@ -133,7 +172,7 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError
     for sql in statements {
         sqlx::query(sql).bind(user).execute(&mut *conn).await?;
     }
-    Ok(())
+    fans::unroute(conn, user).await
 }
 
 /// The rows of one edge table a batch touches: as they were, and as the batch leaves them.
@@ -141,6 +180,8 @@ struct Edges {
     table: &'static str,
     from: &'static str,
     to: &'static str,
+    /// Whether the table is `rm_follows`, whose rows `rm_fans` keeps by followee too.
+    fans: bool,
     /// Present before the batch.
     before: HashSet<UserPair>,
     /// Present now, with their `since` when (re)made by the batch (`None`: the old row stands).
@@ -174,6 +215,7 @@ impl Edges {
             table,
             from,
             to,
+            fans: table == "rm_follows",
             before,
             now,
         })
@@ -216,25 +258,33 @@ impl Edges {
         }
         let (table, from, to) = (self.table, self.from, self.to);
         if !gone_a.is_empty() {
-            sqlx::query(&format!(
-                "DELETE FROM {table} t USING unnest($1::bigint[], $2::bigint[]) AS k(a, b)
-                  WHERE t.{from} = k.a AND t.{to} = k.b"
-            ))
-            .bind(&gone_a)
-            .bind(&gone_b)
-            .execute(&mut *conn)
-            .await?;
+            let sql = match self.fans {
+                true => fans::DELETE_FOLLOWS.to_owned(),
+                false => format!(
+                    "DELETE FROM {table} t USING unnest($1::bigint[], $2::bigint[]) AS k(a, b)
+                      WHERE t.{from} = k.a AND t.{to} = k.b"
+                ),
+            };
+            sqlx::query(&sql)
+                .bind(&gone_a)
+                .bind(&gone_b)
+                .execute(&mut *conn)
+                .await?;
         }
         if !new_a.is_empty() {
-            sqlx::query(&format!(
-                "INSERT INTO {table} ({from}, {to}, since)
-                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[])"
-            ))
-            .bind(&new_a)
-            .bind(&new_b)
-            .bind(&new_since)
-            .execute(&mut *conn)
-            .await?;
+            let sql = match self.fans {
+                true => fans::INSERT_FOLLOWS.to_owned(),
+                false => format!(
+                    "INSERT INTO {table} ({from}, {to}, since)
+                     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[])"
+                ),
+            };
+            sqlx::query(&sql)
+                .bind(&new_a)
+                .bind(&new_b)
+                .bind(&new_since)
+                .execute(&mut *conn)
+                .await?;
         }
         Ok(())
     }
@@ -288,12 +338,19 @@ impl BatchTables {
     async fn write(
         self,
         conn: &mut PgConnection,
+        settings: Settings,
         deltas: BTreeMap<i64, FollowCounts>,
     ) -> Result<(), ProjectionError> {
         self.edges.follows.write(conn).await?;
         self.edges.blocks.write(conn).await?;
         self.edges.requests.write(conn).await?;
+        let gained: Vec<i64> = deltas
+            .iter()
+            .filter(|(_, d)| d.1 > 0)
+            .map(|(&u, _)| u)
+            .collect();
         write_counts(conn, deltas).await?;
+        fans::route(conn, &gained, settings.fan_table_threshold).await?;
         for mute in &self.mutes {
             write_mute(conn, "rm_mutes", mute, true).await?;
         }
@@ -476,6 +533,7 @@ async fn write_counts(
 /// The whole log folded in memory, for a rebuild: the same rows batch application writes.
 #[derive(Default)]
 struct RelationsBulk {
+    settings: Settings,
     /// Each edge -> since.
     edges: EdgeTables<HashMap<UserPair, DateTime<Utc>>>,
     /// (muter, muted) -> (since, until)
@@ -523,6 +581,20 @@ impl RelationTables for RelationsBulk {
     }
 }
 
+impl RelationsBulk {
+    /// The accounts whose followers have a table of their own when the log ends: those with
+    /// at least the threshold's followers. (The runner routes an account once a batch leaves
+    /// it there and never routes it back; where the two differ, only the layout does.)
+    fn routed(&self) -> std::collections::BTreeSet<i64> {
+        let threshold = self.settings.fan_table_threshold;
+        self.counts
+            .iter()
+            .filter(|(_, c)| c.1 >= threshold)
+            .map(|(&user, _)| user)
+            .collect()
+    }
+}
+
 /// Keeps `prefs` for `pair` in a map of the ones that are not the defaults.
 pub(crate) fn keep_prefs(
     map: &mut BTreeMap<UserPair, FollowPrefs>,
@@ -564,12 +636,19 @@ impl BulkFold for RelationsBulk {
         Ok(())
     }
 
+    /// A table of its own for each account routed at the end of the log.
+    fn shadow_statements(&self) -> Vec<String> {
+        self.routed().into_iter().map(fans::own_table).collect()
+    }
+
     fn write(self: Box<Self>, out: &CopyOut) -> Result<(), ProjectionError> {
         copy_edges(
             out,
             "rm_follows (follower, followee, since)",
             &self.edges.follows,
         );
+        let routed = self.routed();
+        fans::copy(out, &self.edges.follows, &routed);
         copy_edges(
             out,
             "rm_blocks (blocker, blocked, since)",

@@ -253,10 +253,11 @@ impl OffsetQuery {
 #[derive(Debug, Clone, Copy)]
 pub struct KeyedQuery(&'static str);
 
-/// Who follows a user.
+/// Who follows a user: from the followee's one table of `rm_fans` (its own, for an account
+/// routed to one: issue 48).
 pub const FOLLOWERS: KeyedQuery = KeyedQuery(
-    "SELECT follower AS id, since FROM rm_follows
-      WHERE followee = $1 AND (since, follower) < ($2, $3)
+    "SELECT follower AS id, since FROM rm_fans
+      WHERE route = rm_fan_route($1) AND followee = $1 AND (since, follower) < ($2, $3)
       ORDER BY since DESC, follower DESC LIMIT $4",
 );
 

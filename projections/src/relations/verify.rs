@@ -245,6 +245,29 @@ impl FollowingCheck {
             &follows,
             out,
         );
+        // The same follows by followee (issue 48), each at its follow's time and in its
+        // followee's route.
+        let fans = pairs(&mut *conn, "SELECT follower, followee FROM rm_fans").await?;
+        diff(
+            "rm_fans (follower, followee)",
+            &relations.edges.follows,
+            &fans,
+            out,
+        );
+        let misplaced = pairs(
+            &mut *conn,
+            "SELECT x.follower, x.followee FROM rm_fans x
+               LEFT JOIN rm_fan_routes r ON r.followee = x.followee
+               LEFT JOIN rm_follows f ON f.follower = x.follower AND f.followee = x.followee
+              WHERE x.route <> coalesce(r.followee, -1 - x.followee % 8)
+                 OR f.since IS DISTINCT FROM x.since",
+        )
+        .await?;
+        for (follower, followee) in misplaced {
+            out.push(format!(
+                "rm_fans: ({follower}, {followee}) is outside its followee's route or not at its follow's time"
+            ));
+        }
         diff(
             "rm_blocks (blocker, blocked)",
             &relations.edges.blocks,

@@ -171,43 +171,68 @@ async fn copy_in(
 }
 
 /// What [`drop_indexes`] took away: the statements that make each index again, and those that
-/// then make a primary key or unique constraint of its index.
+/// then make a primary key or unique constraint of its index, each in its phase.
 struct Dropped {
     /// Each index's table and the statement that makes it.
-    indexes: Vec<(String, String)>,
-    constraints: Vec<String>,
+    indexes: [Vec<(String, String)>; 2],
+    constraints: [Vec<String>; 2],
 }
 
+/// The phases of [`Dropped`]: a partitioned table's index is made after its partitions' (and
+/// then only attaches them).
+const PARTITIONS: usize = 0;
+const TABLES: usize = 1;
+
+/// An index as [`drop_indexes`] finds it: its table, whether that is a partition, the statement
+/// that drops it (none for a partition's index, which goes with its table's), the one that
+/// makes it (none for a partitioned table's constraint, whose statement makes its index) and
+/// the one that makes its constraint.
+type IndexRow = (String, bool, Option<String>, Option<String>, Option<String>);
+
 /// Drops every index of `tables` on `conn`'s search_path (the shadows), those of their
-/// primary keys and unique constraints too. Indexes behind other constraints (an exclusion)
-/// are kept.
+/// primary keys and unique constraints too, and remembers their partitions' (one level) to
+/// build them one by one. Indexes behind other constraints (an exclusion) are kept.
 async fn drop_indexes(
     conn: &mut PgConnection,
     tables: &[&str],
 ) -> Result<Dropped, ProjectionError> {
     let tables: Vec<String> = tables.iter().map(|t| (*t).to_owned()).collect();
-    let indexes: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
-        "SELECT t.relname::text,
-                CASE WHEN c.oid IS NULL THEN format('DROP INDEX %I.%I', n.nspname, i.relname)
+    let indexes: Vec<IndexRow> = sqlx::query_as(
+        "WITH top AS (
+             SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname = current_schema() AND c.relname = ANY($1)),
+         rels AS (
+             SELECT oid, false AS part FROM top
+             UNION ALL
+             SELECT h.inhrelid, true FROM pg_inherits h JOIN top ON h.inhparent = top.oid)
+         SELECT t.relname::text, rels.part,
+                CASE WHEN EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = x.indexrelid)
+                          THEN NULL
+                     WHEN c.oid IS NULL THEN format('DROP INDEX %I.%I', n.nspname, i.relname)
                      ELSE format('ALTER TABLE %I.%I DROP CONSTRAINT %I',
                                  n.nspname, t.relname, c.conname) END,
-                pg_get_indexdef(x.indexrelid),
+                CASE WHEN t.relkind = 'p' AND c.oid IS NOT NULL THEN NULL
+                     ELSE pg_get_indexdef(x.indexrelid) END,
                 CASE WHEN c.oid IS NOT NULL THEN
-                  format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s USING INDEX %I%s', n.nspname,
-                         t.relname, c.conname,
-                         CASE c.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END,
-                         i.relname,
-                         CASE WHEN NOT c.condeferrable THEN ''
-                              WHEN c.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
-                              ELSE ' DEFERRABLE' END) END
-           FROM pg_index x
+                  CASE WHEN t.relkind = 'p' THEN
+                    format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s', n.nspname, t.relname,
+                           c.conname, pg_get_constraintdef(c.oid))
+                  ELSE
+                    format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s USING INDEX %I%s',
+                           n.nspname, t.relname, c.conname,
+                           CASE c.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END,
+                           i.relname,
+                           CASE WHEN NOT c.condeferrable THEN ''
+                                WHEN c.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+                                ELSE ' DEFERRABLE' END) END END
+           FROM rels
+           JOIN pg_index x ON x.indrelid = rels.oid
            JOIN pg_class i ON i.oid = x.indexrelid
            JOIN pg_class t ON t.oid = x.indrelid
            JOIN pg_namespace n ON n.oid = t.relnamespace
            LEFT JOIN pg_constraint c
              ON c.conindid = x.indexrelid AND c.conrelid = t.oid AND c.contype IN ('p', 'u')
-          WHERE n.nspname = current_schema() AND t.relname = ANY($1)
-            AND NOT EXISTS (SELECT 1 FROM pg_constraint o
+          WHERE NOT EXISTS (SELECT 1 FROM pg_constraint o
                              WHERE o.conindid = x.indexrelid AND o.contype NOT IN ('p', 'u'))
           ORDER BY t.relname, i.relname",
     )
@@ -215,54 +240,62 @@ async fn drop_indexes(
     .fetch_all(&mut *conn)
     .await?;
     let mut dropped = Dropped {
-        indexes: Vec::with_capacity(indexes.len()),
-        constraints: Vec::new(),
+        indexes: Default::default(),
+        constraints: Default::default(),
     };
-    for (table, drop, index, constraint) in indexes {
-        sqlx::query(&drop).execute(&mut *conn).await?;
-        dropped.indexes.push((table, index));
-        dropped.constraints.extend(constraint);
+    // A partitioned table's own index (and constraint: its index comes with it) is made by a
+    // statement that would make its partitions' too unless they have theirs: which they will,
+    // built first.
+    for (table, part, drop, index, constraint) in indexes {
+        if let Some(drop) = drop {
+            sqlx::query(&drop).execute(&mut *conn).await?;
+        }
+        let phase = if part { PARTITIONS } else { TABLES };
+        dropped.indexes[phase].extend(index.map(|index| (table, index)));
+        dropped.constraints[phase].extend(constraint);
     }
     Ok(dropped)
 }
 
-/// Builds every index again, as many at once as there are connections (builds of one table's
-/// indexes share its lock), the largest tables' first, then makes the constraints of theirs.
+/// Builds every index again, partitions' first, as many at once as there are connections
+/// (builds of one table's indexes share its lock), the largest tables' first, then makes the
+/// constraints of theirs; then the partitioned tables' (which attach what their partitions
+/// have) and the other tables'.
 async fn build_indexes(
     mut conns: Vec<&mut PgConnection>,
-    mut dropped: Dropped,
+    dropped: Dropped,
 ) -> Result<(), ProjectionError> {
-    let tables: Vec<String> = dropped.indexes.iter().map(|(t, _)| t.clone()).collect();
-    let sizes: std::collections::HashMap<String, i64> =
-        sqlx::query_as("SELECT t, pg_relation_size(t::regclass) FROM unnest($1::text[]) AS t")
-            .bind(&tables)
-            .fetch_all(&mut *conns[0])
-            .await?
-            .into_iter()
-            .collect();
-    dropped
-        .indexes
-        .sort_by_key(|(table, _)| std::cmp::Reverse(sizes.get(table).copied().unwrap_or(0)));
-    let mut indexes = dropped.indexes.into_iter().map(|(_, index)| index);
-    let mut running = FuturesUnordered::new();
-    loop {
-        while let Some(conn) = conns.pop() {
-            let Some(index) = indexes.next() else {
-                conns.push(conn);
-                break;
-            };
-            running.push(async move {
-                sqlx::query(&index).execute(&mut *conn).await?;
-                Ok::<_, ProjectionError>(conn)
-            });
+    for (mut indexes, constraints) in dropped.indexes.into_iter().zip(dropped.constraints) {
+        let tables: Vec<String> = indexes.iter().map(|(t, _)| t.clone()).collect();
+        let sizes: std::collections::HashMap<String, i64> =
+            sqlx::query_as("SELECT t, pg_relation_size(t::regclass) FROM unnest($1::text[]) AS t")
+                .bind(&tables)
+                .fetch_all(&mut *conns[0])
+                .await?
+                .into_iter()
+                .collect();
+        indexes.sort_by_key(|(table, _)| std::cmp::Reverse(sizes.get(table).copied().unwrap_or(0)));
+        let mut indexes = indexes.into_iter().map(|(_, index)| index);
+        let mut running = FuturesUnordered::new();
+        loop {
+            while let Some(conn) = conns.pop() {
+                let Some(index) = indexes.next() else {
+                    conns.push(conn);
+                    break;
+                };
+                running.push(async move {
+                    sqlx::query(&index).execute(&mut *conn).await?;
+                    Ok::<_, ProjectionError>(conn)
+                });
+            }
+            match running.next().await {
+                Some(done) => conns.push(done?),
+                None => break,
+            }
         }
-        match running.next().await {
-            Some(done) => conns.push(done?),
-            None => break,
+        for constraint in constraints {
+            sqlx::query(&constraint).execute(&mut *conns[0]).await?;
         }
-    }
-    for constraint in dropped.constraints {
-        sqlx::query(&constraint).execute(&mut *conns[0]).await?;
     }
     Ok(())
 }

@@ -76,6 +76,12 @@ pub trait BulkFold: Send {
         Ok(())
     }
 
+    /// Statements run on the shadow tables before the rows are written: the partitions the
+    /// result needs beyond those the live tables have (the followers' tables of their own).
+    fn shadow_statements(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Lays out the result as the rows of the projector's (empty) tables, each table's in
     /// `COPY`'s text format ([`CopyOut::table`]); the runtime writes them as they come, on a
     /// thread of the blocking pool.

@@ -134,6 +134,9 @@ async fn fold_in_memory(
     for _ in 0..writers {
         more.push(session(pool.acquire().await?.detach(), Some(shadow)).await?);
     }
+    for sql in bulk.shadow_statements() {
+        sqlx::query(&sql).execute(&mut *conn).await?;
+    }
     let mut conns: Vec<&mut PgConnection> = vec![&mut *conn];
     conns.extend(more.iter_mut());
     copy_out::write(conns, projector.tables(), move |out| bulk.write(out)).await?;
@@ -183,11 +186,27 @@ impl Shadow {
             .execute(&mut *conn)
             .await?;
         for table in projector.tables().iter().chain(&["projector_checkpoints"]) {
+            let partitioned: Option<String> = sqlx::query_scalar(
+                "SELECT pg_get_partkeydef(format('%I.%I', $1::text, $2::text)::regclass)",
+            )
+            .bind(&live)
+            .bind(table)
+            .fetch_one(&mut *conn)
+            .await?;
+            let by = partitioned.map_or_else(String::new, |key| format!(" PARTITION BY {key}"));
             sqlx::query(&format!(
-                "CREATE TABLE {schema}.{table} (LIKE {live}.{table} INCLUDING ALL)"
+                "CREATE TABLE {schema}.{table} (LIKE {live}.{table} INCLUDING ALL){by}"
             ))
             .execute(&mut *conn)
             .await?;
+            // A partitioned table's partitions (one level), as the live ones are.
+            for (partition, bound) in partitions(&mut *conn, &live, table).await? {
+                sqlx::query(&format!(
+                    "CREATE TABLE {schema}.{partition} PARTITION OF {schema}.{table} {bound}"
+                ))
+                .execute(&mut *conn)
+                .await?;
+            }
         }
         let shadow = Self { live, schema };
         shadow.enter(&mut *conn).await?;
@@ -254,6 +273,14 @@ impl Shadow {
             sqlx::query(&format!("ALTER TABLE {schema}.{table} SET SCHEMA {live}"))
                 .execute(&mut *tx)
                 .await?;
+            // Its partitions are tables of their own, which the schema's drop would take.
+            for (partition, _) in partitions(&mut tx, live, table).await? {
+                sqlx::query(&format!(
+                    "ALTER TABLE {schema}.{partition} SET SCHEMA {live}"
+                ))
+                .execute(&mut *tx)
+                .await?;
+            }
         }
         sqlx::query(&format!(
             "UPDATE {live}.projector_checkpoints AS live
@@ -271,6 +298,25 @@ impl Shadow {
         tx.commit().await?;
         Ok((position, applied))
     }
+}
+
+/// The partitions of `schema.table` (none unless it is partitioned), each with its bound
+/// (`FOR VALUES ...`).
+async fn partitions(
+    conn: &mut PgConnection,
+    schema: &str,
+    table: &str,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT c.relname::text, pg_get_expr(c.relpartbound, c.oid)
+           FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+          WHERE h.inhparent = format('%I.%I', $1::text, $2::text)::regclass
+          ORDER BY c.relname",
+    )
+    .bind(schema)
+    .bind(table)
+    .fetch_all(conn)
+    .await
 }
 
 /// A rebuild's progress, published to `rebuild_progress` every half second while it runs (the
