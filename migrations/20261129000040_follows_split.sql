@@ -9,9 +9,15 @@
 -- position. This is the layout a Citus deployment distributes by the same keys
 -- (docs/scaling.md).
 --
--- Rolling upgrade: the previous release's `project` writes `rm_follows` only. Stop it before
--- this migration runs (readers of the previous release keep working: their followers pages
--- read `rm_follows` by followee, now through every partition, slower).
+-- Rolling upgrade: the previous release folds `rm_follows` only, and its erasure would leave the
+-- erased user's rows in `rm_fans`. Every process that runs projector `following` (`serve` runs
+-- it by default, `RELATIONS_RUN_PROJECTORS`; `project`) must be on this release before the
+-- migration runs, or be stopped: a `relations verify` afterwards says whether the two tables
+-- agree, and `relations rebuild following` makes them agree. Readers of the previous release
+-- wait for the copy, then read followers through every partition (a scan: upgrade them too).
+
+-- Two copies of every follow: more than the service's 30 s a statement at a million users.
+SET LOCAL statement_timeout = 0;
 
 ALTER TABLE rm_follows RENAME TO rm_follows_unsplit;
 ALTER TABLE rm_follows_unsplit RENAME CONSTRAINT rm_follows_pkey TO rm_follows_unsplit_pkey;
@@ -52,9 +58,6 @@ CREATE TABLE rm_fans
     follower bigint      NOT NULL,
     since    timestamptz NOT NULL
 ) PARTITION BY LIST (route);
--- "followers" pages, newest first, search-after on (since, follower); an unfollow finds its row
--- by the follow's `since`.
-CREATE UNIQUE INDEX rm_fans_page ON rm_fans (followee, since DESC, follower DESC, route);
 DO $$
 BEGIN
     FOR i IN 0..7 LOOP
@@ -64,5 +67,10 @@ BEGIN
 END $$;
 -- No account is routed yet: every row goes to its hash bucket.
 INSERT INTO rm_fans SELECT -1 - followee % 8, followee, follower, since FROM rm_follows;
+-- "followers" pages, newest first, search-after on (since, follower); an unfollow finds its row
+-- by the follow's `since`. Built once the rows are in.
+CREATE UNIQUE INDEX rm_fans_page ON rm_fans (followee, since DESC, follower DESC, route);
 
 DROP TABLE rm_follows_unsplit;
+-- Autovacuum never analyzes a partitioned table itself.
+ANALYZE rm_follows, rm_fans;

@@ -149,8 +149,32 @@ async fn an_account_crossing_the_threshold_gets_a_table_of_its_own_while_it_is_r
     let indexes = "SELECT count(*) FROM pg_indexes
                     WHERE schemaname = current_schema()
                       AND tablename ~ '^rm_(follows|fans)_[hu][0-9]+$'";
-    // A key on each of 8 follow partitions, a page index on each of 9 fan partitions.
+    // A key on each of 8 follow partitions, a page index on each of 9 fan partitions, each
+    // attached to its table's own index, and none left invalid.
     assert_eq!(scalar(&pool, indexes).await, 17);
+    let attached =
+        "SELECT count(*) FROM pg_inherits h JOIN pg_index x ON x.indexrelid = h.inhparent
+                     WHERE x.indrelid IN ('rm_fans'::regclass, 'rm_follows'::regclass)";
+    assert_eq!(scalar(&pool, attached).await, 17);
+    let invalid = "SELECT count(*) FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
+                    WHERE NOT x.indisvalid AND c.relnamespace = current_schema()::regnamespace";
+    assert_eq!(scalar(&pool, invalid).await, 0);
+    verified(&app);
+    // Rebuilt with a higher threshold, 1 has no table of its own (the shadow had one, made like
+    // the live tables), and with the first again, it has.
+    relations(
+        &app,
+        &["rebuild", "following", "--fan-table-threshold", "100"],
+    );
+    assert!(!table_exists(&pool, "rm_fans_u1").await);
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM rm_fan_routes").await, 0);
+    assert_eq!(followers(&pool, 1).await, [13, 11, 10]);
+    verified(&app);
+    relations(
+        &app,
+        &["rebuild", "following", "--fan-table-threshold", THRESHOLD],
+    );
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM rm_fans_u1").await, 3);
     verified(&app);
     // The projector goes on from the rebuilt tables.
     follow(&app, "follow", 14, 1).await;

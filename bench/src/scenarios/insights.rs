@@ -62,12 +62,76 @@ pub async fn insights(env: &Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         ),
         known_followers(env, db, &server.base, shift + first_caller, scale).await?,
         status_as_of(&server.base, followers, scale).await,
+        followers_pages(env, db, target(scale), followers, scale).await?,
     ];
     drop(server);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut rows = rows;
     rows.extend(suggestions(env, scale).await?);
     Ok(rows)
+}
+
+/// The target's followers pages from PostgreSQL (issue 48, item 3: from its own table of
+/// `rm_fans`, the SQL path of replicas and deep pages): a page from the middle of its
+/// followers (search-after from the middle one's key) against its first page, 64 clients.
+async fn followers_pages(
+    env: &Env,
+    db: &str,
+    target: i64,
+    followers: i64,
+    scale: Scale,
+) -> anyhow::Result<Row> {
+    use relations_projections::relations::query::FOLLOWERS;
+    let pool = env.pool(db, 32).await?;
+    let own: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM rm_fan_routes WHERE followee = $1)")
+            .bind(target)
+            .fetch_one(&pool)
+            .await?;
+    let middle: (chrono::DateTime<Utc>, i64) = sqlx::query_as(
+        "SELECT since, follower FROM rm_fans WHERE route = rm_fan_route($1) AND followee = $1
+          ORDER BY since DESC, follower DESC OFFSET $2 LIMIT 1",
+    )
+    .bind(target)
+    .bind(followers / 2)
+    .fetch_one(&pool)
+    .await?;
+    let page = |after: Option<(chrono::DateTime<Utc>, i64)>| {
+        let pool = pool.clone();
+        closed_loop(CLIENTS, scale.run, move |_, _| {
+            let pool = pool.clone();
+            async move {
+                FOLLOWERS
+                    .page(
+                        &pool,
+                        UserId::try_from(target).expect("positive"),
+                        after,
+                        21,
+                    )
+                    .await
+                    .is_ok_and(|page| page.len() == 21)
+            }
+        })
+    };
+    let first = page(None).await;
+    let deep = page(Some(middle)).await;
+    let table = if own {
+        "its own table"
+    } else {
+        "its hash bucket"
+    };
+    Ok(Row::new(
+        "h. followers page of the target from PostgreSQL, 64 clients",
+        &format!(
+            "from the middle of its {followers} followers ({table}), p99 {:.2} ms",
+            deep.ms(0.99)
+        ),
+        rate(&deep),
+    )
+    .against(
+        format!("its first page: {}", rate(&first)),
+        deep.per_sec() / first.per_sec(),
+    ))
 }
 
 /// Suggestions: `SUGGESTED` callers follow the same `fan` accounts, each of which follows

@@ -49,8 +49,34 @@ pub(super) fn route_of(followee: i64, routed: &BTreeSet<i64>) -> i64 {
 
 /// The statement that makes `followee`'s own table (a partition of `rm_fans`, in the first
 /// schema of the search_path: a rebuild's shadows when it runs there).
-pub(super) fn own_table(followee: i64) -> String {
+fn own_table(followee: i64) -> String {
     format!("CREATE TABLE IF NOT EXISTS rm_fans_u{followee} PARTITION OF rm_fans FOR VALUES IN ({followee})")
+}
+
+/// The own tables of `rm_fans` on the search_path and the account each is for. (The id is
+/// read by a match that yields NULL for any other name: a condition on it may be evaluated
+/// before the name's.)
+pub(super) const OWN_TABLES: &str = "
+    SELECT c.relname::text, (regexp_match(c.relname, '^rm_fans_u([0-9]+)$'))[1]::bigint
+      FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+     WHERE h.inhparent = 'rm_fans'::regclass AND c.relname ~ '^rm_fans_u[0-9]+$'";
+
+/// The statements that give a rebuild's shadow `rm_fans` a table of its own for each of
+/// `routed` and none for any other account (the shadows were made like the live tables, whose
+/// routes may differ: `RelationsBulk::routed`).
+pub(super) fn shadow_layout(routed: &BTreeSet<i64>) -> Vec<String> {
+    let keep: Vec<String> = routed.iter().map(i64::to_string).collect();
+    let drop_others = format!(
+        "DO $$ DECLARE t text; BEGIN
+           FOR t IN SELECT relname FROM ({OWN_TABLES}) AS own(relname, followee)
+                     WHERE followee <> ALL('{{{}}}'::bigint[])
+           LOOP EXECUTE format('DROP TABLE %I', t); END LOOP;
+         END $$",
+        keep.join(",")
+    );
+    std::iter::once(drop_others)
+        .chain(routed.iter().map(|&followee| own_table(followee)))
+        .collect()
 }
 
 /// Routes each of `gained` (accounts whose followers grew in this batch) that now has at least
@@ -84,9 +110,16 @@ pub(super) async fn route(
     if due.is_empty() {
         return Ok(());
     }
-    sqlx::query("LOCK TABLE rm_fans IN ACCESS EXCLUSIVE MODE")
-        .execute(&mut *conn)
-        .await?;
+    // Readers queue behind the lock while it is awaited: a batch that cannot have it within 5
+    // s (a long `verify`, a dump) fails and is tried again. A big account's move may take
+    // longer than the service's 30 s a statement.
+    for sql in [
+        "SET LOCAL lock_timeout = '5s'",
+        "SET LOCAL statement_timeout = '10min'",
+        "LOCK TABLE rm_fans IN ACCESS EXCLUSIVE MODE",
+    ] {
+        sqlx::query(sql).execute(&mut *conn).await?;
+    }
     for followee in due {
         sqlx::query(&own_table(followee))
             .execute(&mut *conn)
@@ -107,19 +140,17 @@ pub(super) async fn route(
     Ok(())
 }
 
-/// Removes `followee`'s own table and route, if it had one (its erasure: the table's name
-/// holds the id). The drop locks `rm_fans` until the batch commits.
+/// Removes `followee`'s own table and route, if it had either (its erasure: the table's name
+/// holds the id). A drop locks `rm_fans` until the batch commits; `IF EXISTS` of a table that
+/// is not there locks nothing.
 pub(super) async fn unroute(conn: &mut PgConnection, followee: i64) -> Result<(), ProjectionError> {
-    let routed = sqlx::query("DELETE FROM rm_fan_routes WHERE followee = $1")
+    sqlx::query("DELETE FROM rm_fan_routes WHERE followee = $1")
         .bind(followee)
         .execute(&mut *conn)
-        .await?
-        .rows_affected();
-    if routed > 0 {
-        sqlx::query(&format!("DROP TABLE IF EXISTS rm_fans_u{followee}"))
-            .execute(&mut *conn)
-            .await?;
-    }
+        .await?;
+    sqlx::query(&format!("DROP TABLE IF EXISTS rm_fans_u{followee}"))
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 

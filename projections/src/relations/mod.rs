@@ -155,8 +155,8 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError
         // The user's follows, in both tables: found by follower in `rm_follows`, and by
         // follower in `rm_fans` through them (before they go).
         "DELETE FROM rm_fans x USING rm_follows f
-          WHERE f.follower = $1 AND x.followee = f.followee AND x.since = f.since
-            AND x.follower = $1",
+          WHERE f.follower = $1 AND x.route = rm_fan_route(f.followee)
+            AND x.followee = f.followee AND x.since = f.since AND x.follower = $1",
         "DELETE FROM rm_follows WHERE follower = $1",
         // Their followers' follows: found by followee in `rm_fans`.
         "DELETE FROM rm_follows f USING rm_fans x
@@ -636,9 +636,10 @@ impl BulkFold for RelationsBulk {
         Ok(())
     }
 
-    /// A table of its own for each account routed at the end of the log.
+    /// A table of its own for each account routed at the end of the log, and none for any
+    /// other (the shadows were made like the live tables).
     fn shadow_statements(&self) -> Vec<String> {
-        self.routed().into_iter().map(fans::own_table).collect()
+        fans::shadow_layout(&self.routed())
     }
 
     fn write(self: Box<Self>, out: &CopyOut) -> Result<(), ProjectionError> {

@@ -155,6 +155,50 @@ pub(crate) async fn mute_rows(
         .collect())
 }
 
+/// The same follows by followee (`rm_fans`, issue 48), each at its follow's time and in its
+/// followee's route; each routed account with its table and each table with its route.
+async fn compare_fans(
+    conn: &mut PgConnection,
+    relations: &RelationFold,
+    out: &mut Vec<String>,
+) -> Result<(), ProjectionError> {
+    let fans = pairs(&mut *conn, "SELECT follower, followee FROM rm_fans").await?;
+    diff(
+        "rm_fans (follower, followee)",
+        &relations.edges.follows,
+        &fans,
+        out,
+    );
+    let misplaced = pairs(
+        &mut *conn,
+        "SELECT x.follower, x.followee FROM rm_fans x
+               LEFT JOIN rm_fan_routes r ON r.followee = x.followee
+               LEFT JOIN rm_follows f ON f.follower = x.follower AND f.followee = x.followee
+              WHERE x.route <> coalesce(r.followee, -1 - x.followee % 8)
+                 OR f.since IS DISTINCT FROM x.since",
+    )
+    .await?;
+    for (follower, followee) in misplaced {
+        out.push(format!(
+                "rm_fans: ({follower}, {followee}) is outside its followee's route or not at its follow's time"
+            ));
+    }
+    // Each routed account has its table, and each table its route.
+    let tables: BTreeSet<i64> = sqlx::query_as::<_, (String, i64)>(super::fans::OWN_TABLES)
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .map(|(_, followee)| followee)
+        .collect();
+    let routes: BTreeSet<i64> = sqlx::query_scalar("SELECT followee FROM rm_fan_routes")
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
+    diff("rm_fans' own tables (by route)", &routes, &tables, out);
+    Ok(())
+}
+
 /// The choices kept per pair: each follow's preferences (issue 44) and each dismissed
 /// suggestion, with its time (issue 46).
 async fn compare_choices(
@@ -245,29 +289,7 @@ impl FollowingCheck {
             &follows,
             out,
         );
-        // The same follows by followee (issue 48), each at its follow's time and in its
-        // followee's route.
-        let fans = pairs(&mut *conn, "SELECT follower, followee FROM rm_fans").await?;
-        diff(
-            "rm_fans (follower, followee)",
-            &relations.edges.follows,
-            &fans,
-            out,
-        );
-        let misplaced = pairs(
-            &mut *conn,
-            "SELECT x.follower, x.followee FROM rm_fans x
-               LEFT JOIN rm_fan_routes r ON r.followee = x.followee
-               LEFT JOIN rm_follows f ON f.follower = x.follower AND f.followee = x.followee
-              WHERE x.route <> coalesce(r.followee, -1 - x.followee % 8)
-                 OR f.since IS DISTINCT FROM x.since",
-        )
-        .await?;
-        for (follower, followee) in misplaced {
-            out.push(format!(
-                "rm_fans: ({follower}, {followee}) is outside its followee's route or not at its follow's time"
-            ));
-        }
+        compare_fans(&mut *conn, relations, out).await?;
         diff(
             "rm_blocks (blocker, blocked)",
             &relations.edges.blocks,

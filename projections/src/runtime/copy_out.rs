@@ -211,8 +211,12 @@ async fn drop_indexes(
                      WHEN c.oid IS NULL THEN format('DROP INDEX %I.%I', n.nspname, i.relname)
                      ELSE format('ALTER TABLE %I.%I DROP CONSTRAINT %I',
                                  n.nspname, t.relname, c.conname) END,
-                CASE WHEN t.relkind = 'p' AND c.oid IS NOT NULL THEN NULL
-                     ELSE pg_get_indexdef(x.indexrelid) END,
+                CASE WHEN t.relkind <> 'p' THEN pg_get_indexdef(x.indexrelid)
+                     WHEN c.oid IS NULL
+                          -- A partitioned table's index is shown `ON ONLY` it, which would
+                          -- attach no partition's and stay invalid.
+                          THEN regexp_replace(pg_get_indexdef(x.indexrelid), ' ON ONLY ', ' ON ')
+                     END,
                 CASE WHEN c.oid IS NOT NULL THEN
                   CASE WHEN t.relkind = 'p' THEN
                     format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s', n.nspname, t.relname,
