@@ -124,17 +124,18 @@ pub(super) async fn route(
         sqlx::query(&own_table(followee))
             .execute(&mut *conn)
             .await?;
-        sqlx::query("INSERT INTO rm_fan_routes (followee, since) VALUES ($1, now())")
-            .bind(followee)
-            .execute(&mut *conn)
-            .await?;
+        // Moved while `rm_fan_route` still names the bucket, then routed.
         let moved = sqlx::query(
-            "UPDATE rm_fans SET route = $1 WHERE route = -1 - $1 % 8 AND followee = $1",
+            "UPDATE rm_fans SET route = $1 WHERE route = rm_fan_route($1) AND followee = $1",
         )
         .bind(followee)
         .execute(&mut *conn)
         .await?
         .rows_affected();
+        sqlx::query("INSERT INTO rm_fan_routes (followee, since) VALUES ($1, now())")
+            .bind(followee)
+            .execute(&mut *conn)
+            .await?;
         tracing::info!(followee, moved, "followers moved to a table of their own");
     }
     Ok(())

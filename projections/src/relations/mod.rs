@@ -9,6 +9,7 @@
 //! Two projectors at different positions could show exactly that. Requests are here for the
 //! same reason: a block ends them in its transaction.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
@@ -177,11 +178,10 @@ async fn erase(conn: &mut PgConnection, user: i64) -> Result<(), ProjectionError
 
 /// The rows of one edge table a batch touches: as they were, and as the batch leaves them.
 struct Edges {
-    table: &'static str,
-    from: &'static str,
-    to: &'static str,
-    /// Whether the table is `rm_follows`, whose rows `rm_fans` keeps by followee too.
-    fans: bool,
+    /// The statement that deletes the edges `$1 -> $2` (arrays), and the one that inserts the
+    /// edges `$1 -> $2` with their `$3` since: the table's own, unless [`Edges::written_by`].
+    delete: Cow<'static, str>,
+    insert: Cow<'static, str>,
     /// Present before the batch.
     before: HashSet<UserPair>,
     /// Present now, with their `since` when (re)made by the batch (`None`: the old row stands).
@@ -212,13 +212,27 @@ impl Edges {
         let before: HashSet<UserPair> = rows.into_iter().collect();
         let now = before.iter().map(|&e| (e, None)).collect();
         Ok(Self {
-            table,
-            from,
-            to,
-            fans: table == "rm_follows",
+            delete: Cow::Owned(format!(
+                "DELETE FROM {table} t USING unnest($1::bigint[], $2::bigint[]) AS k(a, b)
+                  WHERE t.{from} = k.a AND t.{to} = k.b"
+            )),
+            insert: Cow::Owned(format!(
+                "INSERT INTO {table} ({from}, {to}, since)
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[])"
+            )),
             before,
             now,
         })
+    }
+
+    /// The same edges, written by `delete` and `insert` (with the parameters of the table's
+    /// own statements): for a table whose rows another keeps too.
+    fn written_by(self, delete: &'static str, insert: &'static str) -> Self {
+        Self {
+            delete: Cow::Borrowed(delete),
+            insert: Cow::Borrowed(insert),
+            ..self
+        }
     }
 
     fn has(&self, edge: UserPair) -> bool {
@@ -256,30 +270,15 @@ impl Edges {
                 new_since.push(*since);
             }
         }
-        let (table, from, to) = (self.table, self.from, self.to);
         if !gone_a.is_empty() {
-            let sql = match self.fans {
-                true => fans::DELETE_FOLLOWS.to_owned(),
-                false => format!(
-                    "DELETE FROM {table} t USING unnest($1::bigint[], $2::bigint[]) AS k(a, b)
-                      WHERE t.{from} = k.a AND t.{to} = k.b"
-                ),
-            };
-            sqlx::query(&sql)
+            sqlx::query(&self.delete)
                 .bind(&gone_a)
                 .bind(&gone_b)
                 .execute(&mut *conn)
                 .await?;
         }
         if !new_a.is_empty() {
-            let sql = match self.fans {
-                true => fans::INSERT_FOLLOWS.to_owned(),
-                false => format!(
-                    "INSERT INTO {table} ({from}, {to}, since)
-                     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[])"
-                ),
-            };
-            sqlx::query(&sql)
+            sqlx::query(&self.insert)
                 .bind(&new_a)
                 .bind(&new_b)
                 .bind(&new_since)
@@ -323,7 +322,10 @@ impl BatchTables {
         let [follows, blocks, requests] = keys;
         Ok(Self {
             edges: EdgeTables {
-                follows: Edges::load(conn, "rm_follows", "follower", "followee", &follows).await?,
+                // Kept by followee in `rm_fans` too (issue 48).
+                follows: Edges::load(conn, "rm_follows", "follower", "followee", &follows)
+                    .await?
+                    .written_by(fans::DELETE_FOLLOWS, fans::INSERT_FOLLOWS),
                 blocks: Edges::load(conn, "rm_blocks", "blocker", "blocked", &blocks).await?,
                 requests: Edges::load(conn, "rm_follow_requests", "requester", "target", &requests)
                     .await?,

@@ -76,8 +76,9 @@ pub trait BulkFold: Send {
         Ok(())
     }
 
-    /// Statements run on the shadow tables before the rows are written: the partitions the
-    /// result needs beyond those the live tables have (the followers' tables of their own).
+    /// Statements run on the shadow tables (made like the live ones) before the rows are
+    /// written: the partitions the result needs, and none it does not (the followers' tables of
+    /// their own).
     fn shadow_statements(&self) -> Vec<String> {
         Vec::new()
     }
