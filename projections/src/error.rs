@@ -14,6 +14,9 @@ pub enum ProjectionError {
     /// Redis refused or timed out (projector `cache`).
     #[error("cache: {0}")]
     Cache(String),
+    /// A task the work depended on stopped before it was done.
+    #[error("stopped: {0}")]
+    Stopped(String),
     /// A fail point's error (issue 45; only in builds with fail points).
     #[error(transparent)]
     Injected(#[from] relations_store::faults::Injected),

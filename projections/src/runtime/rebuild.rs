@@ -10,8 +10,10 @@
 
 use std::sync::Arc;
 
-use relations_store::{log, LogPosition};
+use relations_store::log::{self, RecordedEvent};
+use relations_store::LogPosition;
 use sqlx::{Connection, PgConnection, PgPool};
+use tokio::sync::mpsc;
 
 use super::checkpoint;
 use super::copy_out;
@@ -108,18 +110,23 @@ async fn fold_in_memory(
 ) -> Result<u64, ProjectionError> {
     let mut after = LogPosition::START;
     let mut folded = 0u64;
-    let mut batch = log::read_after(conn, after, BULK_BATCH).await?;
-    while let Some(last) = batch.last() {
+    let (mut batches, reading) = read_ahead(pool.acquire().await?.detach());
+    loop {
+        let Some(batch) = batches.recv().await else {
+            // The reader stops early only by panicking: its panic, not a short log.
+            let stopped = reading.await;
+            return Err(ProjectionError::Stopped(match stopped {
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                _ => "the log's reader stopped before the end of the log".to_owned(),
+            }));
+        };
+        let batch = batch?;
+        let Some(last) = batch.last() else {
+            break;
+        };
         after = last.position;
         folded += batch.len() as u64;
-        // The next batch is asked for before this one is folded: PostgreSQL reads and sends
-        // it on the other core meanwhile.
-        let (next, done) = tokio::join!(
-            log::read_after(conn, after, BULK_BATCH),
-            bulk.fold_batch(batch)
-        );
-        done?;
-        batch = next?;
+        bulk.fold_batch(batch).await?;
         progress(folded);
     }
     tracing::info!(
@@ -146,6 +153,40 @@ async fn fold_in_memory(
     checkpoint::advance(&mut *conn, projector.name(), after, folded as usize).await?;
     tracing::info!(projector = projector.name(), "read model written");
     Ok(folded)
+}
+
+/// Batches of the log read ahead, or the error that ended the reading.
+type Batches = mpsc::Receiver<Result<Vec<RecordedEvent>, sqlx::Error>>;
+
+/// Reads the log below the horizon from its start, `BULK_BATCH` events at a time, on `conn`
+/// and a task of its own, at most two batches ahead of the fold: PostgreSQL sends and sqlx
+/// decodes the next batches on the other core while the fold works on this one. (Asked for
+/// with `tokio::join!` beside the fold, on one task, a batch was only driven while the fold
+/// yielded, which it does not: PostgreSQL filled the socket's buffer and waited.) The last
+/// batch sent is empty (the end of the log) or an error.
+fn read_ahead(mut conn: PgConnection) -> (Batches, tokio::task::JoinHandle<()>) {
+    let (sender, batches) = mpsc::channel(2);
+    let reading = tokio::spawn(async move {
+        let mut after = LogPosition::START;
+        loop {
+            let batch = log::read_after(&mut conn, after, BULK_BATCH).await;
+            let next = batch
+                .as_ref()
+                .ok()
+                .and_then(|b| b.last())
+                .map(|e| e.position);
+            if sender.send(batch).await.is_err() {
+                break;
+            }
+            let Some(next) = next else {
+                break;
+            };
+            after = next;
+        }
+        // Closing politely; a failure leaves the server to notice the closed socket.
+        let _ = conn.close().await;
+    });
+    (batches, reading)
 }
 
 /// Applies the next batch after the (shadow) checkpoint; `None` when caught up.

@@ -63,8 +63,11 @@ struct Inner {
     master: MasterKey,
     /// Where readers look keys up (the primary: the erasure deletes there first).
     pool: PgPool,
-    /// Users' unwrapped keys; `None`: the user's key is gone (erased) for good.
-    cache: Mutex<HashMap<i64, Option<DataKey>>>,
+    /// Users' unwrapped keys; `None`: the user's key is gone (erased) for good. Shared, not
+    /// copied: a key holds its cipher's expanded state (about a kilobyte), and a rebuild's
+    /// batch of 50,000 posts copied that many into a fresh map (the kernel's zeroing of its
+    /// pages and the copies were a quarter of a feed rebuild's CPU).
+    cache: Mutex<HashMap<i64, Option<Arc<DataKey>>>>,
 }
 
 impl std::fmt::Debug for Keyring {
@@ -91,7 +94,7 @@ impl Keyring {
         self.cache().insert(user.get(), None);
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Option<DataKey>>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Option<Arc<DataKey>>>> {
         self.inner.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -135,19 +138,23 @@ impl Keyring {
         Ok(keys)
     }
 
-    /// The keys of `users` as committed; a user absent from the answer was erased.
+    /// The keys of `users` (each once, however often named) as committed; a user absent from
+    /// the answer was erased.
     pub(crate) async fn for_reading(
         &self,
         users: &[i64],
-    ) -> Result<HashMap<i64, DataKey>, KeyError> {
+    ) -> Result<HashMap<i64, Arc<DataKey>>, KeyError> {
+        let mut users = users.to_vec();
+        users.sort_unstable();
+        users.dedup();
         let mut found = HashMap::with_capacity(users.len());
         let mut unknown = Vec::new();
         {
             let cache = self.cache();
-            for &user in users {
+            for user in users {
                 match cache.get(&user) {
                     Some(Some(key)) => {
-                        found.insert(user, key.clone());
+                        found.insert(user, Arc::clone(key));
                     }
                     Some(None) => {}
                     None => unknown.push(user),
@@ -157,12 +164,10 @@ impl Keyring {
         if unknown.is_empty() {
             return Ok(found);
         }
-        unknown.sort_unstable();
-        unknown.dedup();
-        let mut loaded: HashMap<i64, Option<DataKey>> =
+        let mut loaded: HashMap<i64, Option<Arc<DataKey>>> =
             unknown.iter().map(|&user| (user, None)).collect();
         for (user, wrapped) in table::committed(&self.inner.pool, &unknown).await? {
-            loaded.insert(user, Some(self.unwrap_key(user, &wrapped)?));
+            loaded.insert(user, Some(Arc::new(self.unwrap_key(user, &wrapped)?)));
         }
         let mut cache = self.cache();
         if cache.len() + loaded.len() > CACHED_KEYS {
@@ -172,7 +177,7 @@ impl Keyring {
             // A `forget` that came in meanwhile stands.
             let key = cache.entry(user).or_insert(key);
             if let Some(key) = key {
-                found.insert(user, key.clone());
+                found.insert(user, Arc::clone(key));
             }
         }
         Ok(found)
@@ -196,7 +201,7 @@ mod tests {
         // Nothing listens there: a look-up would fail.
         let pool = PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap();
         let keys = Keyring::new(master, pool);
-        keys.cache().insert(7, Some(DataKey::generate()));
+        keys.cache().insert(7, Some(Arc::new(DataKey::generate())));
         assert_eq!(keys.for_reading(&[7]).await.unwrap().len(), 1);
         keys.forget(UserId::try_from(7).unwrap());
         assert!(keys.for_reading(&[7, 7]).await.unwrap().is_empty());
