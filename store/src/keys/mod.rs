@@ -64,7 +64,7 @@ struct Inner {
     /// Where readers look keys up (the primary: the erasure deletes there first).
     pool: PgPool,
     /// Users' unwrapped keys; `None`: the user's key is gone (erased) for good. Shared, not
-    /// copied: a key holds its cipher's expanded state (about a kilobyte), and a rebuild's
+    /// copied: a key holds its cipher's expanded state (its round keys), and a rebuild's
     /// batch of 50,000 posts copied that many into a fresh map (the kernel's zeroing of its
     /// pages and the copies were a quarter of a feed rebuild's CPU).
     cache: Mutex<HashMap<i64, Option<Arc<DataKey>>>>,
