@@ -207,4 +207,20 @@ mod tests {
         assert!(keys.for_reading(&[7, 7]).await.unwrap().is_empty());
         assert_eq!(format!("{keys:?}"), "Keyring(<redacted>)");
     }
+
+    #[tokio::test]
+    async fn readers_share_one_key_and_each_user_is_answered_once() {
+        let master = "11".repeat(32).parse().unwrap();
+        // Nothing listens there: a look-up would fail, so both answers come from the cache.
+        let pool = PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap();
+        let keys = Keyring::new(master, pool);
+        keys.cache().insert(7, Some(Arc::new(DataKey::generate())));
+        let first = keys.for_reading(&[7, 7, 7]).await.unwrap();
+        let again = keys.for_reading(&[7]).await.unwrap();
+        assert_eq!(first.len(), 1);
+        assert!(
+            Arc::ptr_eq(&first[&7], &again[&7]),
+            "the cached key, not a copy"
+        );
+    }
 }
