@@ -195,13 +195,19 @@ impl Keyring {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_forgotten_user_is_never_opened_again_and_the_database_is_not_asked() {
+    /// A keyring whose cache holds user 7's key, over a database where nothing listens: a
+    /// look-up there would fail, so every answer comes from the cache.
+    fn cached_seven() -> Keyring {
         let master = "11".repeat(32).parse().unwrap();
-        // Nothing listens there: a look-up would fail.
         let pool = PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap();
         let keys = Keyring::new(master, pool);
         keys.cache().insert(7, Some(Arc::new(DataKey::generate())));
+        keys
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_user_is_never_opened_again_and_the_database_is_not_asked() {
+        let keys = cached_seven();
         assert_eq!(keys.for_reading(&[7]).await.unwrap().len(), 1);
         keys.forget(UserId::try_from(7).unwrap());
         assert!(keys.for_reading(&[7, 7]).await.unwrap().is_empty());
@@ -210,11 +216,7 @@ mod tests {
 
     #[tokio::test]
     async fn readers_share_one_key_and_each_user_is_answered_once() {
-        let master = "11".repeat(32).parse().unwrap();
-        // Nothing listens there: a look-up would fail, so both answers come from the cache.
-        let pool = PgPool::connect_lazy("postgres://nobody@127.0.0.1:1/none").unwrap();
-        let keys = Keyring::new(master, pool);
-        keys.cache().insert(7, Some(Arc::new(DataKey::generate())));
+        let keys = cached_seven();
         let first = keys.for_reading(&[7, 7, 7]).await.unwrap();
         let again = keys.for_reading(&[7]).await.unwrap();
         assert_eq!(first.len(), 1);
