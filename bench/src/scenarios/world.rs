@@ -35,12 +35,11 @@ pub async fn world(env: &mut Env, scale: Scale) -> anyhow::Result<Vec<Row>> {
         appended.as_secs_f64()
     );
     let started = Instant::now();
-    let rebuilds = rebuild_models(env, &pool).await?;
+    let models = models(&pool)?;
+    let rebuilds = rebuild_models(env, &models)?;
     let rebuilt = started.elapsed();
     start_caches(&pool).await?;
-    let names: Vec<&str> = (models(&pool)?.into_iter())
-        .chain(CACHES.map(|c| c.0))
-        .collect();
+    let names: Vec<&str> = (models.into_iter()).chain(CACHES.map(|c| c.0)).collect();
     let server = Server::start(env, WORLD, 18079, &[], None).await?;
     let confirmed = graph::caught_up(&pool, &names).await?;
     drop(server);
@@ -196,9 +195,12 @@ const CACHES: [(&str, &str); 2] = [
 
 /// `relations rebuild` of each read model on the world, as README's "Bulk loads" says; how
 /// long each took.
-async fn rebuild_models(env: &Env, pool: &PgPool) -> anyhow::Result<Vec<(&'static str, Duration)>> {
+fn rebuild_models(
+    env: &Env,
+    models: &[&'static str],
+) -> anyhow::Result<Vec<(&'static str, Duration)>> {
     let mut took = Vec::new();
-    for name in models(pool)? {
+    for &name in models {
         let one = super::rebuild::run_rebuild(env, WORLD, name)?;
         eprintln!(
             "world: relations rebuild {name}: {:.1} s",
