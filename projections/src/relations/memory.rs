@@ -40,6 +40,10 @@ pub(crate) type Micros = i64;
 /// A user's place in the node table: what an edge holds instead of the user's id.
 type Slot = u32;
 
+/// Counters a suggestion's best-of read tests at once (`RelationsMemory::best`): 64 of 4 bytes,
+/// four cache lines.
+const BLOCK: usize = 64;
+
 /// One follow seen from one of its ends: the other user (by slot), and since when. 12 bytes,
 /// aligned to 4, so a vector of them wastes nothing on padding.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -546,8 +550,8 @@ impl RelationsMemory {
         // The least count that may enter: 1 until `limit` are kept, then the kept worst's.
         // Below it nothing else need be read (most users walked).
         let mut floor = 1;
-        let mut consider = |slot: Slot, count: u32| {
-            if count < floor {
+        let mut consider = |slot: Slot, count: u32, floor: &mut u32| {
+            if count < *floor {
                 return;
             }
             let other = self.nodes[slot as usize].id;
@@ -559,13 +563,28 @@ impl RelationsMemory {
                     best.pop();
                 }
                 if best.len() >= limit {
-                    floor = best.peek().map_or(floor, |worst| worst.0 .0);
+                    *floor = best.peek().map_or(*floor, |worst| worst.0 .0);
                 }
             }
         };
         match touched {
-            Some(touched) => (touched.into_iter()).for_each(|s| consider(s, counts[s as usize])),
-            None => (counts.iter().enumerate()).for_each(|(s, &c)| consider(s as Slot, c)),
+            Some(touched) => {
+                (touched.into_iter()).for_each(|s| consider(s, counts[s as usize], &mut floor))
+            }
+            // The whole table, a block of counters at a time: a block whose largest count is
+            // below the floor (most, once `limit` are kept) is passed over on that one test,
+            // which the compiler makes a few vector instructions (a call per counter was a
+            // tenth of a suggestion's time).
+            None => {
+                for (b, block) in counts.chunks(BLOCK).enumerate() {
+                    if block.iter().copied().max().unwrap_or(0) < floor {
+                        continue;
+                    }
+                    for (i, &count) in block.iter().enumerate() {
+                        consider((b * BLOCK + i) as Slot, count, &mut floor);
+                    }
+                }
+            }
         }
         let mut best = best.into_vec();
         best.sort_unstable();
@@ -1207,19 +1226,21 @@ mod tests {
     proptest::proptest! {
         /// The walk's best are those a plain count of followees' follows gives, whether the
         /// table is read whole (a long walk) or only where the walk reached (a short one):
-        /// callers follow few or many of 40 users.
+        /// 30 callers follow many of 300 users, the rest few (the table spans several blocks
+        /// of the best-of read, most of them passed over).
         #[test]
         fn the_suggestion_walk_counts_as_a_plain_count(
-            follows in proptest::collection::vec((1..=40i64, 1..=40i64), 0..400),
+            many in proptest::collection::vec((1..=30i64, 1..=300i64), 0..1200),
+            few in proptest::collection::vec((1..=300i64, 1..=300i64), 0..300),
             limit in 1..6usize,
         ) {
             let mut g = RelationsMemory::default();
-            for &(a, b) in &follows {
+            for &(a, b) in many.iter().chain(&few) {
                 if a != b {
                     g.change(follow(a, b, a * 100 + b));
                 }
             }
-            for caller in 1..=40u64 {
+            for caller in 1..=300u64 {
                 let Some(slot) = g.slot(caller) else { continue };
                 let via: Vec<(u64, Slot)> = (g.nodes[slot as usize].following.slots().iter())
                     .map(|&s| (g.nodes[s as usize].id, s))
