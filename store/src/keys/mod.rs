@@ -139,19 +139,18 @@ impl Keyring {
     }
 
     /// The keys of `users` (each once, however often named) as committed; a user absent from
-    /// the answer was erased.
+    /// the answer was erased. A user named again costs a shared key's count, not a copy.
     pub(crate) async fn for_reading(
         &self,
         users: &[i64],
     ) -> Result<HashMap<i64, Arc<DataKey>>, KeyError> {
-        let mut users = users.to_vec();
-        users.sort_unstable();
-        users.dedup();
-        let mut found = HashMap::with_capacity(users.len());
+        // Grown to the users named, not sized to the names: a batch names its few authors
+        // thousands of times.
+        let mut found = HashMap::new();
         let mut unknown = Vec::new();
         {
             let cache = self.cache();
-            for user in users {
+            for &user in users {
                 match cache.get(&user) {
                     Some(Some(key)) => {
                         found.insert(user, Arc::clone(key));
@@ -164,6 +163,8 @@ impl Keyring {
         if unknown.is_empty() {
             return Ok(found);
         }
+        unknown.sort_unstable();
+        unknown.dedup();
         let mut loaded: HashMap<i64, Option<Arc<DataKey>>> =
             unknown.iter().map(|&user| (user, None)).collect();
         for (user, wrapped) in table::committed(&self.inner.pool, &unknown).await? {
