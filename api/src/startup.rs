@@ -262,6 +262,10 @@ impl Application {
             memory_readers,
             background.clone(),
         ));
+        let partitions = tokio::spawn(relations_store::log::partitions::keep_ahead(
+            self.state.pool.clone(),
+            background.clone(),
+        ));
         let hub = tokio::spawn(
             self.state
                 .hub
@@ -290,6 +294,7 @@ impl Application {
         background.cancel();
         let _ = read_marks.await;
         let _ = horizon.await;
+        let _ = partitions.await;
         let _ = hub.await;
         let _ = notify_hub.await;
         for projector in projectors {

@@ -4,8 +4,9 @@
 //! postgres-es commits one aggregate's events per transaction of its own. A group of commands
 //! must append, in one transaction, the streams' events, the guard rows they change and the
 //! idempotency answers; so the append is written here against postgres-es's `events` table,
-//! with the same optimistic concurrency (the primary key on (aggregate_type, aggregate_id,
-//! sequence)), and events are folded with cqrs-es's `Aggregate::apply`.
+//! with the same optimistic concurrency (a unique index on (aggregate_type, aggregate_id,
+//! sequence) in each of the log's partitions, behind the streams' locks), and events are
+//! folded with cqrs-es's `Aggregate::apply`.
 
 use std::collections::HashMap;
 
@@ -38,7 +39,8 @@ pub(crate) enum Mode {
 /// to date, in one statement (SQL `lock_and_load`). The locks are taken in one order every
 /// writer shares (so groups never deadlock on them). While a writer holds a stream's lock, no
 /// other writer of this service appends to it, so what it loads stays current until it
-/// commits; the primary key stays the authority against any other writer.
+/// commits. Each partition's unique index on the stream's versions stays the authority against
+/// any other writer whose events fall in the same partition; across partitions, the lock is.
 pub(crate) async fn lock_and_catch_up<A: Aggregate>(
     conn: &mut PgConnection,
     streams: &mut HashMap<String, Loaded<A>>,
@@ -48,7 +50,7 @@ pub(crate) async fn lock_and_catch_up<A: Aggregate>(
 }
 
 /// Brings each of `streams` (of aggregate type `A`) up to date in one statement (SQL
-/// `load_streams`: one probe of the primary key per stream): the events after each one's
+/// `load_streams`: one probe of each partition's stream index per stream): the events after each one's
 /// known version are read and applied.
 pub(crate) async fn catch_up<A: Aggregate>(
     conn: &mut PgConnection,
@@ -252,7 +254,7 @@ async fn append<A: Aggregate>(
     .await;
     let rows = match inserted {
         Ok(rows) => rows,
-        Err(sqlx::Error::Database(e)) if e.constraint() == Some("events_pkey") => {
+        Err(sqlx::Error::Database(e)) if e.constraint().is_some_and(is_stream_index) => {
             return Ok(Appended::Conflict)
         }
         Err(e) => return Err(e.into()),
@@ -269,6 +271,15 @@ async fn append<A: Aggregate>(
             .map(|e| at[&(e.stream.to_owned(), e.version as i64)])
             .collect(),
     ))
+}
+
+/// Whether `constraint` is a partition's unique index on (aggregate_type, aggregate_id,
+/// sequence): `<partition>_stream` (migration `20261130000041_log_partitions.sql`). Before the
+/// log was partitioned it was the primary key, `events_pkey`, as an instance of the previous
+/// release still names it during a rolling upgrade.
+fn is_stream_index(constraint: &str) -> bool {
+    constraint == "events_pkey"
+        || (constraint.starts_with("events_") && constraint.ends_with("_stream"))
 }
 
 impl Columns<'_> {

@@ -10,11 +10,14 @@
 //!   committed by then, and no new one can be decided until the unlock commits (a follow that
 //!   waited then finds no row and follows). So the pending requests read after the row lock are
 //!   all there are.
-//! - A pending request can still end meanwhile (withdrawn, rejected, ended by a block). The
-//!   pairs are folded in this transaction and appended to with their versions, as every writer
-//!   does, so such a race makes the append fail on the version, and the whole unlock is decided
-//!   again. Pair streams are not locked up front: an account may have thousands of pending
-//!   requests, and an advisory lock per pair would exhaust PostgreSQL's lock table.
+//! - Pair streams are not locked: an account may have thousands of pending requests, and an
+//!   advisory lock per pair would exhaust PostgreSQL's lock table. Unlocking holds its user
+//!   exclusively instead, and every command on a pair holds both its users (shared), so no
+//!   request ends (withdrawn, rejected, ended by a block) while the unlock decides: the pairs
+//!   folded in this transaction stay as read until it commits. The pairs are still appended
+//!   to with their versions, as every writer does. This is what keeps a stream's versions
+//!   unique across the log's partitions, where no index spans them (issue 48; a version
+//!   race used to be caught by the primary key alone).
 //! - Unlocking locks every requester's user (shared: none can be erased under it), and takes
 //!   those locks before its stream and its `account_locks` row, in the order every writer
 //!   takes them: the requesters are read first, with no lock. A request that arrives before
@@ -149,7 +152,9 @@ async fn set(
         .chain(requesters.iter().copied())
         .collect();
     let mut accounts = HashMap::from([(stream.clone(), Loaded::<Account>::default())]);
-    if user_locks::lock_writers_and_load(conn, &named, &[], &mut accounts)
+    // An unlock holds its user exclusively: no command on one of its pairs runs beside it.
+    let exclusive: &[UserId] = if unlocking { &[user] } else { &[] };
+    if user_locks::lock_writers_and_load(conn, &named, exclusive, &mut accounts)
         .await?
         .contains(&user)
     {

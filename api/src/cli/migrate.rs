@@ -21,6 +21,10 @@ pub async fn run(args: MigrateArgs) -> anyhow::Result<()> {
     let pool = args.database.connect().await?;
     db::migrate(&pool).await.context("applying migrations")?;
     tracing::info!("migrations applied");
+    let made = log::partitions::keep(&pool)
+        .await
+        .context("making the log's next partitions")?;
+    tracing::info!(made, "the log's next partitions made");
     let keys = relations_store::Keyring::new(master_key, pool.clone());
     let mut conn = pool.acquire().await?;
     let done = log::seal_plain_content(&mut conn, &keys, |so_far| {

@@ -29,6 +29,7 @@ mod insights;
 mod instances;
 mod kafka;
 mod lists;
+mod log_partitions;
 mod notification_policy;
 mod notifications;
 mod notifications_model;

@@ -574,24 +574,53 @@ async fn hold_account_stream(
     (tx, pid)
 }
 
+/// A user (from 5 on) whose lock comes before `user`'s in the order every writer takes them
+/// (SQL `lock_users`: by key).
+async fn locked_before(app: &TestApp, user: i64) -> i64 {
+    sqlx::query_scalar(
+        "SELECT u FROM generate_series(5::bigint, 200) AS u
+          WHERE hashtextextended(current_schema() || ':user:' || u, 0)
+              < hashtextextended(current_schema() || ':user:' || $1, 0)
+          LIMIT 1",
+    )
+    .bind(user)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+/// A transaction of the test's own holding `user`'s lock exclusively, as an erasure of theirs
+/// would, and its backend.
+async fn hold_user(app: &TestApp, user: i64) -> (sqlx::Transaction<'static, sqlx::Postgres>, i32) {
+    let (mut tx, pid) = patient_transaction(app).await;
+    sqlx::query("SELECT lock_users(ARRAY[$1::bigint], ARRAY[true])")
+        .bind(user)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    (tx, pid)
+}
+
 #[tokio::test]
 async fn requests_made_while_an_unlock_takes_its_locks_are_approved_or_erased_with_their_user() {
-    // Two requests arrive after the unlock first read its requesters, while it waits for its
-    // account's stream; the erasure of one of the two requesters is under way when the unlock
-    // finds them. The unlock approves the other and decides again past the erasure.
+    // Two requests arrive after the unlock first read its requesters, while it waits for the
+    // lock of a requester that comes before its own in the lock order (an unlock holds its user
+    // exclusively, so a request made once it holds it waits for the unlock and is a follow); the
+    // erasure of one of the two requesters is under way when the unlock finds them. The unlock
+    // approves the other and decides again past the erasure.
     const ACCOUNT: i64 = 1;
-    const EARLY: i64 = 2;
     const ERASED: i64 = 3;
     const LATE: i64 = 4;
     let app = spawn_app().await;
+    let early = locked_before(&app, ACCOUNT).await;
     app.set_locked(ACCOUNT, true).await;
-    app.command("follow", EARLY, ACCOUNT).await;
-    let (account, account_pid) = hold_account_stream(&app, ACCOUNT).await;
+    app.command("follow", early, ACCOUNT).await;
+    let (held, held_pid) = hold_user(&app, early).await;
     let (erasing, erasing_pid) = hold_account_stream(&app, ERASED).await;
     let (unlocked, erased, ()) = tokio::join!(
         app.settings_as(ACCOUNT, json!({ "locked": false })),
         async {
-            blocked_by(&app, account_pid).await;
+            blocked_by(&app, held_pid).await;
             for requester in [ERASED, LATE] {
                 let (status, body) = app.command("follow", requester, ACCOUNT).await;
                 assert_eq!(status, StatusCode::OK, "{body}");
@@ -601,7 +630,7 @@ async fn requests_made_while_an_unlock_takes_its_locks_are_approved_or_erased_wi
         },
         async {
             let erasure = blocked_by(&app, erasing_pid).await;
-            account.commit().await.unwrap();
+            held.commit().await.unwrap();
             // The unlock finds the erasure under way, and waits for it the second time.
             blocked_by(&app, erasure).await;
             erasing.commit().await.unwrap();
@@ -623,5 +652,5 @@ async fn requests_made_while_an_unlock_takes_its_locks_are_approved_or_erased_wi
                 .unwrap()
         })
         .collect();
-    assert_eq!(approved, BTreeSet::from([EARLY, LATE]));
+    assert_eq!(approved, BTreeSet::from([early, LATE]));
 }

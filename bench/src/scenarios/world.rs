@@ -149,9 +149,10 @@ async fn where_bytes_go(pool: &PgPool, scenario: &str, follows: u64) -> anyhow::
 
 /// The world's bytes on disk: the whole database per follow, the log per event.
 async fn bytes(pool: &PgPool, scenario: &str, follows: u64, events: u64) -> anyhow::Result<Row> {
-    let (database, event_bytes): (i64, i64) = sqlx::query_as(
-        "SELECT pg_database_size(current_database()), pg_total_relation_size('events')",
-    )
+    let (database, event_bytes): (i64, i64) = sqlx::query_as(concat!(
+        "SELECT pg_database_size(current_database()), ",
+        relations_store::log_bytes!()
+    ))
     .fetch_one(pool)
     .await?;
     let per_follow = database as f64 / follows.max(1) as f64;

@@ -209,9 +209,12 @@ pub async fn horizon_holder<'e>(
 
 /// How many events the log holds, and its size on disk with its indexes, in bytes.
 pub async fn footprint<'e>(executor: impl PgExecutor<'e>) -> Result<(i64, i64), sqlx::Error> {
-    sqlx::query_as("SELECT (SELECT count(*) FROM events), pg_total_relation_size('events')")
-        .fetch_one(executor)
-        .await
+    sqlx::query_as(concat!(
+        "SELECT (SELECT count(*) FROM events), ",
+        log_bytes!()
+    ))
+    .fetch_one(executor)
+    .await
 }
 
 /// How many events lie between `after` and the horizon (exact up to [`COUNTED`], estimated

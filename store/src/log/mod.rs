@@ -13,6 +13,7 @@ pub(crate) mod content;
 mod envelope;
 mod event;
 mod horizon;
+pub mod partitions;
 mod read;
 mod replay;
 mod rewrite;

@@ -84,7 +84,7 @@ pub type RelationFact = (LogPosition, DateTime<Utc>, RelationEvent);
 /// The events of the relation streams between `user` and each of `others` (a user and
 /// themselves have none) that occurred by `at`, in log order: what `as_of` folds (the
 /// relation as it stood then). A pair with an erased user yields nothing: after an erasure the
-/// pair's relation is `none` at every moment. One range scan of the primary key per pair;
+/// pair's relation is `none` at every moment. One range scan of each partition's stream index per pair;
 /// only the columns the fold reads.
 pub async fn relation_streams_until<'e>(
     executor: impl sqlx::PgExecutor<'e>,
@@ -123,7 +123,7 @@ pub async fn relation_streams_until<'e>(
 /// The events of the relation streams of `pairs` at or below `up_to` in log order, in that
 /// order: what a fold of each pair up to a place in the log reads (issue 47: the follows a
 /// notification is judged against, at the place it is caused). The caller reads below the
-/// horizon, so nothing at or below `up_to` commits later. One range scan of the primary key
+/// horizon, so nothing at or below `up_to` commits later. One range scan of each partition's stream index
 /// per pair.
 pub async fn relation_streams_up_to<'e>(
     executor: impl sqlx::PgExecutor<'e>,

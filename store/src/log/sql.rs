@@ -18,6 +18,15 @@ macro_rules! after_position {
     };
 }
 
+/// The log's size on disk with its indexes, in bytes: every partition's (a partitioned table
+/// has no storage of its own).
+#[macro_export]
+macro_rules! log_bytes {
+    () => {
+        "(SELECT sum(pg_total_relation_size(relid))::bigint FROM pg_partition_tree('events'))"
+    };
+}
+
 /// The columns of [`RecordedEvent`]. `transaction_id` comes out as a bigint under its own name,
 /// so an ORDER BY must name `events.transaction_id` (the indexed xid8), not the alias: ordering
 /// by the alias sorts the whole rest of the log on every read. The payload and metadata come as
