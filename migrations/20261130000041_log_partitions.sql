@@ -104,6 +104,27 @@ CREATE TRIGGER events_follow_edges
     WHEN (NEW.aggregate_type = 'relation' AND NEW.event_type IN ('Followed', 'Unfollowed'))
     EXECUTE FUNCTION follow_edges_keep();
 
+-- A stream's load reads no partition made for transactions not begun yet: the bound is
+-- stable for the statement, so PostgreSQL prunes those partitions when the statement starts
+-- (every event a statement can see has a lower transaction id). Measured on 64 streams of a
+-- 200,000-event log (pgbench, a cached plan): with twelve partitions of which ten were still
+-- empty, 274 -> 350-396 loads a second; with two (the default) no change (510-561), against
+-- 635-681 unpartitioned (BENCHMARKS.md, thirty-third round).
+CREATE OR REPLACE FUNCTION load_streams(stream_type text, streams text[], versions bigint[])
+    RETURNS TABLE (aggregate_id text, sequence bigint, payload json)
+    LANGUAGE sql STABLE AS
+$$
+    SELECT s.id, e.sequence, e.payload
+      FROM unnest(streams, versions) AS s(id, version)
+     CROSS JOIN LATERAL (
+           SELECT e.sequence, e.payload FROM events e
+            WHERE e.aggregate_type = stream_type AND e.aggregate_id = s.id
+              AND e.sequence > s.version
+              AND e.transaction_id < pg_snapshot_xmax(pg_current_snapshot())
+            ORDER BY e.sequence) AS e
+     ORDER BY s.id, e.sequence
+$$;
+
 -- Makes the partitions the next transactions fall in: from the last one's upper bound, one
 -- `log_partitioning.xids` wide each, until `ahead` of them lie beyond the partition of the next
 -- transaction id. Each is made whole (its stream index, its check of the range) before it is

@@ -2,6 +2,7 @@
 //! dispatching to them.
 
 mod migrate;
+mod partitions;
 mod project;
 mod rebuild;
 mod replay;
@@ -42,6 +43,9 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Fold the log afresh and compare every read model row by row; exit 1 on a difference.
     Verify(verify::VerifyArgs),
+    /// List the log's partitions (oldest first: transactions held, bytes, closed, open or made
+    /// ahead); `--keep` makes the next ones first.
+    Partitions(partitions::PartitionsArgs),
     /// Print a development JWT for a user.
     Token(token::TokenArgs),
 }
@@ -68,6 +72,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rebuild(args) => rebuild::run(args).await,
         Command::Replay(args) => replay::run(args).await,
         Command::Verify(args) => verify::run(args).await,
+        Command::Partitions(args) => partitions::run(args).await,
         Command::Token(args) => token::run(args),
     }
 }

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::helpers::{
-    assert_verified, blocked_by, patient_transaction, projector_reached, spawn_app, spawn_with,
-    TestApp,
+    assert_verified, blocked_by, patient_transaction, projector_reached, relations, spawn_app,
+    spawn_with, TestApp,
 };
 use relations_store::log::partitions;
 
@@ -89,6 +89,23 @@ async fn partitions_are_made_ahead_once_and_listed_in_order() {
     );
     // Nothing more to make until transactions move on.
     assert_eq!(partitions::keep(&app.pool).await.unwrap(), 0);
+    // The operator's listing: the first is being written, the next waits.
+    let listed = relations(&app, &["partitions", "--keep"]);
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let lines: Vec<Vec<&str>> = listed.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(
+        lines[0],
+        [
+            "partition",
+            "from_transaction",
+            "to_transaction",
+            "bytes",
+            "state"
+        ]
+    );
+    assert_eq!((lines[1][0], lines[1][4]), ("events_0", "open"), "{listed}");
+    assert_eq!(lines[2][4], "ahead", "{listed}");
+    assert_eq!(lines.len(), made.len() + 1, "{listed}");
 
     narrow_partitions(&app.pool, 64, 4).await;
     let narrow = partitions::list(&app.pool).await.unwrap();
@@ -194,4 +211,34 @@ async fn an_unlock_waits_for_every_command_on_its_users_pairs() {
     assert_eq!(unlocking.await.unwrap(), StatusCode::OK);
     let (_, body) = app.command("follow", 2, 1).await;
     assert_eq!(body["relation"]["following"], json!(true), "{body}");
+}
+
+#[tokio::test]
+async fn verify_reports_a_version_held_in_two_partitions() {
+    let app = spawn_app().await;
+    narrow_partitions(&app.pool, 32, 8).await;
+    // What no index refuses: one version of a stream appended, past the streams' locks, into
+    // two partitions.
+    for _ in 0..2 {
+        sqlx::query(
+            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version, payload, metadata)
+             VALUES ('relation', '77:78', 1, 'Followed', '1', '{\"Followed\": {\"follower\": 77, \"followee\": 78}}', '{}')",
+        )
+        .execute(&app.pool)
+        .await
+        .unwrap();
+        use_up_transaction_ids(&app.pool, 40).await;
+        partitions::keep(&app.pool).await.unwrap();
+    }
+    let keys = app.config.keys.keyring(&app.pool).unwrap();
+    let differences = relations_projections::verify(
+        &app.pool,
+        app.config.feed.settings(),
+        &keys,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let line = "log: stream relation 77:78 holds version 1 in two partitions";
+    assert!(differences.iter().any(|d| d == line), "{differences:#?}");
 }
