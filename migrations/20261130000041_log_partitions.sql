@@ -152,6 +152,9 @@ BEGIN
                        part, part || '_range', upper, upper + width);
         EXECUTE format('CREATE UNIQUE INDEX %I ON %I (aggregate_type, aggregate_id, sequence)',
                        part || '_stream', part);
+        -- A partition takes its parent's row triggers, not its statement triggers.
+        EXECUTE format('CREATE TRIGGER events_append_only_truncate BEFORE TRUNCATE ON %I
+                        FOR EACH STATEMENT EXECUTE FUNCTION events_are_append_only()', part);
         EXECUTE format('ALTER TABLE events ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
                        part, upper, upper + width);
         INSERT INTO log_partitions (name, low, high) VALUES (part, upper, upper + width);
@@ -174,5 +177,11 @@ BEGIN
     INSERT INTO log_partitions (name, low, high) VALUES ('events_0', 0, bound);
 END
 $$;
+
+-- A partition takes its parent's row triggers, not its statement triggers: TRUNCATE of a
+-- partition is refused by a trigger of its own.
+CREATE TRIGGER events_append_only_truncate
+    BEFORE TRUNCATE ON events_0
+    FOR EACH STATEMENT EXECUTE FUNCTION events_are_append_only();
 
 SELECT log_partitions_keep();

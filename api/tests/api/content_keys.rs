@@ -396,8 +396,19 @@ async fn migrate_seals_version_1_content_in_place_once_keeping_every_id_and_posi
     .unwrap_err();
     assert!(moved.to_string().contains("append-only"), "{moved}");
     tx.rollback().await.unwrap();
-    for refused in ["DELETE FROM events", "TRUNCATE events"] {
-        let error = sqlx::query(refused).execute(&app.pool).await.unwrap_err();
+    let newest: String =
+        sqlx::query_scalar("SELECT name FROM log_partitions ORDER BY low DESC LIMIT 1")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    for refused in [
+        "DELETE FROM events".to_owned(),
+        "TRUNCATE events".to_owned(),
+        "DELETE FROM events_0".to_owned(),
+        "TRUNCATE events_0".to_owned(),
+        format!("TRUNCATE {newest}"),
+    ] {
+        let error = sqlx::query(&refused).execute(&app.pool).await.unwrap_err();
         assert!(
             error.to_string().contains("append-only"),
             "{refused}: {error}"
