@@ -127,7 +127,7 @@ $$;
 
 -- Makes the partitions the next transactions fall in: from the last one's upper bound, one
 -- `log_partitioning.xids` wide each, until `ahead` of them lie beyond the partition of the next
--- transaction id. Each is made whole (its stream index, its check of the range) before it is
+-- transaction id. Each is made whole (its stream index, its TRUNCATE trigger) before it is
 -- attached. One maker at a time (an advisory lock); answers how many it made.
 CREATE FUNCTION log_partitions_keep() RETURNS integer
     LANGUAGE plpgsql VOLATILE AS
@@ -147,9 +147,6 @@ BEGIN
         part := 'events_' || upper;
         EXECUTE format('CREATE TABLE %I (LIKE events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
                        part);
-        EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (transaction_id >= %L::xid8
-                                                              AND transaction_id < %L::xid8)',
-                       part, part || '_range', upper, upper + width);
         EXECUTE format('CREATE UNIQUE INDEX %I ON %I (aggregate_type, aggregate_id, sequence)',
                        part || '_stream', part);
         -- A partition takes its parent's row triggers, not its statement triggers.

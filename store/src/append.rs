@@ -274,12 +274,10 @@ async fn append<A: Aggregate>(
 }
 
 /// Whether `constraint` is a partition's unique index on (aggregate_type, aggregate_id,
-/// sequence): `<partition>_stream` (migration `20261130000041_log_partitions.sql`). Before the
-/// log was partitioned it was the primary key, `events_pkey`, as an instance of the previous
-/// release still names it during a rolling upgrade.
+/// sequence): `<partition>_stream` (migration `20261130000041_log_partitions.sql`, which this
+/// binary applies before it appends).
 fn is_stream_index(constraint: &str) -> bool {
-    constraint == "events_pkey"
-        || (constraint.starts_with("events_") && constraint.ends_with("_stream"))
+    constraint.starts_with("events_") && constraint.ends_with("_stream")
 }
 
 impl Columns<'_> {
